@@ -1,0 +1,112 @@
+"""The FastAPI application: `POST /mcp`, `GET /healthz`, and the lifespan that owns the
+process's single Temporal client."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from temporalio.client import Client
+
+from mcp_server import __version__
+from mcp_server.config import Settings
+from mcp_server.errors import INVALID_REQUEST, McpError
+from mcp_server.origin import LOOPBACK_NAMES, OriginPolicy, is_loopback
+from mcp_server.request_context import Services
+from mcp_server.request_state import RequestStateCodec
+from mcp_server.task_store import TaskStore, TemporalTaskStore
+from mcp_server.temporal_connection import connect
+from mcp_server.tool_registry import ToolRegistry
+from mcp_server.transport import McpEndpoint, error_response
+
+log = logging.getLogger("mcp_server.app")
+
+SERVER_INFO = {"name": "mcp-tasks-temporal", "version": __version__}
+DEFAULT_INSTRUCTIONS = (
+    "Long-running tools answer with a durable task when you declare the "
+    "io.modelcontextprotocol/tasks extension: poll tasks/get, answer inputRequests with "
+    "tasks/update, stop one with tasks/cancel."
+)
+
+
+def origin_policy(settings: Settings) -> OriginPolicy:
+    loopback = is_loopback(settings.host)
+    hosts = set(settings.allowed_hosts)
+    if loopback:
+        hosts |= LOOPBACK_NAMES
+    return OriginPolicy(
+        loopback_only=loopback,
+        allowed_hosts=frozenset(h.lower() for h in hosts),
+        allowed_origins=frozenset(o.rstrip("/") for o in settings.allowed_origins),
+    )
+
+
+def state_codec(settings: Settings) -> RequestStateCodec:
+    if settings.state_secret:
+        return RequestStateCodec(settings.state_secret.encode("utf-8"))
+    log.warning(
+        "MCP_TASKS_STATE_SECRET is not set: using a random key, so MRTR requestState does not "
+        "survive a restart and is not shared between replicas"
+    )
+    return RequestStateCodec(secrets.token_bytes(32))
+
+
+def create_app(
+    settings: Settings,
+    registry: ToolRegistry,
+    *,
+    client: Client | None = None,
+    store: TaskStore | None = None,
+) -> FastAPI:
+    """Build the app. Without `store`, the lifespan connects to Temporal (or uses `client`)."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        task_store = store
+        if task_store is None:
+            temporal = client or await connect(settings)
+            task_store = TemporalTaskStore(temporal, settings.task_queue)
+        services = Services(
+            registry=registry,
+            store=task_store,
+            request_state=state_codec(settings),
+            clock=lambda: datetime.now(UTC),
+            server_info=SERVER_INFO,
+            instructions=settings.instructions or DEFAULT_INSTRUCTIONS,
+        )
+        app.state.endpoint = McpEndpoint(services, origin_policy(settings), settings.max_body_bytes)
+        app.state.store = task_store
+        yield
+
+    app = FastAPI(title="MCP tasks on Temporal", version=__version__, lifespan=lifespan)
+
+    async def mcp_post(request: Request) -> Response:
+        endpoint: McpEndpoint = request.app.state.endpoint
+        return await endpoint(request)
+
+    async def mcp_other(request: Request) -> Response:
+        error = McpError(
+            INVALID_REQUEST,
+            "This stateless server accepts POST only (no GET stream, no sessions to DELETE)",
+            http_status=405,
+            headers={"Allow": "POST"},
+        )
+        return error_response(error, None)
+
+    async def healthz(request: Request) -> Response:
+        health: dict[str, Any] = await request.app.state.store.health()
+        healthy = health.get("temporal") == "ok" and health.get("workers", 0) > 0
+        health["status"] = "ok" if healthy else "degraded"
+        return JSONResponse(health, status_code=200 if healthy else 503)
+
+    app.add_route("/mcp", mcp_post, methods=["POST"])
+    app.add_route("/mcp", mcp_other, methods=["GET", "DELETE", "PUT", "PATCH"])
+    app.add_route("/healthz", healthz, methods=["GET"])
+    return app

@@ -1,0 +1,88 @@
+"""JSON-RPC and MCP error codes, and the exception that carries them to the wire.
+
+Rules implemented (wire reference §1.5, §2.12):
+- -32020..-32022 are the spec's own codes; -32002 and -32042 are never emitted.
+- Each code maps to the HTTP status the Streamable HTTP transport requires:
+  -32601 -> 404, -32020/-32021/-32022 and missing `_meta` (-32602) -> 400.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+HEADER_MISMATCH = -32020
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+_HTTP_STATUS = {
+    PARSE_ERROR: 400,
+    INVALID_REQUEST: 400,
+    METHOD_NOT_FOUND: 404,
+    INVALID_PARAMS: 400,
+    INTERNAL_ERROR: 500,
+    HEADER_MISMATCH: 400,
+    MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+}
+
+# The message every "no such task" answer uses, whether the task never existed, has passed
+# its TTL, or belongs to another principal: the three must be indistinguishable.
+TASK_NOT_FOUND_MESSAGE = "Failed to retrieve task: Task not found"
+
+
+class McpError(Exception):
+    """An error a request handler returns to the client as a JSON-RPC error object."""
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        data: Any = None,
+        *,
+        http_status: int | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+        self.http_status = http_status if http_status is not None else _HTTP_STATUS.get(code, 400)
+        self.headers = headers or {}
+
+    def to_error_object(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+def invalid_params(message: str, data: Any = None) -> McpError:
+    return McpError(INVALID_PARAMS, message, data)
+
+
+def task_not_found() -> McpError:
+    return McpError(INVALID_PARAMS, TASK_NOT_FOUND_MESSAGE)
+
+
+def missing_capability(required: dict[str, Any], what: str) -> McpError:
+    return McpError(
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        f"Missing required client capability: {what}",
+        {"requiredCapabilities": required},
+    )
+
+
+def temporal_unavailable(detail: str) -> McpError:
+    """Temporal cannot be reached: a deliberate 503 the client may retry."""
+    return McpError(
+        INTERNAL_ERROR,
+        f"The task backend (Temporal) is unavailable: {detail}",
+        {"retryAfterMs": 2000},
+        http_status=503,
+        headers={"Retry-After": "2"},
+    )

@@ -1,0 +1,59 @@
+"""Host and Origin validation against DNS rebinding (wire reference §1.8).
+
+A server bound to a loopback address accepts only loopback Host headers and, when an
+Origin is sent, only loopback origins, unless more are configured. A server bound elsewhere
+accepts any Host unless `allowed_hosts` is configured, and an Origin only when it is listed in
+`allowed_origins` or is the same origin as the Host the client addressed.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def is_loopback(host: str) -> bool:
+    name = host.strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _hostname(authority: str) -> str:
+    """'127.0.0.1:8000' -> '127.0.0.1', '[::1]:80' -> '::1', 'Example.COM' -> 'example.com'."""
+    parsed = urlsplit(f"//{authority}")
+    return (parsed.hostname or "").lower()
+
+
+@dataclass(frozen=True)
+class OriginPolicy:
+    loopback_only: bool
+    allowed_hosts: frozenset[str] = frozenset()
+    allowed_origins: frozenset[str] = frozenset()
+
+    def host_allowed(self, host_header: str | None) -> bool:
+        if host_header is None:
+            return not self.loopback_only
+        name = _hostname(host_header)
+        if name in self.allowed_hosts:
+            return True
+        if self.loopback_only:
+            return is_loopback(name)
+        return not self.allowed_hosts
+
+    def origin_allowed(self, origin: str | None, host_header: str | None) -> bool:
+        if origin is None:
+            return True  # not a browser, or a same-origin request that omitted it
+        if origin.rstrip("/") in self.allowed_origins:
+            return True
+        parsed = urlsplit(origin)
+        name = (parsed.hostname or "").lower()
+        if self.loopback_only:
+            return is_loopback(name)
+        return host_header is not None and parsed.netloc.lower() == host_header.lower()

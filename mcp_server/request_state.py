@@ -1,0 +1,86 @@
+"""Integrity-protected, expiring `requestState` for MRTR rounds of tools/call (wire §1.6).
+
+The state is attacker-controlled, so it is signed with HMAC-SHA256 and binds the method, the
+tool, a digest of the arguments, the principal and an expiry. It also carries the answers of
+earlier rounds, so a stateless server can ask in several rounds.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_server.errors import invalid_params
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def canonical_digest(value: Any) -> str:
+    encoded = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class PendingRound:
+    tool: str
+    arguments_digest: str
+    principal: str
+    answers: dict[str, Any]
+
+
+class RequestStateCodec:
+    def __init__(self, secret: bytes, lifetime_s: float = 900.0) -> None:
+        if len(secret) < 16:
+            raise ValueError("the requestState secret must be at least 16 bytes")
+        self._secret = secret
+        self._lifetime_s = lifetime_s
+
+    def _sign(self, body: bytes) -> bytes:
+        return hmac.new(self._secret, body, hashlib.sha256).digest()
+
+    def encode(self, pending: PendingRound, *, now: float | None = None) -> str:
+        moment = time.time() if now is None else now
+        payload = {
+            "m": "tools/call",
+            "t": pending.tool,
+            "a": pending.arguments_digest,
+            "p": pending.principal,
+            "r": pending.answers,
+            "exp": int((moment + self._lifetime_s) * 1000),
+        }
+        body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
+        return f"{_b64(body)}.{_b64(self._sign(body))}"
+
+    def decode(self, token: object, *, now: float | None = None) -> PendingRound:
+        """The round a valid token describes; -32602 for anything forged, altered or stale."""
+        if not isinstance(token, str) or token.count(".") != 1 or len(token) > 1_000_000:
+            raise invalid_params("requestState is malformed")
+        body_text, signature_text = token.split(".")
+        try:
+            body = _unb64(body_text)
+            signature = _unb64(signature_text)
+        except (ValueError, TypeError) as exc:
+            raise invalid_params("requestState is malformed") from exc
+        if not hmac.compare_digest(signature, self._sign(body)):
+            raise invalid_params("requestState failed its integrity check")
+        payload = json.loads(body)
+        moment = time.time() if now is None else now
+        if payload.get("m") != "tools/call" or payload.get("exp", 0) < moment * 1000:
+            raise invalid_params("requestState has expired; call the tool again without it")
+        return PendingRound(
+            tool=payload["t"],
+            arguments_digest=payload["a"],
+            principal=payload["p"],
+            answers=dict(payload.get("r") or {}),
+        )

@@ -1,0 +1,80 @@
+"""`tasks/get`, `tasks/update` and `tasks/cancel` (wire §2.5-§2.7, §2.12).
+
+Gating order: routing headers (-32020, in the transport), `_meta` (-32602), the tasks extension
+declared on this very request (-32021, before any lookup), then the lookup. A task that does not
+exist, has passed its TTL, or belongs to another principal answers the same -32602.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from mcp_server import capabilities
+from mcp_server.errors import invalid_params, task_not_found
+from mcp_server.request_context import RequestContext, Services
+from mcp_server.task_store import TaskSnapshot
+from mcp_server.task_views import get_task_result
+from mcp_server.wire import TASKS_CAPABILITY, TERMINAL_STATUSES, parse_iso
+from workflows.task_state import SubmitInput
+
+ACK: dict[str, Any] = {"resultType": "complete"}
+MAX_TASK_ID_LENGTH = 256
+
+
+def _require_extension(ctx: RequestContext) -> None:
+    capabilities.require(
+        ctx.capabilities, TASKS_CAPABILITY, f"{ctx.method} belongs to the tasks extension"
+    )
+
+
+async def _lookup(ctx: RequestContext, services: Services) -> TaskSnapshot:
+    _require_extension(ctx)
+    task_id = ctx.params.get("taskId")
+    if not isinstance(task_id, str) or not task_id:
+        raise invalid_params("params.taskId must be a non-empty string")
+    if len(task_id) > MAX_TASK_ID_LENGTH or not task_id.isprintable():
+        raise task_not_found()
+    snapshot = await services.store.get(task_id)
+    if snapshot is None or snapshot.owner != ctx.principal:
+        raise task_not_found()
+    if snapshot.ttl_ms is not None:
+        expires = parse_iso(snapshot.created_at) + timedelta(milliseconds=snapshot.ttl_ms)
+        if services.clock() >= expires:
+            raise task_not_found()
+    return snapshot
+
+
+async def get_task(ctx: RequestContext, services: Services) -> dict[str, Any]:
+    return get_task_result(await _lookup(ctx, services))
+
+
+async def update_task(ctx: RequestContext, services: Services) -> dict[str, Any]:
+    snapshot = await _lookup(ctx, services)
+    responses = ctx.params.get("inputResponses")
+    if not isinstance(responses, dict):
+        raise invalid_params("params.inputResponses must be an object")
+    if snapshot.status in TERMINAL_STATUSES:
+        return dict(ACK)
+    # Only outstanding keys are delivered; never issued, already answered or superseded keys
+    # are ignored whatever their value, as the spec asks.
+    outstanding = {k: v for k, v in responses.items() if k in snapshot.input_requests}
+    for key, response in outstanding.items():
+        error = capabilities.check_input_response(key, snapshot.input_requests[key], response)
+        if error is not None:
+            raise error
+    if outstanding:
+        await services.store.submit_input(
+            snapshot.task_id,
+            SubmitInput(
+                responses=outstanding, request_id=str(ctx.request_id), principal=ctx.principal
+            ),
+        )
+    return dict(ACK)
+
+
+async def cancel_task(ctx: RequestContext, services: Services) -> dict[str, Any]:
+    snapshot = await _lookup(ctx, services)
+    if snapshot.status not in TERMINAL_STATUSES:
+        await services.store.cancel(snapshot.task_id)
+    return dict(ACK)

@@ -1,0 +1,365 @@
+"""Tasks stored as Temporal workflows: the only module of the server that calls Temporal.
+
+Mapping (README "How a task maps onto Temporal"):
+- create: `start_workflow` with workflow ID = taskId and the initial state in the memo; the
+  call returns once Temporal has persisted the start, so a `tasks/get` right after finds it.
+- get: `describe()` (no worker needed, ~2 ms) for the execution status and the state the
+  workflow mirrors into its memo; the close event for a result or failure. Answers and
+  cancellation requests that a worker has not processed yet are read from the tail of the
+  history, so a `tasks/get` right after `tasks/update` never lists an answered key, even when
+  no worker is alive.
+- submit_input: a signal (durable with no worker alive, survives server restarts).
+- cancel: a Temporal cancellation request (durable, a history event).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any, Protocol
+
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
+from temporalio.client import (
+    Client,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+)
+from temporalio.common import (
+    SearchAttributeKey,
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
+from temporalio.exceptions import ApplicationError, TerminatedError
+from temporalio.exceptions import TimeoutError as TemporalTimeoutError
+from temporalio.service import RPCError, RPCStatusCode
+
+from mcp_server.errors import INTERNAL_ERROR, McpError, invalid_params, temporal_unavailable
+from mcp_server.wire import iso_now
+from workflows.task_state import (
+    MEMO_KEY,
+    MEMO_VERSION,
+    PROTOCOL_ERROR_TYPE,
+    SEARCH_ATTRIBUTE_OWNER,
+    SEARCH_ATTRIBUTE_STATUS,
+    SEARCH_ATTRIBUTE_TOOL,
+    SUBMIT_INPUT_SIGNAL,
+    SubmitInput,
+    TaskInput,
+    initial_memo,
+)
+
+INITIAL_STATUS_MESSAGE = "Queued"
+RPC_TIMEOUT = timedelta(seconds=5)
+_HISTORY_PAGES_SCANNED = 4
+_TERMINAL_CACHE_SIZE = 4096
+_UNAVAILABLE = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED}
+
+
+@dataclass(frozen=True)
+class TaskSnapshot:
+    """A task as `tasks/get` shows it, before TTL and owner checks."""
+
+    task_id: str
+    owner: str
+    status: str
+    status_message: str | None
+    created_at: str
+    last_updated_at: str
+    ttl_ms: int | None
+    poll_interval_ms: int | None
+    input_requests: dict[str, Any]
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+class TaskStore(Protocol):
+    async def create(self, task: TaskInput, workflow: str) -> TaskSnapshot: ...
+    async def get(self, task_id: str) -> TaskSnapshot | None: ...
+    async def submit_input(self, task_id: str, update: SubmitInput) -> None: ...
+    async def cancel(self, task_id: str) -> None: ...
+    async def run_sync(
+        self, task: TaskInput, workflow: str, timeout_s: float
+    ) -> dict[str, Any]: ...
+    async def health(self) -> dict[str, Any]: ...
+
+
+def new_task_id() -> str:
+    """128 random bits; the prefix lets operators tell MCP tasks apart in Temporal's UI."""
+    return f"mcp-task-{secrets.token_hex(16)}"
+
+
+def _translate(err: RPCError, what: str) -> McpError:
+    if err.status in _UNAVAILABLE:
+        return temporal_unavailable(f"{what}: {err.message}")
+    return McpError(INTERNAL_ERROR, f"Temporal refused to {what}: {err.message}")
+
+
+def _failure_of(err: BaseException) -> tuple[dict[str, Any], str]:
+    """The JSON-RPC error object and statusMessage for a workflow that did not complete."""
+    cause = err.cause if isinstance(err, WorkflowFailureError) else err
+    if isinstance(cause, ApplicationError) and cause.type == PROTOCOL_ERROR_TYPE and cause.details:
+        detail = cause.details[0]
+        if isinstance(detail, dict) and isinstance(detail.get("code"), int):
+            error = {"code": detail["code"], "message": str(detail.get("message", cause.message))}
+            if detail.get("data") is not None:
+                error["data"] = detail["data"]
+            return error, f"Task failed: {error['message']}"
+    if isinstance(cause, TerminatedError):
+        message = f"Task was terminated in Temporal: {cause.message or 'no reason given'}"
+    elif isinstance(cause, TemporalTimeoutError):
+        message = "Task exceeded its time limit (its ttlMs) and was stopped by Temporal"
+    else:
+        message = f"Task failed: {getattr(cause, 'message', None) or cause}"
+    return {"code": INTERNAL_ERROR, "message": message}, message
+
+
+class TemporalTaskStore:
+    def __init__(self, client: Client, task_queue: str) -> None:
+        self._client = client
+        self._task_queue = task_queue
+        self._terminal: OrderedDict[str, TaskSnapshot] = OrderedDict()
+
+    # ----- create ------------------------------------------------------------------------
+
+    async def _start(self, task: TaskInput, workflow: str) -> WorkflowHandle[Any, Any]:
+        memo = initial_memo(task, INITIAL_STATUS_MESSAGE)
+        attributes = TypedSearchAttributes(
+            [
+                SearchAttributePair(
+                    SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_STATUS), "working"
+                ),
+                SearchAttributePair(
+                    SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_TOOL), task.tool
+                ),
+                SearchAttributePair(
+                    SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_OWNER), task.owner
+                ),
+            ]
+        )
+        try:
+            return await self._client.start_workflow(
+                workflow,
+                task,
+                id=task.task_id,
+                task_queue=self._task_queue,
+                memo={MEMO_KEY: memo},
+                search_attributes=attributes,
+                execution_timeout=timedelta(milliseconds=task.ttl_ms) if task.ttl_ms else None,
+                # A taskId names exactly one execution, ever.
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                static_summary=f"MCP tool {task.tool}",
+                rpc_timeout=RPC_TIMEOUT,
+            )
+        except RPCError as err:
+            if err.status == RPCStatusCode.INVALID_ARGUMENT and "size" in err.message.lower():
+                raise invalid_params(
+                    f"The tool arguments are too large to store: {err.message}"
+                ) from err
+            raise _translate(err, "start the task") from err
+
+    async def create(self, task: TaskInput, workflow: str) -> TaskSnapshot:
+        await self._start(task, workflow)
+        return _snapshot_from_memo(initial_memo(task, INITIAL_STATUS_MESSAGE))
+
+    async def run_sync(self, task: TaskInput, workflow: str, timeout_s: float) -> dict[str, Any]:
+        """Run a task tool's workflow and wait for it: a tools/call without the extension."""
+        handle = await self._start(task, workflow)
+        try:
+            result: dict[str, Any] = await asyncio.wait_for(handle.result(), timeout_s)
+            return result
+        except WorkflowFailureError as err:
+            error, _ = _failure_of(err)
+            raise McpError(error["code"], error["message"], error.get("data")) from err
+        except (TimeoutError, asyncio.CancelledError) as err:
+            await self._terminate_quietly(handle, "the synchronous caller stopped waiting")
+            if isinstance(err, asyncio.CancelledError):
+                raise
+            raise McpError(
+                INTERNAL_ERROR,
+                f"Tool {task.tool!r} did not finish within {timeout_s:g} s; call it with the "
+                "tasks extension declared to run it as a durable task",
+            ) from err
+
+    async def _terminate_quietly(self, handle: WorkflowHandle[Any, Any], reason: str) -> None:
+        try:
+            await handle.terminate(reason=reason, rpc_timeout=RPC_TIMEOUT)
+        except RPCError:
+            pass
+
+    # ----- get ---------------------------------------------------------------------------
+
+    async def _describe(self, task_id: str) -> WorkflowExecutionDescription | None:
+        try:
+            return await self._client.get_workflow_handle(task_id).describe(rpc_timeout=RPC_TIMEOUT)
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return None
+            raise _translate(err, "read the task") from err
+
+    async def get(self, task_id: str) -> TaskSnapshot | None:
+        cached = self._terminal.get(task_id)
+        if cached is not None:
+            return cached
+        description = await self._describe(task_id)
+        if description is None:
+            return None
+        memo = await description.memo_value(MEMO_KEY, None)
+        if not isinstance(memo, dict) or memo.get("v") != MEMO_VERSION:
+            return None  # a workflow of the namespace that is not an MCP task
+        if description.status == WorkflowExecutionStatus.RUNNING:
+            return await self._running(task_id, description, memo)
+        snapshot = await self._closed(task_id, description, memo)
+        self._terminal[task_id] = snapshot
+        if len(self._terminal) > _TERMINAL_CACHE_SIZE:
+            self._terminal.popitem(last=False)
+        return snapshot
+
+    async def _running(
+        self, task_id: str, description: WorkflowExecutionDescription, memo: dict[str, Any]
+    ) -> TaskSnapshot:
+        answered, cancel_requested, newest_event = await self._unprocessed(task_id)
+        if newest_event > description.history_length:
+            # The workflow moved on between the two reads: take the fresher memo.
+            fresher = await self._describe(task_id)
+            if fresher is not None and fresher.status == WorkflowExecutionStatus.RUNNING:
+                memo = await fresher.memo_value(MEMO_KEY, memo)
+        snapshot = _snapshot_from_memo(memo)
+        pending = {k: v for k, v in snapshot.input_requests.items() if k not in answered}
+        status, message = snapshot.status, snapshot.status_message
+        if status == "input_required" and not pending:
+            status, message = "working", "Processing the answers"
+        if cancel_requested:
+            message = "Cancellation requested"
+        attempt = description.raw_description.pending_workflow_task.attempt
+        if attempt > 2:
+            message = (
+                f"{message} (the worker has failed this task {attempt - 1} times; see its logs)"
+            )
+        return replace(snapshot, status=status, status_message=message, input_requests=pending)
+
+    async def _unprocessed(self, task_id: str) -> tuple[set[str], bool, int]:
+        """Answers and cancellation requests recorded after the last completed workflow task.
+
+        The memo reflects every event up to the last WORKFLOW_TASK_COMPLETED; what came after
+        it has not been seen by the workflow yet.
+        """
+        answered: set[str] = set()
+        cancel_requested = False
+        newest = 0
+        token = b""
+        for _ in range(_HISTORY_PAGES_SCANNED):
+            request = GetWorkflowExecutionHistoryReverseRequest(
+                namespace=self._client.namespace,
+                execution=WorkflowExecution(workflow_id=task_id),
+                maximum_page_size=50,
+                next_page_token=token,
+            )
+            try:
+                response = (
+                    await self._client.workflow_service.get_workflow_execution_history_reverse(
+                        request, retry=True, timeout=RPC_TIMEOUT
+                    )
+                )
+            except RPCError as err:
+                raise _translate(err, "read the task history") from err
+            for event in response.history.events:
+                newest = max(newest, event.event_id)
+                if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+                    return answered, cancel_requested, newest
+                if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
+                    cancel_requested = True
+                elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+                    attributes = event.workflow_execution_signaled_event_attributes
+                    if attributes.signal_name == SUBMIT_INPUT_SIGNAL:
+                        (update,) = await self._client.data_converter.decode(
+                            attributes.input.payloads, [SubmitInput]
+                        )
+                        answered.update(update.responses)
+            token = response.next_page_token
+            if not token:
+                break
+        return answered, cancel_requested, newest
+
+    async def _closed(
+        self, task_id: str, description: WorkflowExecutionDescription, memo: dict[str, Any]
+    ) -> TaskSnapshot:
+        base = _snapshot_from_memo(memo)
+        closed_at = (
+            iso_now(description.close_time) if description.close_time else base.last_updated_at
+        )
+        base = replace(base, input_requests={}, last_updated_at=closed_at)
+        status = description.status
+        if status == WorkflowExecutionStatus.CANCELED:
+            return replace(base, status="cancelled", status_message="Cancelled")
+        handle = self._client.get_workflow_handle(task_id, run_id=description.run_id)
+        try:
+            result = await handle.result(follow_runs=False, rpc_timeout=RPC_TIMEOUT)
+        except WorkflowFailureError as err:
+            error, message = _failure_of(err)
+            return replace(base, status="failed", status_message=message, error=error)
+        except RPCError as err:
+            raise _translate(err, "read the task result") from err
+        return replace(base, status="completed", status_message=base.status_message, result=result)
+
+    # ----- update and cancel -------------------------------------------------------------
+
+    async def submit_input(self, task_id: str, update: SubmitInput) -> None:
+        try:
+            await self._client.get_workflow_handle(task_id).signal(
+                SUBMIT_INPUT_SIGNAL, update, rpc_timeout=RPC_TIMEOUT
+            )
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile: nothing to answer
+                raise _translate(err, "deliver the answers") from err
+
+    async def cancel(self, task_id: str) -> None:
+        try:
+            await self._client.get_workflow_handle(task_id).cancel(rpc_timeout=RPC_TIMEOUT)
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile: the ack stands
+                raise _translate(err, "cancel the task") from err
+
+    # ----- health ------------------------------------------------------------------------
+
+    async def health(self) -> dict[str, Any]:
+        from temporalio.api.enums.v1 import TaskQueueType
+        from temporalio.api.taskqueue.v1 import TaskQueue
+        from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+        try:
+            await self._client.service_client.check_health(timeout=timedelta(seconds=2))
+            response = await self._client.workflow_service.describe_task_queue(
+                DescribeTaskQueueRequest(
+                    namespace=self._client.namespace,
+                    task_queue=TaskQueue(name=self._task_queue),
+                    task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+                ),
+                timeout=timedelta(seconds=2),
+            )
+        except RPCError as err:
+            return {"temporal": "unreachable", "detail": err.message, "workers": 0}
+        return {"temporal": "ok", "workers": len(response.pollers)}
+
+
+def _snapshot_from_memo(memo: dict[str, Any]) -> TaskSnapshot:
+    return TaskSnapshot(
+        task_id=str(memo["taskId"]),
+        owner=str(memo.get("owner", "")),
+        status=str(memo.get("status", "working")),
+        status_message=memo.get("statusMessage"),
+        created_at=str(memo["createdAt"]),
+        last_updated_at=str(memo.get("lastUpdatedAt") or memo["createdAt"]),
+        ttl_ms=memo.get("ttlMs"),
+        poll_interval_ms=memo.get("pollIntervalMs"),
+        input_requests=dict(memo.get("inputRequests") or {}),
+    )

@@ -1,0 +1,118 @@
+"""One Temporal client per process, and the namespace setup the server relies on."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from pathlib import Path
+
+from google.protobuf.duration_pb2 import Duration
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.namespace.v1 import NamespaceConfig
+from temporalio.api.operatorservice.v1 import (
+    AddSearchAttributesRequest,
+    ListSearchAttributesRequest,
+)
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, UpdateNamespaceRequest
+from temporalio.client import Client
+from temporalio.service import RPCError, TLSConfig
+
+from mcp_server.config import Settings
+from workflows.task_state import SEARCH_ATTRIBUTES
+
+log = logging.getLogger("mcp_server.temporal")
+
+
+def _read(path: str | None) -> bytes | None:
+    return Path(path).read_bytes() if path else None
+
+
+def _tls(settings: Settings) -> TLSConfig | bool:
+    if not (settings.tls or settings.tls_cert_path or settings.tls_ca_path):
+        return bool(settings.api_key)  # Temporal Cloud API keys need TLS
+    return TLSConfig(
+        client_cert=_read(settings.tls_cert_path),
+        client_private_key=_read(settings.tls_key_path),
+        server_root_ca_cert=_read(settings.tls_ca_path),
+        domain=settings.tls_server_name,
+    )
+
+
+async def connect(settings: Settings) -> Client:
+    return await Client.connect(
+        settings.temporal_address,
+        namespace=settings.namespace,
+        tls=_tls(settings),
+        api_key=settings.api_key,
+    )
+
+
+async def ensure_search_attributes(client: Client) -> None:
+    """Register McpStatus/McpTool/McpOwner (Keyword) when missing; explain when we may not."""
+    namespace = client.namespace
+    listed = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=namespace)
+    )
+    missing = [name for name in SEARCH_ATTRIBUTES if name not in listed.custom_attributes]
+    if not missing:
+        return
+    try:
+        await client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(
+                namespace=namespace,
+                search_attributes={
+                    name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD for name in missing
+                },
+            )
+        )
+    except RPCError as err:
+        commands = "; ".join(
+            f"temporal operator search-attribute create --namespace {namespace} "
+            f"--name {name} --type Keyword"
+            for name in missing
+        )
+        raise RuntimeError(
+            f"Search attributes {missing} are not registered in namespace {namespace!r} and "
+            f"could not be added ({err.message}). Register them once: {commands}"
+        ) from err
+    log.info("registered search attributes %s in namespace %s", missing, namespace)
+
+
+async def retention(client: Client) -> timedelta:
+    response = await client.workflow_service.describe_namespace(
+        DescribeNamespaceRequest(namespace=client.namespace)
+    )
+    return response.config.workflow_execution_retention_ttl.ToTimedelta()
+
+
+async def warn_if_retention_short(client: Client, longest_ttl_ms: int | None) -> None:
+    """A closed task stays readable until its TTL only if retention is at least that long."""
+    if longest_ttl_ms is None:
+        return
+    kept = await retention(client)
+    if kept < timedelta(milliseconds=longest_ttl_ms):
+        log.warning(
+            "namespace %s keeps closed workflows for %s, less than the longest tool TTL (%s): "
+            "completed tasks may vanish before their ttlMs. Raise it with: temporal operator "
+            "namespace update --retention %dh %s",
+            client.namespace,
+            kept,
+            timedelta(milliseconds=longest_ttl_ms),
+            -(-longest_ttl_ms // 3_600_000),
+            client.namespace,
+        )
+
+
+async def set_retention(client: Client, keep: timedelta) -> None:
+    """Dev mode only: keep closed workflows for `keep` (the dev server's minimum is 1 h)."""
+    keep = max(keep, timedelta(hours=1))
+    if await retention(client) == keep:
+        return
+    await client.workflow_service.update_namespace(
+        UpdateNamespaceRequest(
+            namespace=client.namespace,
+            config=NamespaceConfig(
+                workflow_execution_retention_ttl=Duration(seconds=int(keep.total_seconds()))
+            ),
+        )
+    )

@@ -1,0 +1,156 @@
+"""The tool registry: the seam through which toolsets (built-in or a user's module) plug in.
+
+A tool is either a synchronous function run inside the HTTP server, or a Temporal workflow
+run as a task. Its `task_support` policy decides what `tools/call` does (wire §2.2):
+- "never": always synchronous, never a task;
+- "optional": a task when the request declares the tasks extension, otherwise the workflow is
+  run and awaited synchronously (bounded by `sync_timeout_s`);
+- "required": a task; a request without the extension gets -32021.
+
+A toolset is a module with `register(registry: ToolRegistry) -> None`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from jsonschema import Draft202012Validator
+
+TaskSupport = Literal["never", "optional", "required"]
+
+DEFAULT_TTL_MS = 60 * 60 * 1000
+DEFAULT_POLL_INTERVAL_MS = 1000
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """What a synchronous tool handler receives."""
+
+    name: str
+    arguments: dict[str, Any]
+    client_capabilities: dict[str, Any]
+    # Answers gathered by MRTR rounds (keys of the tool's `prelude`).
+    input_responses: dict[str, Any]
+
+
+SyncHandler = Callable[[ToolCall], Awaitable[dict[str, Any]]]
+# Input requests a tool needs answered before it runs (MRTR), by key.
+Prelude = Callable[[dict[str, Any]], dict[str, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    title: str | None = None
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, Any] | None = None
+    task_support: TaskSupport = "never"
+    handler: SyncHandler | None = None
+    workflow: str | None = None
+    ttl_ms: int | None = DEFAULT_TTL_MS
+    poll_interval_ms: int = DEFAULT_POLL_INTERVAL_MS
+    prelude: Prelude | None = None
+    # Client capabilities the tool cannot run without (e.g. {"elicitation": {}} for a task
+    # that asks questions); a request that lacks one gets -32021.
+    required_capabilities: dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]] = field(
+        default_factory=dict
+    )
+    sync_timeout_s: float = 60.0
+    # Argument names whose values must never reach logs, memos or status messages.
+    secret_arguments: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.task_support == "never" and self.handler is None:
+            raise ValueError(f"tool {self.name!r}: a synchronous tool needs a handler")
+        if self.task_support != "never" and self.workflow is None:
+            raise ValueError(f"tool {self.name!r}: a task tool needs a workflow type")
+        if self.ttl_ms is not None and self.ttl_ms <= 0:
+            raise ValueError(f"tool {self.name!r}: ttl_ms must be positive or None")
+        if self.poll_interval_ms <= 0:
+            raise ValueError(f"tool {self.name!r}: poll_interval_ms must be positive")
+        if self.input_schema.get("type") != "object":
+            raise ValueError(f"tool {self.name!r}: inputSchema must have type 'object'")
+        Draft202012Validator.check_schema(self.input_schema)
+
+    def capabilities_for(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        required = self.required_capabilities
+        return required(arguments) if callable(required) else required
+
+    def wire(self) -> dict[str, Any]:
+        """The `Tool` object of tools/list (2026-07-28 has no `execution` field)."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+        }
+        if self.title:
+            out["title"] = self.title
+        if self.output_schema is not None:
+            out["outputSchema"] = self.output_schema
+        if self.annotations:
+            out["annotations"] = self.annotations
+        return out
+
+
+class ToolRegistry:
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._validators: dict[str, Draft202012Validator] = {}
+        self.workflows: list[type] = []
+        self.activities: list[Callable[..., Any]] = []
+
+    def add(self, tool: Tool) -> Tool:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} is registered twice")
+        self._tools[tool.name] = tool
+        self._validators[tool.name] = Draft202012Validator(tool.input_schema)
+        return tool
+
+    def add_workflows(self, workflows: Sequence[type]) -> None:
+        self.workflows.extend(w for w in workflows if w not in self.workflows)
+
+    def add_activities(self, activities: Sequence[Callable[..., Any]]) -> None:
+        self.activities.extend(a for a in activities if a not in self.activities)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
+
+    def argument_errors(self, name: str, arguments: dict[str, Any]) -> list[str]:
+        validator = self._validators[name]
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        return [
+            f"{'/'.join(str(p) for p in error.absolute_path) or '(root)'}: {error.message}"
+            for error in errors[:10]
+        ]
+
+    def longest_ttl_ms(self) -> int | None:
+        finite = [t.ttl_ms for t in self._tools.values() if t.task_support != "never" and t.ttl_ms]
+        return max(finite) if finite else None
+
+
+BUILTIN_TOOLSETS = {
+    "demo": "mcp_server.toolsets.demo",
+    "conformance": "mcp_server.toolsets.conformance",
+}
+
+
+def load_toolsets(toolset: str, extra_modules: Sequence[str] = ()) -> ToolRegistry:
+    """Build the registry from a built-in toolset plus any user modules (`--tools MODULE`)."""
+    if toolset not in BUILTIN_TOOLSETS:
+        raise ValueError(f"unknown toolset {toolset!r}; choose one of {sorted(BUILTIN_TOOLSETS)}")
+    registry = ToolRegistry()
+    for module_name in (BUILTIN_TOOLSETS[toolset], *extra_modules):
+        module = importlib.import_module(module_name)
+        register = getattr(module, "register", None)
+        if not callable(register):
+            raise ValueError(f"tool module {module_name!r} has no register(registry) function")
+        register(registry)
+    return registry

@@ -1,0 +1,1 @@
+"""Built-in toolsets: `demo` (the default) and `conformance` (the official suite's fixtures)."""

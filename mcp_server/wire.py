@@ -1,0 +1,46 @@
+"""Names and shapes of the MCP 2026-07-28 wire that several modules share."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+PROTOCOL_VERSION = "2026-07-28"
+SUPPORTED_VERSIONS = (PROTOCOL_VERSION,)
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+
+META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+
+TASK_STATUSES = ("working", "input_required", "completed", "failed", "cancelled")
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+
+# Only tools/call, prompts/get and resources/read may answer with an InputRequiredResult.
+# The tasks extension adds `params.taskId` as the routed name of its three methods.
+NAMED_PARAM_BY_METHOD = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
+
+TASKS_CAPABILITY: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
+
+
+def iso_now(now: datetime | None = None) -> str:
+    """An ISO 8601 UTC timestamp with millisecond precision, e.g. 2026-08-01T10:30:00.123Z."""
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def parse_iso(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def declares_tasks(capabilities: dict[str, Any]) -> bool:
+    extensions = capabilities.get("extensions")
+    return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)

@@ -1,0 +1,26 @@
+"""The Temporal worker that runs the registry's task workflows and activities."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from mcp_server.config import Settings
+from mcp_server.tool_registry import ToolRegistry
+
+
+def build_worker(client: Client, settings: Settings, registry: ToolRegistry) -> Worker:
+    return Worker(
+        client,
+        task_queue=settings.task_queue,
+        workflows=registry.workflows,
+        activities=registry.activities,
+        max_cached_workflows=settings.max_cached_workflows,
+        max_concurrent_activities=settings.max_concurrent_activities,
+        # After a worker crash, its sticky queue would hold the next workflow task for the
+        # default 10 s; 1 s lets a replacement worker take over quickly.
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
+        graceful_shutdown_timeout=timedelta(seconds=5),
+    )

@@ -1,0 +1,198 @@
+"""The base every MCP task workflow builds on.
+
+A tool's workflow subclasses `TaskWorkflow`, implements `execute()`, and is declared with
+`@task_workflow("name")`. The base gives it:
+- the task state (status, statusMessage, inputRequests, pollIntervalMs) mirrored into the memo
+  and the `McpStatus` search attribute at every change, so `tasks/get` can answer from
+  `describe()` with no worker alive;
+- `ask()` / `ask_all()`, which park the workflow at `input_required` until `tasks/update`
+  answers (keys unique for the task's whole life);
+- `report()` for progress in `statusMessage`;
+- cooperative cancellation: a cancellation request interrupts whatever the workflow awaits,
+  the state says `cancelled` and the execution closes as CANCELED;
+- a result-size guard, so an oversized result ends the task with a clear tool error instead of
+  a workflow that can never complete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from temporalio import workflow
+from temporalio.common import SearchAttributeKey
+from temporalio.exceptions import ApplicationError, is_cancelled_exception
+
+from workflows.results import bounded
+from workflows.task_state import (
+    MEMO_KEY,
+    PROTOCOL_ERROR_TYPE,
+    SEARCH_ATTRIBUTE_STATUS,
+    STATE_QUERY,
+    SUBMIT_INPUT_SIGNAL,
+    SubmitInput,
+    TaskInput,
+    initial_memo,
+)
+
+STATUS_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_STATUS)
+W = TypeVar("W", bound="TaskWorkflow")
+
+
+def protocol_error(code: int, message: str, data: Any = None) -> ApplicationError:
+    """Raise this from `execute()` to end the task `failed` with a JSON-RPC error object.
+
+    Tool-level failures are not protocol errors: return an `isError` result for those.
+    """
+    return ApplicationError(
+        message,
+        {"code": code, "message": message, "data": data},
+        type=PROTOCOL_ERROR_TYPE,
+        non_retryable=True,
+    )
+
+
+def elicitation(
+    message: str, properties: dict[str, Any], required: list[str] | None = None
+) -> dict[str, Any]:
+    """A form-mode `elicitation/create` input request."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return {
+        "method": "elicitation/create",
+        "params": {"mode": "form", "message": message, "requestedSchema": schema},
+    }
+
+
+class TaskWorkflow:
+    """State and helpers shared by every task workflow. Subclasses implement `execute()`."""
+
+    initial_status_message = "Queued"
+
+    def __init__(self) -> None:
+        self._memo: dict[str, Any] = {}
+        self._outstanding: dict[str, dict[str, Any]] = {}
+        self._answers: dict[str, Any] = {}
+        self._issued_keys: set[str] = set()
+        self.task: TaskInput | None = None
+
+    # ----- what subclasses implement and call -------------------------------------------
+
+    async def execute(self, task: TaskInput) -> dict[str, Any]:
+        """Do the tool's work and return its CallToolResult dict."""
+        raise NotImplementedError
+
+    def report(self, message: str, *, poll_interval_ms: int | None = None) -> None:
+        """Publish a new statusMessage (and optionally a new pollIntervalMs)."""
+        self._memo["statusMessage"] = message
+        if poll_interval_ms is not None:
+            self._memo["pollIntervalMs"] = poll_interval_ms
+        self._publish()
+
+    def fresh_key(self, base: str) -> str:
+        """A key never issued before in this task: `base`, else `base-2`, `base-3`, ..."""
+        key, n = base, 1
+        while key in self._issued_keys:
+            n += 1
+            key = f"{base}-{n}"
+        return key
+
+    async def ask(
+        self, key: str, request: dict[str, Any], *, status_message: str | None = None
+    ) -> dict[str, Any]:
+        """Park at `input_required` until `key` is answered; return the InputResponse."""
+        answers = await self.ask_all({key: request}, status_message=status_message)
+        return dict(answers[key])
+
+    async def ask_all(
+        self, requests: dict[str, dict[str, Any]], *, status_message: str | None = None
+    ) -> dict[str, Any]:
+        """Ask several questions at once; return when every one has been answered."""
+        reused = [key for key in requests if key in self._issued_keys]
+        if reused:
+            raise ValueError(f"input request keys {reused} were already used in this task")
+        self._issued_keys.update(requests)
+        self._outstanding.update(requests)
+        previous_message = self._memo.get("statusMessage")
+        self._memo["statusMessage"] = status_message or "Waiting for input"
+        self._publish()
+        # Why wait_condition and not a loop: the condition is re-evaluated only after a signal
+        # changes state, and the wait itself survives worker restarts by replay.
+        await workflow.wait_condition(lambda: all(key in self._answers for key in requests))
+        answers = {key: self._answers.pop(key) for key in requests}
+        self._memo["statusMessage"] = previous_message or "Working"
+        self._publish()
+        return answers
+
+    # ----- Temporal handlers ------------------------------------------------------------
+
+    @workflow.signal(name=SUBMIT_INPUT_SIGNAL)
+    def submit_input(self, update: SubmitInput) -> None:
+        # A signal, not an update: it is durable with no worker alive and survives a server
+        # restart. Answers for keys that are not outstanding (never issued, already answered,
+        # duplicated deliveries) are ignored, which makes redelivery harmless.
+        accepted = [key for key in update.responses if key in self._outstanding]
+        for key in accepted:
+            self._answers[key] = update.responses[key]
+            del self._outstanding[key]
+        if accepted:
+            self._publish()
+
+    @workflow.query(name=STATE_QUERY)
+    def state(self) -> dict[str, Any]:
+        """The live state, for operators (`temporal workflow query --name mcp.state`)."""
+        return dict(self._memo)
+
+    # ----- the run wrapper --------------------------------------------------------------
+
+    async def _run_task(self, task: TaskInput) -> dict[str, Any]:
+        self.task = task
+        # The starter wrote this memo with the start; keep it as our base without re-upserting.
+        self._memo = initial_memo(task, self.initial_status_message)
+        try:
+            result = bounded(await self.execute(task))
+        except BaseException as err:
+            if is_cancelled_exception(err):
+                self._outstanding.clear()
+                self._memo["statusMessage"] = "Cancelled"
+                self._publish(status="cancelled")
+            raise
+        self._outstanding.clear()
+        self._publish(status="completed")
+        return result
+
+    def _publish(self, status: str | None = None) -> None:
+        if status is None:
+            status = "input_required" if self._outstanding else "working"
+        changed_status = status != self._memo.get("status")
+        self._memo["status"] = status
+        self._memo["inputRequests"] = dict(self._outstanding)
+        self._memo["lastUpdatedAt"] = _iso(workflow.now())
+        workflow.upsert_memo({MEMO_KEY: self._memo})
+        if changed_status:
+            workflow.upsert_search_attributes([STATUS_KEY.value_set(status)])
+
+
+def _iso(moment: Any) -> str:
+    return str(moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z")
+
+
+def task_workflow(name: str) -> Callable[[type[W]], type[W]]:
+    """Declare a task workflow type. Supplies the `@workflow.run` method, which Temporal
+    requires on the concrete class itself (it cannot be inherited)."""
+
+    def declare(cls: type[W]) -> type[W]:
+        async def run(self, task):  # type: ignore[no-untyped-def]  # annotated below
+            return await self._run_task(task)
+
+        run.__qualname__ = f"{cls.__qualname__}.run"
+        run.__name__ = "run"
+        run.__module__ = cls.__module__
+        # Real objects, not strings: the SDK reads the input type from these to decode the
+        # argument, and cannot resolve names from this module in the subclass's module.
+        run.__annotations__ = {"task": TaskInput, "return": dict[str, Any]}
+        cls.run = workflow.run(run)  # type: ignore[attr-defined]
+        return workflow.defn(name=name)(cls)
+
+    return declare
