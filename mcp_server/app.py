@@ -3,13 +3,15 @@ process's single Temporal client."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+import uvicorn
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -110,3 +112,11 @@ def create_app(
     app.add_route("/mcp", mcp_other, methods=["GET", "DELETE", "PUT", "PATCH"])
     app.add_route("/healthz", healthz, methods=["GET"])
     return app
+
+
+class HttpServer(uvicorn.Server):
+    """uvicorn without its own signal handling: the embedding program decides when to stop."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import os
 import secrets
 import signal
 import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -18,7 +16,7 @@ from pathlib import Path
 import uvicorn
 from temporalio.client import Client
 
-from mcp_server.app import create_app
+from mcp_server.app import HttpServer, create_app
 from mcp_server.config import Settings
 from mcp_server.devserver import TemporalDevServer, port_is_free
 from mcp_server.temporal_connection import (
@@ -33,14 +31,6 @@ from mcp_server.worker import build_worker
 log = logging.getLogger("mcp_server.cli")
 
 
-class _Server(uvicorn.Server):
-    """uvicorn without its own signal handling: `mcp-tasks` decides the shutdown order."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 def _stop_event() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -49,12 +39,12 @@ def _stop_event() -> asyncio.Event:
     return stop
 
 
-def _http_server(settings: Settings, registry: ToolRegistry, client: Client) -> _Server:
+def _http_server(settings: Settings, registry: ToolRegistry, client: Client) -> HttpServer:
     app = create_app(settings, registry, client=client)
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, log_level="warning", lifespan="on"
     )
-    return _Server(config)
+    return HttpServer(config)
 
 
 async def _serve(

@@ -56,7 +56,8 @@ class BodyTooLarge(Exception):
 
 def error_response(error: McpError, request_id: RequestId) -> JSONResponse:
     body: dict[str, Any] = {"jsonrpc": "2.0", "error": error.to_error_object()}
-    body["id"] = request_id
+    if request_id is not None:  # MCP's schema allows an absent id, never a null one
+        body["id"] = request_id
     return JSONResponse(body, status_code=error.http_status, headers=error.headers)
 
 

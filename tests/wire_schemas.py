@@ -1,0 +1,74 @@
+"""Validation of every server response against the official JSON Schemas (tests/schemas/)."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+SCHEMAS = Path(__file__).parent / "schemas"
+CORE = "mcp-2026-07-28.schema.json"
+TASKS = "ext-tasks.schema.json"
+
+_ERROR_DEFS = {
+    -32700: "ParseError",
+    -32600: "InvalidRequestError",
+    -32601: "MethodNotFoundError",
+    -32602: "InvalidParamsError",
+    -32603: "InternalError",
+}
+# These three are defined as whole error responses, the others as error objects.
+_RESPONSE_DEFS = {
+    -32020: "HeaderMismatchError",
+    -32021: "MissingRequiredClientCapabilityError",
+    -32022: "UnsupportedProtocolVersionError",
+}
+
+
+@cache
+def _validator(document: str, definition: str) -> Draft202012Validator:
+    schema = json.loads((SCHEMAS / document).read_text())
+    return Draft202012Validator({"$ref": f"#/$defs/{definition}", "$defs": schema["$defs"]})
+
+
+def result_definition(method: str, result: dict[str, Any]) -> tuple[str, str]:
+    kind = result.get("resultType")
+    if method == "tools/call":
+        if kind == "task":
+            return TASKS, "CreateTaskResult"
+        if kind == "input_required":
+            return CORE, "InputRequiredResult"
+        return CORE, "CallToolResult"
+    return {
+        "server/discover": (CORE, "DiscoverResult"),
+        "tools/list": (CORE, "ListToolsResult"),
+        "tasks/get": (TASKS, "GetTaskResult"),
+        "tasks/update": (TASKS, "UpdateTaskResult"),
+        "tasks/cancel": (TASKS, "CancelTaskResult"),
+    }[method]
+
+
+def assert_valid(method: str, body: Any) -> None:
+    """Raise AssertionError when `body` (a JSON-RPC response) breaks the official schemas."""
+    if "error" in body:
+        code = body["error"].get("code")
+        if code in _RESPONSE_DEFS:
+            _check(CORE, _RESPONSE_DEFS[code], body)
+        else:
+            _check(CORE, "JSONRPCErrorResponse", body)
+            if code in _ERROR_DEFS:
+                _check(CORE, _ERROR_DEFS[code], body["error"])
+        return
+    _check(CORE, "JSONRPCResultResponse", body)
+    document, definition = result_definition(method, body["result"])
+    _check(document, definition, body["result"])
+
+
+def _check(document: str, definition: str, instance: Any) -> None:
+    errors = list(_validator(document, definition).iter_errors(instance))
+    assert not errors, f"response is not a valid {definition}: " + "; ".join(
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:5]
+    )
