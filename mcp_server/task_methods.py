@@ -15,6 +15,7 @@ from mcp_server.errors import invalid_params, task_not_found
 from mcp_server.request_context import RequestContext, Services
 from mcp_server.task_store import TaskSnapshot
 from mcp_server.task_views import get_task_result
+from mcp_server.ttl import kept_for
 from mcp_server.wire import TASKS_CAPABILITY, TERMINAL_STATUSES, parse_iso
 from workflows.task_state import SubmitInput
 
@@ -39,7 +40,12 @@ async def _lookup(ctx: RequestContext, services: Services) -> TaskSnapshot:
     if snapshot is None or snapshot.owner != ctx.principal:
         raise task_not_found()
     if snapshot.ttl_ms is not None:
-        expires = parse_iso(snapshot.created_at) + timedelta(milliseconds=snapshot.ttl_ms)
+        # A closed task's ttlMs already includes its grace; a task still running at its TTL is
+        # about to be closed by Temporal (execution timeout) and gets the same grace.
+        readable_ms = snapshot.ttl_ms
+        if snapshot.status not in TERMINAL_STATUSES:
+            readable_ms = kept_for(snapshot.ttl_ms)
+        expires = parse_iso(snapshot.created_at) + timedelta(milliseconds=readable_ms)
         if services.clock() >= expires:
             raise task_not_found()
     return snapshot

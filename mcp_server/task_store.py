@@ -43,6 +43,7 @@ from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_server.errors import INTERNAL_ERROR, McpError, invalid_params, temporal_unavailable
+from mcp_server.ttl import ttl_after_close
 from mcp_server.wire import iso_now
 from workflows.task_state import (
     MEMO_KEY,
@@ -297,7 +298,12 @@ class TemporalTaskStore:
         closed_at = (
             iso_now(description.close_time) if description.close_time else base.last_updated_at
         )
-        base = replace(base, input_requests={}, last_updated_at=closed_at)
+        base = replace(
+            base,
+            input_requests={},
+            last_updated_at=closed_at,
+            ttl_ms=ttl_after_close(base.created_at, closed_at, base.ttl_ms),
+        )
         status = description.status
         if status == WorkflowExecutionStatus.CANCELED:
             return replace(base, status="cancelled", status_message="Cancelled")

@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
 
+from mcp_server.ttl import kept_for
+
 TaskSupport = Literal["never", "optional", "required"]
 
 DEFAULT_TTL_MS = 60 * 60 * 1000
@@ -132,8 +134,9 @@ class ToolRegistry:
         ]
 
     def longest_ttl_ms(self) -> int | None:
+        """How long closed tasks must be kept: the longest TTL, plus its grace after closing."""
         finite = [t.ttl_ms for t in self._tools.values() if t.task_support != "never" and t.ttl_ms]
-        return max(finite) if finite else None
+        return max(kept_for(ttl) for ttl in finite) if finite else None
 
 
 BUILTIN_TOOLSETS = {

@@ -43,3 +43,5 @@ def register(registry: ToolRegistry) -> None:
                       workflow="TestsShortLived", ttl_ms=SHORT_TTL_MS, **task))  # fmt: skip
     registry.add(Tool("tests_wait_forever", "Never finishes by itself.", {"type": "object"},
                       workflow="TestsWaitForever", **task))  # fmt: skip
+    registry.add(Tool("tests_times_out", "Never finishes; its TTL is 3 s.", {"type": "object"},
+                      workflow="TestsWaitForever", ttl_ms=SHORT_TTL_MS, **task))  # fmt: skip

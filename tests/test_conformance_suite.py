@@ -88,7 +88,7 @@ async def run_scenario(url: str, scenario: str, out: Path) -> tuple[int, list[di
     process = await asyncio.create_subprocess_exec(
         *args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
     )
-    output, _ = await asyncio.wait_for(process.communicate(), within=120)
+    output, _ = await asyncio.wait_for(process.communicate(), timeout=120)
     (checks_file,) = out.glob(f"server-{scenario}-*/checks.json")
     return process.returncode or 0, json.loads(checks_file.read_text()), output.decode()
 

@@ -203,6 +203,16 @@ async def test_a_task_is_readable_until_its_ttl_and_not_found_after(mcp: McpClie
     assert reply.error == {"code": errors.INVALID_PARAMS, "message": errors.TASK_NOT_FOUND_MESSAGE}
 
 
+async def test_a_task_that_outlives_its_ttl_fails_and_stays_readable_a_while(
+    mcp: McpClient,
+) -> None:
+    task_id = await mcp.create_task("tests_times_out")
+    task = await mcp.wait_terminal(task_id, within=SHORT_TTL_MS / 1000 + 10)
+    assert task["status"] == "failed" and task["error"]["code"] == errors.INTERNAL_ERROR
+    assert "time limit" in task["statusMessage"]
+    assert task["ttlMs"] >= SHORT_TTL_MS + SHORT_TTL_MS // 2
+
+
 async def test_a_result_above_the_payload_cap_ends_as_a_clear_tool_error(mcp: McpClient) -> None:
     task = await mcp.wait_terminal(await mcp.create_task("tests_huge_result", {"bytes": 3_000_000}))
     assert task["status"] == "completed" and task["result"]["isError"] is True

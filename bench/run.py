@@ -1,0 +1,183 @@
+"""Benchmark: open approvals on `mcp-tasks dev`, measured from outside over HTTP.
+
+    make bench                      # 1,000 open approvals
+    make bench ARGS="--tasks 10000"
+
+It starts `mcp-tasks dev --toolset demo` on a temporary data dir, creates N `multi_step_job`
+tasks that wait for a human approval (each one a parked Temporal workflow), then measures:
+tools/call (task creation) latency, the time until all N are `input_required`, tasks/get latency
+at 1 and 16 concurrent clients, and the resident memory of the dev process (HTTP server and
+worker) and of the Temporal dev server. Results are printed and written to bench-results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from mcp_server.devserver import free_port
+
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {
+        "elicitation": {},
+        "extensions": {"io.modelcontextprotocol/tasks": {}},
+    },
+}
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    return {
+        "n": len(ordered),
+        "p50_ms": round(pick(0.50) * 1000, 2),
+        "p99_ms": round(pick(0.99) * 1000, 2),
+        "mean_ms": round(statistics.fmean(ordered) * 1000, 2),
+    }
+
+
+class Client:
+    def __init__(self, http: httpx.AsyncClient, url: str) -> None:
+        self.http, self.url = http, url
+
+    async def rpc(self, method: str, params: dict[str, Any], name: str | None = None) -> Any:
+        headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+        if name:
+            headers["Mcp-Name"] = name
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": META}}
+        response = await self.http.post(self.url, json=body, headers=headers)
+        payload = response.json()
+        if "error" in payload:
+            raise RuntimeError(f"{method}: {payload['error']}")
+        return payload["result"]
+
+
+async def timed_many(count: int, concurrency: int, job: Any) -> list[float]:
+    samples: list[float] = []
+    queue = iter(range(count))
+
+    async def runner() -> None:
+        for index in queue:
+            started = time.perf_counter()
+            await job(index)
+            samples.append(time.perf_counter() - started)
+
+    await asyncio.gather(*(runner() for _ in range(concurrency)))
+    return samples
+
+
+async def bench(tasks: int, reads: int) -> dict[str, Any]:
+    data_dir = Path(tempfile.mkdtemp(prefix="mcp-tasks-bench-"))
+    port = free_port()
+    command = [
+        str(Path(sys.executable).parent / "mcp-tasks"), "dev", "--toolset", "demo",
+        "--port", str(port), "--data-dir", str(data_dir), "--temporal-port", str(free_port()),
+    ]  # fmt: skip
+    log = (data_dir / "dev.log").open("wb")
+    dev = subprocess.Popen(  # noqa: ASYNC220 (started once, before any measurement)
+        command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    results: dict[str, Any] = {"tasks": tasks, "cpus": os.cpu_count()}
+    try:
+        async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=64)) as http:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if (await http.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline or dev.poll() is not None:
+                    raise RuntimeError(f"mcp-tasks dev did not start; see {data_dir / 'dev.log'}")
+                await asyncio.sleep(0.2)
+            client = Client(http, f"http://127.0.0.1:{port}/mcp")
+            (temporal_pid,) = children(dev.pid)
+            results["idle_rss_mib"] = {"dev": rss_mib(dev.pid), "temporal": rss_mib(temporal_pid)}
+            ids: list[str] = []
+            args = {"name": "approval", "steps": 1, "step_seconds": 0, "require_approval": True}
+
+            async def create(index: int) -> None:
+                params = {"name": "multi_step_job", "arguments": args}
+                ids.append((await client.rpc("tools/call", params, "multi_step_job"))["taskId"])
+
+            started = time.perf_counter()
+            results["create"] = percentiles(await timed_many(tasks, 16, create))
+            results["create"]["per_second"] = round(tasks / (time.perf_counter() - started), 1)
+
+            pending = set(ids)
+            while pending:
+                batch = random.sample(sorted(pending), min(len(pending), 200))
+                for task_id in batch:
+                    task = await client.rpc("tasks/get", {"taskId": task_id}, task_id)
+                    if task["status"] == "input_required":
+                        pending.discard(task_id)
+            results["all_parked_after_s"] = round(time.perf_counter() - started, 1)
+
+            async def get(index: int) -> None:
+                task_id = random.choice(ids)
+                task = await client.rpc("tasks/get", {"taskId": task_id}, task_id)
+                assert task["status"] == "input_required"
+
+            for concurrency in (1, 16):
+                key = f"tasks_get_c{concurrency}"
+                results[key] = percentiles(await timed_many(reads, concurrency, get))
+            results["parked_rss_mib"] = {"dev": rss_mib(dev.pid), "temporal": rss_mib(temporal_pid)}
+    finally:
+        dev.send_signal(signal.SIGTERM)
+        dev.wait(60)
+        log.close()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--tasks", type=int, default=1000)
+    parser.add_argument("--reads", type=int, default=2000)
+    options = parser.parse_args()
+    results = asyncio.run(bench(options.tasks, options.reads))
+    out = Path("bench-results")
+    out.mkdir(exist_ok=True)
+    path = out / f"bench-{time.strftime('%Y%m%dT%H%M%S')}-{options.tasks}.json"
+    path.write_text(json.dumps(results, indent=2))
+    print(json.dumps(results, indent=2))
+    print(f"written to {path}")
+
+
+if __name__ == "__main__":
+    main()
