@@ -5,6 +5,7 @@
 - `tools/list` and `server/discover` carry the cache hints `ttlMs` and `cacheScope`.
 - Removed methods (`initialize`, `ping`, `logging/setLevel`, ...), `tasks/list`, `tasks/result`
   and any other unknown method are -32601 (HTTP 404).
+- `subscriptions/listen` streams (see subscriptions.py); it is dispatched by the transport.
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ async def discover(ctx: RequestContext, services: Services) -> dict[str, Any]:
     result: dict[str, Any] = {
         "resultType": "complete",
         "supportedVersions": list(SUPPORTED_VERSIONS),
-        "capabilities": {"tools": {}, "extensions": {TASKS_EXTENSION: {}}},
+        "capabilities": {
+            "tools": {"listChanged": True},
+            "extensions": {TASKS_EXTENSION: {}},
+        },
         "ttlMs": LIST_TTL_MS,
         "cacheScope": "public",
     }

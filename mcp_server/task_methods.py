@@ -29,16 +29,13 @@ def _require_extension(ctx: RequestContext) -> None:
     )
 
 
-async def _lookup(ctx: RequestContext, services: Services) -> TaskSnapshot:
-    _require_extension(ctx)
-    task_id = ctx.params.get("taskId")
-    if not isinstance(task_id, str) or not task_id:
-        raise invalid_params("params.taskId must be a non-empty string")
+async def find_task(ctx: RequestContext, services: Services, task_id: str) -> TaskSnapshot | None:
+    """The task if it exists, belongs to this principal and is within its TTL; else None."""
     if len(task_id) > MAX_TASK_ID_LENGTH or not task_id.isprintable():
-        raise task_not_found()
+        return None
     snapshot = await services.store.get(task_id)
     if snapshot is None or snapshot.owner != ctx.principal:
-        raise task_not_found()
+        return None
     if snapshot.ttl_ms is not None:
         # A closed task's ttlMs already includes its grace; a task still running at its TTL is
         # about to be closed by Temporal (execution timeout) and gets the same grace.
@@ -47,7 +44,18 @@ async def _lookup(ctx: RequestContext, services: Services) -> TaskSnapshot:
             readable_ms = kept_for(snapshot.ttl_ms)
         expires = parse_iso(snapshot.created_at) + timedelta(milliseconds=readable_ms)
         if services.clock() >= expires:
-            raise task_not_found()
+            return None
+    return snapshot
+
+
+async def _lookup(ctx: RequestContext, services: Services) -> TaskSnapshot:
+    _require_extension(ctx)
+    task_id = ctx.params.get("taskId")
+    if not isinstance(task_id, str) or not task_id:
+        raise invalid_params("params.taskId must be a non-empty string")
+    snapshot = await find_task(ctx, services, task_id)
+    if snapshot is None:
+        raise task_not_found()
     return snapshot
 
 

@@ -103,6 +103,7 @@ class ToolRegistry:
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
         self._validators: dict[str, Draft202012Validator] = {}
+        self._listeners: list[Callable[[], None]] = []
         self.workflows: list[type] = []
         self.activities: list[Callable[..., Any]] = []
 
@@ -111,7 +112,22 @@ class ToolRegistry:
             raise ValueError(f"tool {tool.name!r} is registered twice")
         self._tools[tool.name] = tool
         self._validators[tool.name] = Draft202012Validator(tool.input_schema)
+        self._changed()
         return tool
+
+    def remove(self, name: str) -> None:
+        if self._tools.pop(name, None) is not None:
+            del self._validators[name]
+            self._changed()
+
+    def on_change(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener` after every change of the tool list; returns an unsubscribe."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def _changed(self) -> None:
+        for listener in list(self._listeners):
+            listener()
 
     def add_workflows(self, workflows: Sequence[type]) -> None:
         self.workflows.extend(w for w in workflows if w not in self.workflows)

@@ -11,7 +11,8 @@ Order of checks for a POST (each failure answers at once, echoing the request id
  7. `_meta` with protocolVersion and clientCapabilities: -32602 / 400.
  8. MCP-Protocol-Version header equal to `_meta`: -32020. Version supported: -32022.
  9. Mcp-Name header: -32020. Then the method handler.
-No session is ever minted and `Mcp-Session-Id` is ignored. Every response is application/json.
+No session is ever minted and `Mcp-Session-Id` is ignored. Every response is application/json,
+except the SSE stream of `subscriptions/listen`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ import logging
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from mcp_server import headers
+from mcp_server import headers, subscriptions
 from mcp_server.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -173,7 +174,7 @@ class McpEndpoint:
     ) -> Response:
         method: str = message["method"]
         handler = METHODS.get(method)
-        if handler is None:
+        if handler is None and method != subscriptions.LISTEN_METHOD:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
         headers.check_method(request.headers, method)
         params = message.get("params", {})
@@ -192,6 +193,13 @@ class McpEndpoint:
             principal=self.principal_of(request),
             headers=request.headers,
         )
+        if handler is None:
+            subscription = await subscriptions.prepare(context, self.services)
+            return StreamingResponse(
+                subscriptions.sse_events(subscription),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
         result = await handler(context, self.services)
         meta = dict(result.get("_meta") or {})
         meta[META_SERVER_INFO] = self.services.server_info

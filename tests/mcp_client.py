@@ -6,14 +6,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
+import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from tests.wire_schemas import assert_valid
+from tests.wire_schemas import assert_valid, assert_valid_stream_message
 
 VERSION = "2026-07-28"
 TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
@@ -100,6 +101,48 @@ class McpClient:
         if "error" in payload:
             assert payload.get("id") == request_id, "errors must echo the request id"
         return Reply(response.status_code, payload)
+
+    async def listen(
+        self,
+        notifications: dict[str, Any],
+        *,
+        capabilities: dict[str, Any] = TASKS_AND_ELICITATION,
+        within: float = 15.0,
+        on_ack: Callable[[], Awaitable[Any]] | None = None,
+        until: Callable[[list[dict[str, Any]]], bool] = lambda messages: False,
+    ) -> list[dict[str, Any]]:
+        """Open subscriptions/listen and collect its messages until the server ends the stream
+        or `until(messages)` holds; `on_ack` runs once the first message has arrived."""
+        params = {
+            "notifications": notifications,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": VERSION,
+                "io.modelcontextprotocol/clientCapabilities": capabilities,
+            },
+        }
+        body = {
+            "jsonrpc": "2.0",
+            "id": "listen-1",
+            "method": "subscriptions/listen",
+            "params": params,
+        }
+        headers = self.headers_for("subscriptions/listen", params)
+        messages: list[dict[str, Any]] = []
+        async with asyncio.timeout(within):
+            async with self.http.stream("POST", self.url, json=body, headers=headers) as response:
+                if not response.headers["content-type"].startswith("text/event-stream"):
+                    await response.aread()
+                    return [response.json()]
+                async for line in response.aiter_lines():
+                    if line.startswith("data: "):
+                        message = json.loads(line[len("data: ") :])
+                        assert_valid_stream_message(message)
+                        messages.append(message)
+                        if len(messages) == 1 and on_ack is not None:
+                            await on_ack()
+                        if until(messages):
+                            break
+        return messages
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None = None, **kwargs: Any

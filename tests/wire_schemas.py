@@ -51,6 +51,22 @@ def result_definition(method: str, result: dict[str, Any]) -> tuple[str, str]:
     }[method]
 
 
+_NOTIFICATION_DEFS = {
+    "notifications/subscriptions/acknowledged": (CORE, "SubscriptionsAcknowledgedNotification"),
+    "notifications/tools/list_changed": (CORE, "ToolListChangedNotification"),
+    "notifications/tasks": (TASKS, "TaskStatusNotification"),
+}
+
+
+def assert_valid_stream_message(message: Any) -> None:
+    """A message of a subscriptions/listen stream: a notification or the final response."""
+    if "method" in message:
+        document, definition = _NOTIFICATION_DEFS[message["method"]]
+        _check(document, definition, message)
+    else:
+        _check(CORE, "SubscriptionsListenResultResponse", message)
+
+
 def assert_valid(method: str, body: Any) -> None:
     """Raise AssertionError when `body` (a JSON-RPC response) breaks the official schemas."""
     if "error" in body:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_server.tool_registry import Tool, ToolCall, ToolRegistry
+from mcp_server.tool_registry import SyncHandler, Tool, ToolCall, ToolRegistry
 from workflows import conformance
 from workflows.results import text_result
 from workflows.task_workflow import elicitation
@@ -37,6 +37,21 @@ async def _missing_capability(call: ToolCall) -> dict[str, Any]:
 async def _streaming_elicitation(call: ToolCall) -> dict[str, Any]:
     answer = call.input_responses["favorite"]
     return text_result(f"Elicitation answered: {answer.get('action')} {answer.get('content')}")
+
+
+async def _dynamic(call: ToolCall) -> dict[str, Any]:
+    return text_result("test_dynamic_tool is here until the next test_trigger_tool_change")
+
+
+def _trigger_tool_change(registry: ToolRegistry) -> SyncHandler:
+    async def toggle(call: ToolCall) -> dict[str, Any]:
+        if registry.get("test_dynamic_tool") is None:
+            registry.add(Tool("test_dynamic_tool", "Comes and goes.", _EMPTY, handler=_dynamic))
+            return text_result("added test_dynamic_tool; listeners get tools/list_changed")
+        registry.remove("test_dynamic_tool")
+        return text_result("removed test_dynamic_tool; listeners get tools/list_changed")
+
+    return toggle
 
 
 async def _header_param(call: ToolCall) -> dict[str, Any]:
@@ -169,6 +184,14 @@ def register(registry: ToolRegistry) -> None:
             _EMPTY,
             handler=_streaming_elicitation,
             prelude=_favorite_prelude,
+        )
+    )
+    registry.add(
+        Tool(
+            "test_trigger_tool_change",
+            "Adds or removes test_dynamic_tool, so listeners see tools/list_changed.",
+            _EMPTY,
+            handler=_trigger_tool_change(registry),
         )
     )
     registry.add(

@@ -1,0 +1,146 @@
+"""`subscriptions/listen`: notifications pushed on one SSE stream (wire §1.9, §2.9).
+
+Rules implemented:
+- `params.notifications` (the filter) is required; every field is opt-in, and no notification
+  type the client did not request is ever sent.
+- The first message is `notifications/subscriptions/acknowledged`, whose `notifications` is the
+  subset honoured; every message carries `_meta["io.modelcontextprotocol/subscriptionId"]` = the
+  listen request's id.
+- `taskIds` needs the tasks extension on this request (-32021). Only tasks that exist, belong to
+  the caller and are within their TTL are acknowledged, so the ack reveals nothing about others'.
+- `notifications/tasks` carries the DetailedTask `tasks/get` would return, without `resultType`:
+  the current state first, then every change, until the task is terminal.
+- `toolsListChanged`: `notifications/tools/list_changed` whenever this server's tool list changes.
+- The server ends the stream with the listen response once nothing is left to watch, or after
+  `MAX_LISTEN_S` (clients listen again); `:` comments keep idle streams alive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp_server import capabilities
+from mcp_server.errors import McpError, invalid_params
+from mcp_server.request_context import RequestContext, Services
+from mcp_server.task_methods import find_task
+from mcp_server.task_views import detailed_task
+from mcp_server.wire import META_SERVER_INFO, TASKS_CAPABILITY, TERMINAL_STATUSES
+
+LISTEN_METHOD = "subscriptions/listen"
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+MAX_TASK_IDS = 100
+WATCH_INTERVAL_S = 0.5
+KEEPALIVE_S = 15.0
+MAX_LISTEN_S = 3600.0
+
+
+@dataclass
+class Subscription:
+    ctx: RequestContext
+    services: Services
+    task_ids: list[str]
+    tools: bool
+    _tools_changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def _meta(self) -> dict[str, Any]:
+        return {SUBSCRIPTION_ID: self.ctx.request_id}
+
+    def _notification(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "method": method, "params": {**params, "_meta": self._meta()}}
+
+    def acknowledgement(self) -> dict[str, Any]:
+        honoured: dict[str, Any] = {}
+        if self.tools:
+            honoured["toolsListChanged"] = True
+        if self.task_ids:
+            honoured["taskIds"] = list(self.task_ids)
+        return self._notification(
+            "notifications/subscriptions/acknowledged", {"notifications": honoured}
+        )
+
+    def final_response(self) -> dict[str, Any]:
+        meta = {**self._meta(), META_SERVER_INFO: self.services.server_info}
+        result = {"resultType": "complete", "_meta": meta}
+        return {"jsonrpc": "2.0", "id": self.ctx.request_id, "result": result}
+
+    async def messages(self) -> AsyncIterator[dict[str, Any] | None]:
+        """The stream's messages in order; None asks for a keep-alive comment."""
+        yield self.acknowledgement()
+        unsubscribe = self.services.registry.on_change(self._tools_changed.set)
+        try:
+            async for message in self._updates():
+                yield message
+        finally:
+            unsubscribe()
+        yield self.final_response()
+
+    async def _updates(self) -> AsyncIterator[dict[str, Any] | None]:
+        watching = list(self.task_ids)
+        sent: dict[str, dict[str, Any]] = {}
+        deadline = time.monotonic() + MAX_LISTEN_S
+        last_message = time.monotonic()
+        while (watching or self.tools) and time.monotonic() < deadline:
+            for task_id in list(watching):
+                try:
+                    snapshot = await find_task(self.ctx, self.services, task_id)
+                except McpError:
+                    return  # Temporal unreachable: end the stream, the client listens again
+                if snapshot is None:
+                    watching.remove(task_id)
+                    continue
+                view = detailed_task(snapshot)
+                if view != sent.get(task_id):
+                    sent[task_id] = view
+                    last_message = time.monotonic()
+                    yield self._notification("notifications/tasks", view)
+                if snapshot.status in TERMINAL_STATUSES:
+                    watching.remove(task_id)
+            if not (watching or self.tools):
+                return
+            wait = WATCH_INTERVAL_S if watching else KEEPALIVE_S
+            try:
+                await asyncio.wait_for(self._tools_changed.wait(), wait)
+            except TimeoutError:
+                pass
+            if self._tools_changed.is_set() and self.tools:
+                self._tools_changed.clear()
+                last_message = time.monotonic()
+                yield self._notification("notifications/tools/list_changed", {})
+            elif time.monotonic() - last_message >= KEEPALIVE_S:
+                last_message = time.monotonic()
+                yield None
+
+
+async def prepare(ctx: RequestContext, services: Services) -> Subscription:
+    """Validate a listen request; errors here are ordinary JSON-RPC errors, not a stream."""
+    wanted = ctx.params.get("notifications")
+    if not isinstance(wanted, dict):
+        raise invalid_params("params.notifications (the subscription filter) must be an object")
+    task_ids = wanted.get("taskIds")
+    honoured: list[str] = []
+    if task_ids is not None:
+        capabilities.require(
+            ctx.capabilities, TASKS_CAPABILITY, "taskIds belong to the tasks extension"
+        )
+        if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
+            raise invalid_params("notifications.taskIds must be an array of strings")
+        if len(task_ids) > MAX_TASK_IDS:
+            raise invalid_params(f"notifications.taskIds may list at most {MAX_TASK_IDS} tasks")
+        for task_id in dict.fromkeys(task_ids):
+            if await find_task(ctx, services, task_id) is not None:
+                honoured.append(task_id)
+    return Subscription(ctx, services, honoured, wanted.get("toolsListChanged") is True)
+
+
+async def sse_events(subscription: Subscription) -> AsyncIterator[bytes]:
+    async for message in subscription.messages():
+        if message is None:
+            yield b": keep-alive\n\n"
+        else:
+            data = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+            yield f"event: message\ndata: {data}\n\n".encode()

@@ -1,0 +1,66 @@
+"""subscriptions/listen: pushed task updates and tool-list changes (wire §1.9, §2.9)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_server import errors
+from tests.mcp_client import NO_CAPABILITIES, McpClient
+
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+
+
+async def test_task_updates_are_pushed_until_the_task_is_terminal(mcp: McpClient) -> None:
+    task_id = await mcp.create_task("slow_compute", {"seconds": 1, "label": "pushed"})
+    messages = await mcp.listen({"taskIds": [task_id]})
+    ack, *updates, final = messages
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+    assert all(m["params"]["_meta"][SUBSCRIPTION_ID] == "listen-1" for m in [ack, *updates])
+    assert {m["method"] for m in updates} == {"notifications/tasks"}
+    assert "resultType" not in updates[-1]["params"]
+    assert updates[-1]["params"]["status"] == "completed"
+    assert "pushed" in updates[-1]["params"]["result"]["content"][0]["text"]
+    assert final["id"] == "listen-1" and final["result"]["_meta"][SUBSCRIPTION_ID] == "listen-1"
+
+
+async def test_unknown_task_ids_are_not_acknowledged(mcp: McpClient) -> None:
+    messages = await mcp.listen({"taskIds": ["mcp-task-" + "f" * 32], "promptsListChanged": True})
+    assert messages[0]["params"]["notifications"] == {}
+    assert [m.get("method") for m in messages[1:]] == [None]  # only the final response
+
+
+async def test_task_ids_without_the_extension_are_32021(mcp: McpClient) -> None:
+    (reply,) = await mcp.listen({"taskIds": ["x"]}, capabilities=NO_CAPABILITIES)
+    assert reply["error"]["code"] == errors.MISSING_REQUIRED_CLIENT_CAPABILITY
+
+
+async def test_a_missing_filter_is_invalid_params(mcp: McpClient) -> None:
+    reply = await mcp.rpc("subscriptions/listen", {})
+    assert reply.error["code"] == errors.INVALID_PARAMS
+
+
+async def test_a_tool_list_change_reaches_listeners_that_asked_for_it(mcp: McpClient) -> None:
+    async def toggle_twice() -> None:  # add test_dynamic_tool, then remove it again
+        await mcp.call_tool("test_trigger_tool_change")
+        await mcp.call_tool("test_trigger_tool_change")
+
+    def changed(messages: list[dict[str, Any]]) -> bool:
+        return any(m.get("method") == "notifications/tools/list_changed" for m in messages)
+
+    messages = await mcp.listen({"toolsListChanged": True}, on_ack=toggle_twice, until=changed)
+    assert messages[0]["params"]["notifications"] == {"toolsListChanged": True}
+    assert messages[-1]["params"]["_meta"][SUBSCRIPTION_ID] == "listen-1"
+    names = [t["name"] for t in (await mcp.rpc("tools/list")).result["tools"]]
+    assert "test_dynamic_tool" not in names
+
+
+async def test_a_listener_gets_only_what_it_asked_for(mcp: McpClient) -> None:
+    task_id = await mcp.create_task("slow_compute", {"seconds": 1})
+
+    async def change_tools() -> None:
+        await mcp.call_tool("test_trigger_tool_change")
+        await mcp.call_tool("test_trigger_tool_change")
+
+    messages = await mcp.listen({"taskIds": [task_id]}, on_ack=change_tools)
+    assert {m.get("method") for m in messages[1:-1]} == {"notifications/tasks"}
