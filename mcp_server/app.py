@@ -18,8 +18,10 @@ from starlette.responses import JSONResponse, Response
 from temporalio.client import Client
 
 from mcp_server import __version__
+from mcp_server.auth import RESOURCE_METADATA_PATH, build_authenticator
 from mcp_server.config import Settings
 from mcp_server.errors import INVALID_REQUEST, McpError
+from mcp_server.limits import Limits, PollLimiter
 from mcp_server.origin import LOOPBACK_NAMES, OriginPolicy, is_loopback
 from mcp_server.request_context import Services
 from mcp_server.request_state import RequestStateCodec
@@ -67,7 +69,18 @@ def create_app(
     client: Client | None = None,
     store: TaskStore | None = None,
 ) -> FastAPI:
-    """Build the app. Without `store`, the lifespan connects to Temporal (or uses `client`)."""
+    """Build the app. Without `store`, the lifespan connects to Temporal (or uses `client`).
+
+    Raises ValueError for a configuration that must not serve (e.g. no authentication on a
+    public address), before anything starts.
+    """
+    authenticator = build_authenticator(settings)
+    limits = Limits(
+        max_input_responses=settings.max_input_responses,
+        max_input_response_bytes=settings.max_input_response_bytes,
+        max_open_tasks_per_principal=settings.max_open_tasks_per_principal,
+        polls=PollLimiter(settings.poll_rate_factor, settings.poll_burst),
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -81,9 +94,12 @@ def create_app(
             request_state=state_codec(settings),
             clock=lambda: datetime.now(UTC),
             server_info=SERVER_INFO,
+            limits=limits,
             instructions=settings.instructions or DEFAULT_INSTRUCTIONS,
         )
-        app.state.endpoint = McpEndpoint(services, origin_policy(settings), settings.max_body_bytes)
+        app.state.endpoint = McpEndpoint(
+            services, origin_policy(settings), settings.max_body_bytes, authenticator
+        )
         app.state.store = task_store
         yield
 
@@ -110,7 +126,17 @@ def create_app(
 
     app.add_route("/mcp", mcp_post, methods=["POST"])
     app.add_route("/mcp", mcp_other, methods=["GET", "DELETE", "PUT", "PATCH"])
+
+    async def resource_metadata(request: Request) -> Response:
+        metadata = authenticator.resource_metadata()
+        if metadata is None:
+            return JSONResponse({"error": "this server does not use OAuth"}, status_code=404)
+        return JSONResponse(metadata)
+
     app.add_route("/healthz", healthz, methods=["GET"])
+    # RFC 9728: at the root, and suffixed with the resource's path.
+    app.add_route(RESOURCE_METADATA_PATH, resource_metadata, methods=["GET"])
+    app.add_route(f"{RESOURCE_METADATA_PATH}/mcp", resource_metadata, methods=["GET"])
     return app
 
 

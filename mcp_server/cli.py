@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import secrets
@@ -17,6 +18,7 @@ import uvicorn
 from temporalio.client import Client
 
 from mcp_server.app import HttpServer, create_app
+from mcp_server.auth import build_authenticator, token_hash
 from mcp_server.config import Settings
 from mcp_server.devserver import TemporalDevServer, port_is_free
 from mcp_server.temporal_connection import (
@@ -88,6 +90,7 @@ def _state_secret(data_dir: Path) -> str:
 
 
 async def run_dev(args: argparse.Namespace, settings: Settings) -> None:
+    build_authenticator(settings)  # a configuration that must not serve stops here
     registry = load_toolsets(settings.toolset, settings.tool_modules)
     if not port_is_free(settings.host, settings.port):
         raise SystemExit(f"mcp-tasks: port {settings.host}:{settings.port} is already in use")
@@ -123,6 +126,8 @@ async def run_dev(args: argparse.Namespace, settings: Settings) -> None:
 
 
 async def run_part(settings: Settings, *, http: bool, worker: bool) -> None:
+    if http:
+        build_authenticator(settings)
     registry = load_toolsets(settings.toolset, settings.tool_modules)
     client = await connect(settings)
     await ensure_search_attributes(client)
@@ -140,6 +145,13 @@ def _parser() -> argparse.ArgumentParser:
     http = argparse.ArgumentParser(add_help=False)
     http.add_argument("--host", default=None)
     http.add_argument("--port", type=int, default=None)
+    http.add_argument("--auth", choices=["none", "tokens", "jwt"], default=None)
+    http.add_argument(
+        "--insecure",
+        action="store_true",
+        default=None,
+        help="allow --auth none on a non-loopback address (taskIds become bearer secrets)",
+    )
 
     dev = commands.add_parser(
         "dev", parents=[common, http], help="Temporal dev server + worker + HTTP server in one"
@@ -150,7 +162,25 @@ def _parser() -> argparse.ArgumentParser:
     dev.add_argument("--ui-port", type=int, default=None)
     commands.add_parser("server", parents=[common, http], help="the MCP HTTP server alone")
     commands.add_parser("worker", parents=[common], help="the Temporal worker alone")
+    token = commands.add_parser("token", help="manage the bearer tokens of --auth tokens")
+    token_commands = token.add_subparsers(dest="token_command", required=True)
+    add = token_commands.add_parser("add", help="mint a token, store its hash, print it once")
+    add.add_argument("--file", required=True, help="the tokens file (created if missing)")
+    add.add_argument("--principal", required=True)
+    add.add_argument("--scope", action="append", default=[], dest="scopes")
     return parser
+
+
+def add_token(path: Path, principal: str, scopes: list[str]) -> str:
+    """Mint a bearer token for `principal`; the file keeps only its SHA-256."""
+    document = json.loads(path.read_text()) if path.exists() else {"tokens": []}
+    token = secrets.token_urlsafe(32)
+    document["tokens"].append(
+        {"sha256": token_hash(token), "principal": principal, "scopes": sorted(scopes)}
+    )
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    path.chmod(0o600)
+    return token
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -159,9 +189,16 @@ def main(argv: list[str] | None = None) -> None:
         level=os.environ.get("MCP_TASKS_LOG_LEVEL", "INFO").upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if args.command == "token":
+        token = add_token(Path(args.file), args.principal, args.scopes)
+        print(f"token for {args.principal} (shown once; {args.file} keeps only its hash):")
+        print(token)
+        return
     settings = Settings.from_env(
         host=getattr(args, "host", None),
         port=getattr(args, "port", None),
+        auth=getattr(args, "auth", None),
+        insecure=getattr(args, "insecure", None),
         toolset=args.toolset,
         tool_modules=tuple(args.tools) if args.tools else None,
     )

@@ -37,6 +37,25 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     max_body_bytes: int = 1024 * 1024
+    # Authentication (see auth.py): none | tokens | jwt.
+    auth: str = "none"
+    insecure: bool = False
+    tokens_file: str | None = None
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    jwt_jwks_url: str | None = None
+    jwt_public_key_path: str | None = None
+    jwt_algorithms: tuple[str, ...] = ("RS256", "ES256")
+    jwt_required_scopes: tuple[str, ...] = ()
+    jwt_leeway_s: int = 30
+    public_url: str | None = None
+    # Limits, each answered with a clear error.
+    max_input_responses: int = 32
+    max_input_response_bytes: int = 256 * 1024
+    max_open_tasks_per_principal: int = 1000
+    # tasks/get may run this many times faster than the task's pollIntervalMs, after a burst.
+    poll_rate_factor: int = 4
+    poll_burst: int = 20
     max_cached_workflows: int = 1000
     max_concurrent_activities: int = 100
     instructions: str | None = None

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from mcp_server.headers import HeaderSource
+from mcp_server.limits import Limits
 from mcp_server.request_state import RequestStateCodec
 from mcp_server.task_store import TaskStore
 from mcp_server.tool_registry import ToolRegistry
@@ -20,6 +21,7 @@ class Services:
     request_state: RequestStateCodec
     clock: Callable[[], datetime]
     server_info: dict[str, Any]
+    limits: Limits
     instructions: str | None = None
 
 

@@ -17,7 +17,7 @@ from mcp_server.task_store import TaskSnapshot
 from mcp_server.task_views import get_task_result
 from mcp_server.ttl import kept_for
 from mcp_server.wire import TASKS_CAPABILITY, TERMINAL_STATUSES, parse_iso
-from workflows.task_state import SubmitInput
+from workflows.task_state import AuditStamp, SubmitInput
 
 ACK: dict[str, Any] = {"resultType": "complete"}
 MAX_TASK_ID_LENGTH = 256
@@ -33,8 +33,8 @@ async def find_task(ctx: RequestContext, services: Services, task_id: str) -> Ta
     """The task if it exists, belongs to this principal and is within its TTL; else None."""
     if len(task_id) > MAX_TASK_ID_LENGTH or not task_id.isprintable():
         return None
-    snapshot = await services.store.get(task_id)
-    if snapshot is None or snapshot.owner != ctx.principal:
+    snapshot = await services.store.get(task_id, owner=ctx.principal)
+    if snapshot is None:
         return None
     if snapshot.ttl_ms is not None:
         # A closed task's ttlMs already includes its grace; a task still running at its TTL is
@@ -60,7 +60,13 @@ async def _lookup(ctx: RequestContext, services: Services) -> TaskSnapshot:
 
 
 async def get_task(ctx: RequestContext, services: Services) -> dict[str, Any]:
-    return get_task_result(await _lookup(ctx, services))
+    _require_extension(ctx)
+    task_id = ctx.params.get("taskId")
+    if isinstance(task_id, str):
+        services.limits.polls.check(ctx.principal, task_id)
+    snapshot = await _lookup(ctx, services)
+    services.limits.polls.learn_interval(ctx.principal, snapshot.task_id, snapshot.poll_interval_ms)
+    return get_task_result(snapshot)
 
 
 async def update_task(ctx: RequestContext, services: Services) -> dict[str, Any]:
@@ -68,6 +74,7 @@ async def update_task(ctx: RequestContext, services: Services) -> dict[str, Any]
     responses = ctx.params.get("inputResponses")
     if not isinstance(responses, dict):
         raise invalid_params("params.inputResponses must be an object")
+    services.limits.check_input_responses(responses)
     if snapshot.status in TERMINAL_STATUSES:
         return dict(ACK)
     # Only outstanding keys are delivered; never issued, already answered or superseded keys
@@ -90,5 +97,6 @@ async def update_task(ctx: RequestContext, services: Services) -> dict[str, Any]
 async def cancel_task(ctx: RequestContext, services: Services) -> dict[str, Any]:
     snapshot = await _lookup(ctx, services)
     if snapshot.status not in TERMINAL_STATUSES:
-        await services.store.cancel(snapshot.task_id)
+        stamp = AuditStamp(principal=ctx.principal, request_id=str(ctx.request_id))
+        await services.store.cancel(snapshot.task_id, stamp)
     return dict(ACK)

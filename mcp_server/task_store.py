@@ -46,6 +46,7 @@ from mcp_server.errors import INTERNAL_ERROR, McpError, invalid_params, temporal
 from mcp_server.ttl import ttl_after_close
 from mcp_server.wire import iso_now
 from workflows.task_state import (
+    CANCEL_REQUESTED_SIGNAL,
     MEMO_KEY,
     MEMO_VERSION,
     PROTOCOL_ERROR_TYPE,
@@ -53,6 +54,7 @@ from workflows.task_state import (
     SEARCH_ATTRIBUTE_STATUS,
     SEARCH_ATTRIBUTE_TOOL,
     SUBMIT_INPUT_SIGNAL,
+    AuditStamp,
     SubmitInput,
     TaskInput,
     initial_memo,
@@ -84,9 +86,10 @@ class TaskSnapshot:
 
 class TaskStore(Protocol):
     async def create(self, task: TaskInput, workflow: str) -> TaskSnapshot: ...
-    async def get(self, task_id: str) -> TaskSnapshot | None: ...
+    async def get(self, task_id: str, owner: str | None = None) -> TaskSnapshot | None: ...
+    async def count_open(self, owner: str) -> int: ...
     async def submit_input(self, task_id: str, update: SubmitInput) -> None: ...
-    async def cancel(self, task_id: str) -> None: ...
+    async def cancel(self, task_id: str, stamp: AuditStamp) -> None: ...
     async def run_sync(
         self, task: TaskInput, workflow: str, timeout_s: float
     ) -> dict[str, Any]: ...
@@ -119,8 +122,17 @@ def _failure_of(err: BaseException) -> tuple[dict[str, Any], str]:
     elif isinstance(cause, TemporalTimeoutError):
         message = "Task exceeded its time limit (its ttlMs) and was stopped by Temporal"
     else:
-        message = f"Task failed: {getattr(cause, 'message', None) or cause}"
+        message = f"Task failed: {_root_message(cause)}"
     return {"code": INTERNAL_ERROR, "message": message}, message
+
+
+def _root_message(err: BaseException | None) -> str:
+    """The innermost message of a failure chain ("Activity task failed" says little)."""
+    message = ""
+    while err is not None:
+        message = getattr(err, "message", None) or str(err) or message
+        err = getattr(err, "cause", None)
+    return message or "unknown failure"
 
 
 class TemporalTaskStore:
@@ -207,16 +219,23 @@ class TemporalTaskStore:
                 return None
             raise _translate(err, "read the task") from err
 
-    async def get(self, task_id: str) -> TaskSnapshot | None:
+    async def get(self, task_id: str, owner: str | None = None) -> TaskSnapshot | None:
+        """The task, or None when it does not exist or (given `owner`) is someone else's.
+
+        A foreign task costs the same single `describe()` as a missing one: the owner is
+        compared before anything else is read, so the two answers take the same time.
+        """
         cached = self._terminal.get(task_id)
         if cached is not None:
-            return cached
+            return cached if owner is None or cached.owner == owner else None
         description = await self._describe(task_id)
         if description is None:
             return None
         memo = await description.memo_value(MEMO_KEY, None)
         if not isinstance(memo, dict) or memo.get("v") != MEMO_VERSION:
             return None  # a workflow of the namespace that is not an MCP task
+        if owner is not None and memo.get("owner") != owner:
+            return None
         if description.status == WorkflowExecutionStatus.RUNNING:
             return await self._running(task_id, description, memo)
         snapshot = await self._closed(task_id, description, memo)
@@ -328,9 +347,19 @@ class TemporalTaskStore:
             if err.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile: nothing to answer
                 raise _translate(err, "deliver the answers") from err
 
-    async def cancel(self, task_id: str) -> None:
+    async def count_open(self, owner: str) -> int:
+        query = f'{SEARCH_ATTRIBUTE_OWNER}="{owner}" AND ExecutionStatus="Running"'
         try:
-            await self._client.get_workflow_handle(task_id).cancel(rpc_timeout=RPC_TIMEOUT)
+            return (await self._client.count_workflows(query, rpc_timeout=RPC_TIMEOUT)).count
+        except RPCError as err:
+            raise _translate(err, "count open tasks") from err
+
+    async def cancel(self, task_id: str, stamp: AuditStamp) -> None:
+        handle = self._client.get_workflow_handle(task_id)
+        try:
+            # Who asked goes into the history first: a cancellation request carries no payload.
+            await handle.signal(CANCEL_REQUESTED_SIGNAL, stamp, rpc_timeout=RPC_TIMEOUT)
+            await handle.cancel(rpc_timeout=RPC_TIMEOUT)
         except RPCError as err:
             if err.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile: the ack stands
                 raise _translate(err, "cancel the task") from err

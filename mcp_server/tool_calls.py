@@ -72,6 +72,8 @@ def _prelude_answers(
     responses = ctx.params.get("inputResponses")
     if responses is not None and not isinstance(responses, dict):
         raise invalid_params("params.inputResponses must be an object")
+    if responses:
+        services.limits.check_input_responses(responses)
     for key, response in (responses or {}).items():
         if key not in requests:
             continue  # unknown keys are ignored
@@ -119,7 +121,9 @@ async def call_tool(ctx: RequestContext, services: Services) -> dict[str, Any]:
         owner=ctx.principal,
         client_capabilities=ctx.capabilities,
         prelude_responses=prelude,
+        secret_arguments=sorted(tool.secret_arguments),
     )
     if as_task:
+        services.limits.check_open_tasks(await services.store.count_open(ctx.principal))
         return create_task_result(await services.store.create(task, tool.workflow))
     return await services.store.run_sync(task, tool.workflow, tool.sync_timeout_s)

@@ -1,7 +1,7 @@
 """Stateless Streamable HTTP: one POST endpoint, one JSON-RPC message per request (wire §1.8).
 
 Order of checks for a POST (each failure answers at once, echoing the request id when known):
- 1. Host and Origin (DNS rebinding): 403.
+ 1. Host and Origin (DNS rebinding): 403. Authentication: 401 / 403 (auth.py).
  2. Content-Type must be JSON: 415. Body size: 413, before parsing.
  3. JSON parse: -32700. Envelope (object, jsonrpc "2.0", string method, id string|integer,
     no batches, no client responses): -32600.
@@ -17,7 +17,6 @@ except the SSE stream of `subscriptions/listen`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from typing import Any
@@ -25,7 +24,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from mcp_server import headers, subscriptions
+from mcp_server import audit, headers, subscriptions
+from mcp_server.auth import Authenticator, AuthError
 from mcp_server.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -35,7 +35,7 @@ from mcp_server.errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
 )
-from mcp_server.methods import METHODS
+from mcp_server.methods import METHODS, Handler
 from mcp_server.origin import OriginPolicy
 from mcp_server.request_context import RequestContext, Services
 from mcp_server.wire import (
@@ -47,7 +47,6 @@ from mcp_server.wire import (
 
 log = logging.getLogger("mcp_server.transport")
 
-ANONYMOUS_PRINCIPAL = hashlib.sha256(b"principal:anonymous").hexdigest()[:32]
 RequestId = str | int | None
 
 
@@ -123,14 +122,16 @@ def _check_version(version: str) -> None:
 
 class McpEndpoint:
     def __init__(
-        self, services: Services, origin_policy: OriginPolicy, max_body_bytes: int
+        self,
+        services: Services,
+        origin_policy: OriginPolicy,
+        max_body_bytes: int,
+        authenticator: Authenticator,
     ) -> None:
         self.services = services
         self.origin_policy = origin_policy
         self.max_body_bytes = max_body_bytes
-
-    def principal_of(self, request: Request) -> str:
-        return ANONYMOUS_PRINCIPAL
+        self.authenticator = authenticator
 
     async def __call__(self, request: Request) -> Response:
         host = request.headers.get("host")
@@ -141,6 +142,18 @@ class McpEndpoint:
                 INVALID_REQUEST, "Forbidden: Host or Origin not allowed", http_status=403
             )
             return error_response(error, None)
+        try:
+            principal = (
+                await self.authenticator.authenticate(request.headers.get("authorization"))
+            ).digest
+        except AuthError as err:
+            refusal = McpError(
+                INVALID_REQUEST,
+                f"{'Unauthorized' if err.status == 401 else 'Forbidden'}: {err.description}",
+                http_status=err.status,
+                headers={"WWW-Authenticate": err.www_authenticate()},
+            )
+            return error_response(refusal, None)
         content_type = request.headers.get("content-type", "")
         if "application/json" not in content_type.lower():
             error = McpError(
@@ -162,7 +175,7 @@ class McpEndpoint:
             if "id" not in message:
                 headers.check_method(request.headers, message["method"])
                 return Response(status_code=202)
-            return await self._dispatch(request, message, request_id)
+            return await self._dispatch(request, message, request_id, principal)
         except McpError as error:
             return error_response(error, request_id)
         except Exception:
@@ -170,7 +183,7 @@ class McpEndpoint:
             return error_response(McpError(INTERNAL_ERROR, "Internal error"), request_id)
 
     async def _dispatch(
-        self, request: Request, message: dict[str, Any], request_id: RequestId
+        self, request: Request, message: dict[str, Any], request_id: RequestId, principal: str
     ) -> Response:
         method: str = message["method"]
         handler = METHODS.get(method)
@@ -190,7 +203,7 @@ class McpEndpoint:
             method=method,
             params=params,
             capabilities=capabilities,
-            principal=self.principal_of(request),
+            principal=principal,
             headers=request.headers,
         )
         if handler is None:
@@ -200,8 +213,40 @@ class McpEndpoint:
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )
-        result = await handler(context, self.services)
+        result = await self._audited(handler, context)
         meta = dict(result.get("_meta") or {})
         meta[META_SERVER_INFO] = self.services.server_info
         result["_meta"] = meta
         return JSONResponse({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    async def _audited(self, handler: Handler, context: RequestContext) -> dict[str, Any]:
+        """Run the handler; write an audit line when it creates, answers or cancels a task."""
+        is_call = context.method == "tools/call"
+        name = context.params.get("name") if is_call else None
+        tool = self.services.registry.get(name) if isinstance(name, str) else None
+        if context.method not in audit.AUDITED_METHODS or (
+            is_call and (tool is None or tool.task_support == "never")
+        ):
+            return await handler(context, self.services)
+        task_id = None if is_call else context.params.get("taskId")
+        try:
+            result = await handler(context, self.services)
+        except McpError as error:
+            self._audit(context, task_id, f"error {error.code}", name)
+            raise
+        if is_call and result.get("resultType") != "task":
+            return result  # run synchronously, or an MRTR round: no task changed
+        if is_call:
+            task_id = result["taskId"]
+        self._audit(context, task_id, "created" if is_call else "acked", name)
+        return result
+
+    def _audit(self, context: RequestContext, task_id: Any, outcome: str, tool: Any) -> None:
+        audit.record(
+            method=context.method,
+            request_id=context.request_id,
+            principal=context.principal,
+            task_id=task_id if isinstance(task_id, str) else None,
+            outcome=outcome,
+            tool=tool if isinstance(tool, str) else None,
+        )

@@ -43,6 +43,7 @@ def header_safe(value: str) -> str:
 class Reply:
     status: int
     body: dict[str, Any]
+    headers: httpx.Headers
 
     @property
     def result(self) -> dict[str, Any]:
@@ -60,6 +61,7 @@ class McpClient:
         self.http = http
         self.url = url
         self._ids = itertools.count(1)
+        self.extra_headers: dict[str, str] = {}  # e.g. Authorization
 
     def headers_for(self, method: str, params: dict[str, Any]) -> dict[str, str]:
         headers = {
@@ -92,15 +94,15 @@ class McpClient:
         params["_meta"] = meta
         request_id = next(self._ids)
         all_headers = httpx.Headers(self.headers_for(method, params))
-        for name, value in (headers or {}).items():
+        for name, value in {**self.extra_headers, **(headers or {})}.items():
             all_headers[name] = value  # replaces any spelling of the same header
         body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         response = await self.http.post(self.url, json=body, headers=all_headers)
         payload = response.json()
         assert_valid(method, payload)
-        if "error" in payload:
+        if "error" in payload and response.status_code not in (401, 403, 413, 415):
             assert payload.get("id") == request_id, "errors must echo the request id"
-        return Reply(response.status_code, payload)
+        return Reply(response.status_code, payload, response.headers)
 
     async def listen(
         self,
@@ -126,7 +128,7 @@ class McpClient:
             "method": "subscriptions/listen",
             "params": params,
         }
-        headers = self.headers_for("subscriptions/listen", params)
+        headers = {**self.headers_for("subscriptions/listen", params), **self.extra_headers}
         messages: list[dict[str, Any]] = []
         async with asyncio.timeout(within):
             async with self.http.stream("POST", self.url, json=body, headers=headers) as response:

@@ -60,3 +60,10 @@ def test_settings_are_read_from_the_environment() -> None:
         ("a", "b"),
         "0.0.0.0",
     )
+
+
+def test_the_public_server_in_compose_requires_authentication() -> None:
+    server = services()["mcp-server"]["environment"]
+    assert server["MCP_TASKS_HOST"] == "0.0.0.0"
+    assert server["MCP_TASKS_AUTH"] in {"tokens", "jwt"}
+    assert "MCP_TASKS_INSECURE" not in server

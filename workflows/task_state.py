@@ -12,6 +12,7 @@ from typing import Any
 MEMO_KEY = "mcp"
 MEMO_VERSION = 1
 SUBMIT_INPUT_SIGNAL = "mcp.submit_input"
+CANCEL_REQUESTED_SIGNAL = "mcp.cancel_requested"
 STATE_QUERY = "mcp.state"
 PROTOCOL_ERROR_TYPE = "McpProtocolError"
 
@@ -37,6 +38,8 @@ class TaskInput:
     client_capabilities: dict[str, Any] = field(default_factory=dict)
     # Answers collected by MRTR rounds of tools/call before the task was created.
     prelude_responses: dict[str, Any] = field(default_factory=dict)
+    # Names of arguments whose values must never reach the memo, statusMessage or errors.
+    secret_arguments: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -46,6 +49,14 @@ class SubmitInput:
     responses: dict[str, Any]
     request_id: str = ""
     principal: str = ""
+
+
+@dataclass
+class AuditStamp:
+    """Who asked for a change: kept in the workflow history (payload of a signal)."""
+
+    principal: str
+    request_id: str = ""
 
 
 def initial_memo(task: TaskInput, status_message: str) -> dict[str, Any]:

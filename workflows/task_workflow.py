@@ -21,15 +21,17 @@ from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey
-from temporalio.exceptions import ApplicationError, is_cancelled_exception
+from temporalio.exceptions import ApplicationError, FailureError, is_cancelled_exception
 
 from workflows.results import bounded
 from workflows.task_state import (
+    CANCEL_REQUESTED_SIGNAL,
     MEMO_KEY,
     PROTOCOL_ERROR_TYPE,
     SEARCH_ATTRIBUTE_STATUS,
     STATE_QUERY,
     SUBMIT_INPUT_SIGNAL,
+    AuditStamp,
     SubmitInput,
     TaskInput,
     initial_memo,
@@ -75,7 +77,9 @@ class TaskWorkflow:
         self._outstanding: dict[str, dict[str, Any]] = {}
         self._answers: dict[str, Any] = {}
         self._issued_keys: set[str] = set()
+        self._secrets: list[str] = []
         self.task: TaskInput | None = None
+        self.cancel_requested_by: str | None = None
 
     # ----- what subclasses implement and call -------------------------------------------
 
@@ -139,6 +143,12 @@ class TaskWorkflow:
         if accepted:
             self._publish()
 
+    @workflow.signal(name=CANCEL_REQUESTED_SIGNAL)
+    def cancel_requested(self, stamp: AuditStamp) -> None:
+        # Sent by the server just before the cancellation request, which carries no payload,
+        # so that the history records who cancelled.
+        self.cancel_requested_by = stamp.principal
+
     @workflow.query(name=STATE_QUERY)
     def state(self) -> dict[str, Any]:
         """The live state, for operators (`temporal workflow query --name mcp.state`)."""
@@ -148,6 +158,15 @@ class TaskWorkflow:
 
     async def _run_task(self, task: TaskInput) -> dict[str, Any]:
         self.task = task
+        self._secrets = sorted(
+            {
+                str(value)
+                for name, value in task.arguments.items()
+                if name in task.secret_arguments and len(str(value)) >= 4
+            },
+            key=len,
+            reverse=True,
+        )
         # The starter wrote this memo with the start; keep it as our base without re-upserting.
         self._memo = initial_memo(task, self.initial_status_message)
         try:
@@ -157,6 +176,9 @@ class TaskWorkflow:
                 self._outstanding.clear()
                 self._memo["statusMessage"] = "Cancelled"
                 self._publish(status="cancelled")
+                raise
+            if self._secrets and isinstance(err, FailureError):
+                raise self._scrubbed_failure(err) from None
             raise
         self._outstanding.clear()
         self._publish(status="completed")
@@ -168,10 +190,35 @@ class TaskWorkflow:
         changed_status = status != self._memo.get("status")
         self._memo["status"] = status
         self._memo["inputRequests"] = dict(self._outstanding)
+        if self._secrets:
+            self._memo = self._scrub(self._memo)
         self._memo["lastUpdatedAt"] = _iso(workflow.now())
         workflow.upsert_memo({MEMO_KEY: self._memo})
         if changed_status:
             workflow.upsert_search_attributes([STATUS_KEY.value_set(status)])
+
+    def _scrub(self, value: Any) -> Any:
+        """`value` with every secret argument's value replaced by "[redacted]"."""
+        if isinstance(value, str):
+            for secret in self._secrets:
+                value = value.replace(secret, "[redacted]")
+            return value
+        if isinstance(value, dict):
+            return {key: self._scrub(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self._scrub(item) for item in value]
+        return value
+
+    def _scrubbed_failure(self, err: FailureError) -> ApplicationError:
+        cause: BaseException = err
+        while isinstance(cause, FailureError) and cause.cause is not None:
+            cause = cause.cause
+        message = self._scrub(getattr(cause, "message", None) or str(cause))
+        if isinstance(err, ApplicationError) and err.type == PROTOCOL_ERROR_TYPE:
+            return ApplicationError(
+                message, *self._scrub(list(err.details)), type=err.type, non_retryable=True
+            )
+        return ApplicationError(message, type="TaskFailed", non_retryable=True)
 
 
 def _iso(moment: Any) -> str:

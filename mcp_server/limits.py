@@ -1,0 +1,107 @@
+"""Per-principal limits, each answered with a clear error (never a silent drop).
+
+- `tasks/update` and MRTR retries: at most `max_input_responses` answers of at most
+  `max_input_response_bytes` (encoded JSON) in one request: -32602.
+- Open tasks per principal: at most `max_open_tasks_per_principal` running at once (counted in
+  Temporal's visibility store, so a burst may overshoot by a few): QUOTA_EXCEEDED, HTTP 429.
+- `tasks/get` polling: a token bucket per (principal, task) refilled `poll_rate_factor` times
+  faster than the task's own pollIntervalMs, after a burst of `poll_burst`. A client that honours
+  pollIntervalMs is never limited; one that polls much faster gets RATE_LIMITED, HTTP 429, with
+  `Retry-After` and `data.retryAfterMs`. Buckets live in this replica's memory.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_server.errors import QUOTA_EXCEEDED, RATE_LIMITED, McpError, invalid_params
+
+_MAX_BUCKETS = 100_000
+_DEFAULT_POLL_MS = 1000
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    updated: float
+    poll_ms: int
+
+
+class PollLimiter:
+    def __init__(
+        self, factor: int, burst: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.factor = max(1, factor)
+        self.burst = max(1, burst)
+        self.clock = clock
+        self._buckets: OrderedDict[tuple[str, str], _Bucket] = OrderedDict()
+
+    def check(self, principal: str, task_id: str) -> None:
+        key = (principal, task_id)
+        now = self.clock()
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = _Bucket(float(self.burst), now, _DEFAULT_POLL_MS)
+            self._buckets[key] = bucket
+            if len(self._buckets) > _MAX_BUCKETS:
+                self._buckets.popitem(last=False)
+        self._buckets.move_to_end(key)
+        rate = self.factor / (bucket.poll_ms / 1000)  # tokens per second
+        bucket.tokens = min(float(self.burst), bucket.tokens + (now - bucket.updated) * rate)
+        bucket.updated = now
+        if bucket.tokens >= 1:
+            bucket.tokens -= 1
+            return
+        wait_ms = math.ceil((1 - bucket.tokens) / rate * 1000)
+        raise McpError(
+            RATE_LIMITED,
+            f"tasks/get is polled much faster than this task's pollIntervalMs "
+            f"({bucket.poll_ms} ms); retry in {wait_ms} ms",
+            {"retryAfterMs": wait_ms, "pollIntervalMs": bucket.poll_ms},
+            http_status=429,
+            headers={"Retry-After": str(max(1, math.ceil(wait_ms / 1000)))},
+        )
+
+    def learn_interval(self, principal: str, task_id: str, poll_ms: int | None) -> None:
+        bucket = self._buckets.get((principal, task_id))
+        if bucket is not None and poll_ms:
+            bucket.poll_ms = poll_ms
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_input_responses: int
+    max_input_response_bytes: int
+    max_open_tasks_per_principal: int
+    polls: PollLimiter
+
+    def check_input_responses(self, responses: dict[str, Any]) -> None:
+        if len(responses) > self.max_input_responses:
+            raise invalid_params(
+                f"inputResponses has {len(responses)} entries; at most "
+                f"{self.max_input_responses} are accepted in one request"
+            )
+        size = len(json.dumps(responses, separators=(",", ":"), ensure_ascii=False).encode())
+        if size > self.max_input_response_bytes:
+            raise invalid_params(
+                f"inputResponses is {size} bytes; at most {self.max_input_response_bytes} "
+                "are accepted in one request"
+            )
+
+    def check_open_tasks(self, open_tasks: int) -> None:
+        limit = self.max_open_tasks_per_principal
+        if limit and open_tasks >= limit:
+            raise McpError(
+                QUOTA_EXCEEDED,
+                f"you have {open_tasks} open tasks, the most this server allows per caller is "
+                f"{limit}; wait for some to finish or cancel them",
+                {"openTasks": open_tasks, "limit": limit},
+                http_status=429,
+                headers={"Retry-After": "30"},
+            )

@@ -1,0 +1,182 @@
+"""Hostile input at the real endpoint (property-based, bounded): no crash, no 5xx but a
+deliberate 503, the right error code each time, and existing tasks unharmed afterwards."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mcp_server import errors
+from tests.conftest import Stack
+from tests.mcp_client import McpClient, header_safe
+
+ALLOWED_STATUS = {200, 202, 400, 403, 404, 405, 413, 415, 429, 503}
+KNOWN_CODES = {
+    errors.PARSE_ERROR, errors.INVALID_REQUEST, errors.METHOD_NOT_FOUND, errors.INVALID_PARAMS,
+    errors.HEADER_MISMATCH, errors.MISSING_REQUIRED_CLIENT_CAPABILITY,
+    errors.UNSUPPORTED_PROTOCOL_VERSION, errors.RATE_LIMITED, errors.QUOTA_EXCEEDED,
+}  # fmt: skip
+METHODS = ["server/discover", "tools/list", "tools/call", "tasks/get", "tasks/update",
+           "tasks/cancel", "subscriptions/listen", "initialize", "tasks/list"]  # fmt: skip
+PARAM_NAMES = ["name", "arguments", "taskId", "inputResponses", "requestState", "cursor",
+               "notifications", "task"]  # fmt: skip
+FUZZ = settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
+    max_leaves=15,
+)
+# What an HTTP header can carry: visible latin-1, spaces inside.
+header_values = st.text(
+    st.characters(min_codepoint=0x20, max_codepoint=0xFF, exclude_characters="\x7f"), max_size=40
+).map(str.strip)
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {
+        "elicitation": {},
+        "extensions": {"io.modelcontextprotocol/tasks": {}},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+async def bystander(stack: Stack) -> dict[str, Any]:
+    """A task waiting for input, created before the storm; checked after it."""
+    task_id = await stack.mcp.create_task("confirm_delete", {"filename": "bystander.txt"})
+    return await stack.mcp.wait_status(task_id, "input_required", within=5)
+
+
+async def post(stack: Stack, body: bytes, headers: dict[str, str]) -> None:
+    raw = {key: value.encode("latin-1") for key, value in headers.items()}  # bytes go out as-is
+    response = await stack.http.post(
+        stack.url, content=body, headers={"Content-Type": "application/json", **raw}
+    )
+    assert response.status_code in ALLOWED_STATUS, (response.status_code, response.text[:300])
+    if response.status_code == 202:
+        return
+    payload = response.json()
+    if "error" in payload:
+        assert payload["error"]["code"] in KNOWN_CODES, payload
+        assert isinstance(payload["error"]["message"], str)
+    else:
+        assert payload["result"]["resultType"] in {"complete", "task", "input_required"}
+
+
+async def test_the_bystander_exists(bystander: dict[str, Any]) -> None:
+    assert bystander["status"] == "input_required"
+
+
+@FUZZ
+@given(body=st.binary(max_size=3000))
+async def test_arbitrary_bytes(stack: Stack, body: bytes) -> None:
+    await post(stack, body, {"Mcp-Method": "tools/list", "MCP-Protocol-Version": "2026-07-28"})
+
+
+@FUZZ
+@given(message=json_values)
+async def test_arbitrary_json(stack: Stack, message: Any) -> None:
+    await post(stack, json.dumps(message).encode(), {"Mcp-Method": "tools/call"})
+
+
+@FUZZ
+@given(
+    method=st.sampled_from(METHODS) | st.text(max_size=20),
+    request_id=st.integers() | st.text(max_size=10) | json_values,
+    params=st.dictionaries(
+        st.sampled_from(
+            [
+                "name",
+                "arguments",
+                "taskId",
+                "inputResponses",
+                "requestState",
+                "cursor",
+                "notifications",
+                "task",
+            ]
+        ),
+        json_values,
+        max_size=5,
+    ),
+    with_meta=st.booleans(),
+)
+async def test_arbitrary_requests(
+    stack: Stack, method: str, request_id: Any, params: dict[str, Any], with_meta: bool
+) -> None:
+    if with_meta:
+        params = {**params, "_meta": META}
+    body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    headers = {"Mcp-Method": header_safe(method), "MCP-Protocol-Version": "2026-07-28"}
+    for key in ("name", "taskId"):
+        if isinstance(params.get(key), str):
+            headers["Mcp-Name"] = header_safe(params[key])
+    if method == "subscriptions/listen":
+        return  # streams; covered by test_subscriptions
+    await post(stack, json.dumps(body).encode(), headers)
+
+
+@FUZZ
+@given(
+    version=header_values,
+    method=header_values,
+    name=header_values,
+    param=header_values,
+)
+async def test_odd_headers(stack: Stack, version: str, method: str, name: str, param: str) -> None:
+    params = {"name": "test_header_param", "arguments": {"region": "é"}, "_meta": META}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    headers = {
+        "MCP-Protocol-Version": version,
+        "Mcp-Method": method,
+        "Mcp-Name": name,
+        "Mcp-Param-Region": param,
+    }
+    await post(stack, json.dumps(body).encode(), headers)
+
+
+@FUZZ
+@given(state=st.text(max_size=200) | st.binary(max_size=100).map(lambda b: b.hex() + "." + b.hex()))
+async def test_bogus_request_state(mcp: McpClient, state: str) -> None:
+    extra = {"requestState": state, "inputResponses": {"name": {"action": "accept"}}}
+    reply = await mcp.call_tool("test_tool_with_task", extra=extra)
+    assert reply.error["code"] == errors.INVALID_PARAMS
+
+
+@pytest.mark.parametrize("depth", [100, 5_000, 200_000])
+async def test_deep_nesting(stack: Stack, depth: int) -> None:
+    body = (
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":'
+        + b"[" * depth
+        + b"]" * depth
+        + b"}"
+    )
+    await post(stack, body, {"Mcp-Method": "tools/list", "MCP-Protocol-Version": "2026-07-28"})
+
+
+@pytest.mark.parametrize(
+    "number", [b"1e999", b"-1e999", b"9" * 5000, b"123456789012345678901234567890"]
+)
+async def test_huge_numbers(stack: Stack, number: bytes) -> None:
+    body = b'{"jsonrpc":"2.0","id":' + number + b',"method":"tools/list","params":{}}'
+    await post(stack, body, {"Mcp-Method": "tools/list", "MCP-Protocol-Version": "2026-07-28"})
+
+
+async def test_existing_tasks_are_unharmed(mcp: McpClient, bystander: dict[str, Any]) -> None:
+    task_id = bystander["taskId"]
+    after = (await mcp.get_task(task_id)).result
+    assert (
+        after["status"] == "input_required" and after["inputRequests"] == bystander["inputRequests"]
+    )
+    await mcp.update_task(task_id, {"confirm": {"action": "accept", "content": {"confirm": True}}})
+    done = await mcp.wait_terminal(task_id)
+    assert done["result"]["content"][0]["text"] == "Deleted bystander.txt"

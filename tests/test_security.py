@@ -1,0 +1,372 @@
+"""Authentication, tasks bound to their owner, limits, audit and secrets, over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from temporalio.client import Client
+
+from mcp_server import errors
+from mcp_server.auth import build_authenticator
+from mcp_server.cli import add_token
+from mcp_server.config import Settings
+from mcp_server.limits import PollLimiter
+from tests.conftest import Stack
+from tests.mcp_client import McpClient
+
+StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
+NOT_FOUND = {"code": errors.INVALID_PARAMS, "message": errors.TASK_NOT_FOUND_MESSAGE}
+ISSUER = "https://auth.example.test"
+AUDIENCE = "https://mcp.example.test/mcp"
+
+
+def as_client(stack: Stack, token: str) -> McpClient:
+    client = McpClient(stack.http, stack.url)
+    client.extra_headers = {"Authorization": f"Bearer {token}"}
+    return client
+
+
+# ----- none --------------------------------------------------------------------------------
+
+
+def test_no_authentication_is_refused_on_a_public_address() -> None:
+    with pytest.raises(ValueError, match="without authentication"):
+        build_authenticator(Settings(host="0.0.0.0"))
+    build_authenticator(Settings(host="0.0.0.0", insecure=True))
+    build_authenticator(Settings(host="127.0.0.1"))
+
+
+def test_the_server_command_stops_before_serving_publicly_without_auth() -> None:
+    mcp_tasks = str(Path(sys.executable).parent / "mcp-tasks")
+    done = subprocess.run(
+        [mcp_tasks, "server", "--host", "0.0.0.0"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1 and "without authentication" in done.stderr
+
+
+# ----- tokens ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tokens(tmp_path: Path) -> tuple[Path, str, str]:
+    path = tmp_path / "tokens.json"
+    alice = add_token(path, "alice", ["tasks"])
+    bob = add_token(path, "bob", [])
+    return path, alice, bob
+
+
+def test_the_tokens_file_keeps_hashes_never_tokens(tokens: tuple[Path, str, str]) -> None:
+    path, alice, bob = tokens
+    text = path.read_text()
+    assert alice not in text and bob not in text
+    assert [t["principal"] for t in json.loads(text)["tokens"]] == ["alice", "bob"]
+    assert path.stat().st_mode & 0o077 == 0
+
+
+@pytest.fixture
+async def token_stack(
+    fresh_stack: StackFactory, tokens: tuple[Path, str, str]
+) -> AsyncIterator[Stack]:
+    # A large burst: the timing test polls one task back to back (rate limits are tested apart).
+    async with fresh_stack(auth="tokens", tokens_file=str(tokens[0]), poll_burst=1000) as stack:
+        yield stack
+
+
+@pytest.mark.parametrize("header", [None, "Bearer wrong", "Basic YWxpY2U6cHc=", "Bearer"])
+async def test_a_missing_or_unknown_token_is_401(token_stack: Stack, header: str | None) -> None:
+    client = McpClient(token_stack.http, token_stack.url)
+    client.extra_headers = {"Authorization": header} if header else {}
+    reply = await client.rpc("tools/list")
+    assert reply.status == 401
+    assert token_stack.http  # the connection stays usable
+    assert reply.headers["www-authenticate"].startswith("Bearer ")
+
+
+async def test_a_known_token_is_served(token_stack: Stack, tokens: tuple[Path, str, str]) -> None:
+    reply = await as_client(token_stack, tokens[1]).rpc("tools/list")
+    assert reply.status == 200 and reply.result["tools"]
+
+
+async def test_another_principals_task_is_indistinguishable_from_a_missing_one(
+    token_stack: Stack, tokens: tuple[Path, str, str]
+) -> None:
+    alice, bob = as_client(token_stack, tokens[1]), as_client(token_stack, tokens[2])
+    task_id = await alice.create_task("confirm_delete", {"filename": "alice.txt"})
+    await alice.wait_status(task_id, "input_required", within=5)
+    missing = "mcp-task-" + "0" * 32
+    for method, params in [
+        ("tasks/get", {}),
+        ("tasks/update", {"inputResponses": {"confirm": {"action": "accept"}}}),
+        ("tasks/cancel", {}),
+    ]:
+        foreign = await bob.rpc(method, {"taskId": task_id, **params})
+        unknown = await bob.rpc(method, {"taskId": missing, **params})
+        assert foreign.error == unknown.error == NOT_FOUND, method
+        assert foreign.status == unknown.status
+    listened = await bob.listen({"taskIds": [task_id]})
+    assert listened[0]["params"]["notifications"] == {}
+    still = (await alice.get_task(task_id)).result
+    assert still["status"] == "input_required" and "confirm" in still["inputRequests"]
+    await alice.cancel_task(task_id)
+
+
+async def test_a_foreign_task_answers_in_the_same_time_as_a_missing_one(
+    token_stack: Stack, tokens: tuple[Path, str, str]
+) -> None:
+    alice, bob = as_client(token_stack, tokens[1]), as_client(token_stack, tokens[2])
+    task_id = await alice.create_task("confirm_delete", {"filename": "t.txt"})
+    await alice.wait_status(task_id, "input_required", within=5)
+    timings: dict[str, list[float]] = {"foreign": [], "missing": []}
+    for round_ in range(30):
+        for kind, target in (("foreign", task_id), ("missing", f"mcp-task-{round_:032x}")):
+            started = time.perf_counter()
+            assert (await bob.rpc("tasks/get", {"taskId": target})).error == NOT_FOUND
+            timings[kind].append(time.perf_counter() - started)
+    foreign, missing = (statistics.median(timings[k]) for k in ("foreign", "missing"))
+    # Both are exactly one describe() of Temporal; only noise separates them.
+    assert abs(foreign - missing) < 0.004, (foreign, missing)
+    await alice.cancel_task(task_id)
+
+
+# ----- jwt ---------------------------------------------------------------------------------
+
+
+def _rsa() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+@pytest.fixture(scope="module")
+def signing_key() -> rsa.RSAPrivateKey:
+    return _rsa()
+
+
+@pytest.fixture
+async def jwt_stack(
+    fresh_stack: StackFactory, signing_key: rsa.RSAPrivateKey, tmp_path: Path
+) -> AsyncIterator[Stack]:
+    public = tmp_path / "public.pem"
+    public.write_bytes(
+        signing_key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    async with fresh_stack(
+        auth="jwt",
+        jwt_issuer=ISSUER,
+        jwt_audience=AUDIENCE,
+        jwt_public_key_path=str(public),
+        jwt_required_scopes=("mcp:tasks",),
+        jwt_leeway_s=5,
+    ) as stack:
+        yield stack
+
+
+def mint(key: Any, **overrides: Any) -> str:
+    now = int(time.time())
+    claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "iat": now, "exp": now + 300,
+              "scope": "mcp:tasks other"}  # fmt: skip
+    claims.update(overrides)
+    algorithm = claims.pop("alg", "RS256")
+    return jwt.encode({k: v for k, v in claims.items() if v is not None}, key, algorithm=algorithm)
+
+
+async def test_a_valid_jwt_is_served(jwt_stack: Stack, signing_key: rsa.RSAPrivateKey) -> None:
+    reply = await as_client(jwt_stack, mint(signing_key)).rpc("tools/list")
+    assert reply.status == 200
+
+
+@pytest.mark.parametrize(
+    ("case", "claims"),
+    [
+        ("expired", {"exp": int(time.time()) - 120}),
+        ("not yet valid", {"nbf": int(time.time()) + 120}),
+        ("wrong audience", {"aud": "https://other.example.test/mcp"}),
+        ("wrong issuer", {"iss": "https://evil.example.test"}),
+        ("no expiry", {"exp": None}),
+    ],
+)
+async def test_an_invalid_jwt_is_401_naming_the_resource_metadata(
+    jwt_stack: Stack, signing_key: rsa.RSAPrivateKey, case: str, claims: dict[str, Any]
+) -> None:
+    reply = await as_client(jwt_stack, mint(signing_key, **claims)).rpc("tools/list")
+    assert reply.status == 401, case
+    challenge = reply.headers["www-authenticate"]
+    assert 'resource_metadata="https://mcp.example.test/mcp/.well-known/' in challenge
+    assert 'error="invalid_token"' in challenge
+
+
+async def test_a_jwt_signed_by_another_key_is_401(jwt_stack: Stack) -> None:
+    reply = await as_client(jwt_stack, mint(_rsa())).rpc("tools/list")
+    assert reply.status == 401 and "signature" in reply.error["message"]
+
+
+async def test_an_unsigned_alg_none_jwt_is_401(jwt_stack: Stack) -> None:
+    reply = await as_client(jwt_stack, mint(None, alg="none")).rpc("tools/list")
+    assert reply.status == 401
+
+
+async def test_a_jwt_with_a_disallowed_algorithm_is_401(
+    jwt_stack: Stack, signing_key: rsa.RSAPrivateKey
+) -> None:
+    token = mint("a-shared-secret-of-32-bytes-or-more!", alg="HS256")
+    reply = await as_client(jwt_stack, token).rpc("tools/list")
+    assert reply.status == 401 and "algorithm" in reply.error["message"]
+
+
+async def test_a_jwt_without_the_required_scope_is_403(
+    jwt_stack: Stack, signing_key: rsa.RSAPrivateKey
+) -> None:
+    reply = await as_client(jwt_stack, mint(signing_key, scope="other")).rpc("tools/list")
+    assert reply.status == 403
+    assert 'error="insufficient_scope"' in reply.headers["www-authenticate"]
+    assert 'scope="mcp:tasks"' in reply.headers["www-authenticate"]
+
+
+async def test_the_protected_resource_metadata_is_served(jwt_stack: Stack) -> None:
+    for path in (
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ):
+        response = await jwt_stack.http.get(jwt_stack.url.replace("/mcp", path))
+        assert response.json() == {
+            "resource": AUDIENCE,
+            "authorization_servers": [ISSUER],
+            "bearer_methods_supported": ["header"],
+            "scopes_supported": ["mcp:tasks"],
+        }
+
+
+async def test_jwt_principals_are_bound_to_their_tasks(
+    jwt_stack: Stack, signing_key: rsa.RSAPrivateKey
+) -> None:
+    alice = as_client(jwt_stack, mint(signing_key))
+    other_client = as_client(jwt_stack, mint(signing_key, client_id="other-app"))
+    task_id = await alice.create_task("slow_compute", {"seconds": 30})
+    assert (await other_client.get_task(task_id)).error == NOT_FOUND
+    await alice.cancel_task(task_id)
+
+
+# ----- limits ------------------------------------------------------------------------------
+
+
+async def test_too_many_or_too_large_input_responses_are_invalid_params(mcp: McpClient) -> None:
+    task_id = await mcp.create_task("confirm_delete", {"filename": "z"})
+    many = {f"k{i}": {"action": "decline"} for i in range(33)}
+    assert "at most 32" in (await mcp.update_task(task_id, many)).error["message"]
+    huge = {"confirm": {"action": "accept", "content": {"text": "x" * 300_000}}}
+    reply = await mcp.update_task(task_id, huge)
+    assert reply.error["code"] == errors.INVALID_PARAMS and "bytes" in reply.error["message"]
+    await mcp.cancel_task(task_id)
+
+
+async def test_open_tasks_per_principal_are_capped(fresh_stack: StackFactory) -> None:
+    async with fresh_stack(max_open_tasks_per_principal=2) as stack:
+        mcp = stack.mcp
+        first = await mcp.create_task("tests_wait_forever")
+        await mcp.create_task("tests_wait_forever")
+        deadline = time.monotonic() + 10
+        while (reply := await mcp.call_tool("tests_wait_forever")).status != 429:
+            assert time.monotonic() < deadline, "the quota never applied"
+            await mcp.cancel_task(reply.result["taskId"])  # visibility lagged: undo, try again
+        assert reply.error["code"] == errors.QUOTA_EXCEEDED
+        assert reply.error["data"]["limit"] == 2 and reply.headers["retry-after"]
+        await mcp.cancel_task(first)
+        deadline = time.monotonic() + 10
+        while (reply := await mcp.call_tool("tests_wait_forever")).status == 429:
+            assert time.monotonic() < deadline, "the quota never freed up"
+        assert reply.result["resultType"] == "task"
+
+
+async def test_polling_far_faster_than_poll_interval_is_told_when_to_retry(
+    fresh_stack: StackFactory,
+) -> None:
+    async with fresh_stack(poll_burst=3, poll_rate_factor=1) as stack:
+        mcp = stack.mcp
+        task_id = await mcp.create_task("slow_compute", {"seconds": 30})
+        replies = [await mcp.get_task(task_id) for _ in range(5)]
+        limited = [r for r in replies if "error" in r.body]
+        assert limited, "five immediate polls of a 500 ms task must hit a burst of 3"
+        assert limited[0].status == 429 and limited[0].error["code"] == errors.RATE_LIMITED
+        assert 0 < limited[0].error["data"]["retryAfterMs"] <= 500
+        assert limited[0].headers["retry-after"] == "1"
+        await mcp.cancel_task(task_id)
+
+
+def test_a_client_that_honours_poll_interval_is_never_limited() -> None:
+    now = [0.0]
+    limiter = PollLimiter(factor=4, burst=20, clock=lambda: now[0])
+    limiter.check("p", "t")
+    limiter.learn_interval("p", "t", 500)
+    for _ in range(10_000):
+        now[0] += 0.5
+        limiter.check("p", "t")
+
+
+def test_a_client_polling_ten_times_too_fast_is_limited() -> None:
+    now = [0.0]
+    limiter = PollLimiter(factor=4, burst=20, clock=lambda: now[0])
+    limiter.check("p", "t")
+    limiter.learn_interval("p", "t", 500)
+    with pytest.raises(errors.McpError) as caught:
+        for _ in range(1000):
+            now[0] += 0.05
+            limiter.check("p", "t")
+    assert caught.value.code == errors.RATE_LIMITED
+
+
+# ----- audit and secrets -------------------------------------------------------------------
+
+
+async def test_every_create_update_and_cancel_is_audited_without_arguments(
+    mcp: McpClient, caplog: pytest.LogCaptureFixture, temporal_client: Client
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcp_server.audit")
+    task_id = await mcp.create_task("tests_leaky", {"api_key": "sk-live-123456"})
+    await mcp.wait_status(task_id, "input_required", within=5)
+    await mcp.update_task(task_id, {"go": {"action": "decline"}})
+    await mcp.cancel_task("mcp-task-" + "0" * 32)
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "mcp_server.audit"]
+    assert [(e["event"], e["outcome"]) for e in lines] == [
+        ("task.create", "created"),
+        ("task.update", "acked"),
+        ("task.cancel", f"error {errors.INVALID_PARAMS}"),
+    ]
+    assert lines[0]["taskId"] == task_id and lines[0]["tool"] == "tests_leaky"
+    assert {"time", "requestId", "principal", "method"} <= lines[0].keys()
+    assert "sk-live-123456" not in caplog.text
+    await mcp.wait_terminal(task_id)
+    history = await temporal_client.get_workflow_handle(task_id).fetch_history()
+    signals = [
+        e for e in history.events if e.HasField("workflow_execution_signaled_event_attributes")
+    ]
+    assert lines[1]["principal"].encode() in signals[0].SerializeToString()
+
+
+async def test_secret_arguments_never_reach_status_input_requests_memo_or_errors(
+    mcp: McpClient, temporal_client: Client
+) -> None:
+    secret = "sk-live-abcdef"
+    task_id = await mcp.create_task("tests_leaky", {"api_key": secret, "fail": True})
+    waiting = await mcp.wait_status(task_id, "input_required", within=5)
+    assert secret not in json.dumps(waiting)
+    assert waiting["inputRequests"]["go"]["params"]["message"] == "Use key [redacted]?"
+    description = await temporal_client.get_workflow_handle(task_id).describe()
+    assert secret not in json.dumps(await description.memo())
+    assert secret not in str(description.typed_search_attributes)
+    await mcp.update_task(task_id, {"go": {"action": "accept", "content": {"go": True}}})
+    failed = await mcp.wait_terminal(task_id)
+    assert failed["status"] == "failed" and secret not in json.dumps(failed)
+    assert "[redacted]" in failed["statusMessage"]
