@@ -3,8 +3,8 @@
     make bench                      # 1,000 open approvals
     make bench ARGS="--tasks 10000"
 
-It starts `mcp-tasks dev --toolset demo` on a temporary data dir, creates N `multi_step_job`
-tasks that wait for a human approval (each one a parked Temporal workflow), then measures:
+It starts `mcp-tasks dev --toolset demo` on a temporary data dir, creates N `request_approval`
+tasks (each one a parked Temporal workflow waiting for a human), then measures:
 tools/call (task creation) latency, the time until all N are `input_required`, tasks/get latency
 at 1 and 16 concurrent clients, and the resident memory of the dev process (HTTP server and
 worker) and of the Temporal dev server. Results are printed and written to bench-results/.
@@ -128,11 +128,11 @@ async def bench(tasks: int, reads: int) -> dict[str, Any]:
             (temporal_pid,) = children(dev.pid)
             results["idle_rss_mib"] = {"dev": rss_mib(dev.pid), "temporal": rss_mib(temporal_pid)}
             ids: list[str] = []
-            args = {"name": "approval", "steps": 1, "step_seconds": 0, "require_approval": True}
 
             async def create(index: int) -> None:
-                params = {"name": "multi_step_job", "arguments": args}
-                ids.append((await client.rpc("tools/call", params, "multi_step_job"))["taskId"])
+                arguments = {"message": f"Approve change #{index}?"}
+                params = {"name": "request_approval", "arguments": arguments}
+                ids.append((await client.rpc("tools/call", params, "request_approval"))["taskId"])
 
             started = time.perf_counter()
             results["create"] = percentiles(await timed_many(tasks, 16, create))

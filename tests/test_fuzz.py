@@ -152,6 +152,24 @@ async def test_bogus_request_state(mcp: McpClient, state: str) -> None:
     assert reply.error["code"] == errors.INVALID_PARAMS
 
 
+@FUZZ
+@given(
+    name=st.sampled_from(["Mcp-Method", "MCP-Protocol-Version", "Mcp-Name", "Mcp-Param-Region"]),
+    values=st.lists(header_values, min_size=2, max_size=4),
+)
+async def test_duplicated_headers(stack: Stack, name: str, values: list[str]) -> None:
+    params = {"name": "test_header_param", "arguments": {"region": "eu"}, "_meta": META}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    base = {"Mcp-Method": "tools/call", "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Name": "test_header_param", "Mcp-Param-Region": "eu"}  # fmt: skip
+    headers = [(k.encode(), v.encode()) for k, v in base.items() if k != name]
+    headers += [(name.encode(), value.encode("latin-1")) for value in values]
+    headers.append((b"Content-Type", b"application/json"))
+    response = await stack.http.post(stack.url, content=json.dumps(body).encode(), headers=headers)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == errors.HEADER_MISMATCH
+
+
 @pytest.mark.parametrize("depth", [100, 5_000, 200_000])
 async def test_deep_nesting(stack: Stack, depth: int) -> None:
     body = (

@@ -7,9 +7,11 @@ import logging
 import statistics
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from temporalio.client import Client
 
 from mcp_server import errors
-from mcp_server.auth import build_authenticator
+from mcp_server.auth import ANONYMOUS, build_authenticator
 from mcp_server.cli import add_token
 from mcp_server.config import Settings
 from mcp_server.limits import PollLimiter
@@ -100,26 +102,36 @@ async def test_a_known_token_is_served(token_stack: Stack, tokens: tuple[Path, s
     assert reply.status == 200 and reply.result["tools"]
 
 
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("tasks/get", {}),
+        ("tasks/update", {"inputResponses": {"confirm": {"action": "accept"}}}),
+        ("tasks/cancel", {}),
+    ],
+)
 async def test_another_principals_task_is_indistinguishable_from_a_missing_one(
-    token_stack: Stack, tokens: tuple[Path, str, str]
+    token_stack: Stack, tokens: tuple[Path, str, str], method: str, params: dict[str, Any]
 ) -> None:
     alice, bob = as_client(token_stack, tokens[1]), as_client(token_stack, tokens[2])
     task_id = await alice.create_task("confirm_delete", {"filename": "alice.txt"})
     await alice.wait_status(task_id, "input_required", within=5)
-    missing = "mcp-task-" + "0" * 32
-    for method, params in [
-        ("tasks/get", {}),
-        ("tasks/update", {"inputResponses": {"confirm": {"action": "accept"}}}),
-        ("tasks/cancel", {}),
-    ]:
-        foreign = await bob.rpc(method, {"taskId": task_id, **params})
-        unknown = await bob.rpc(method, {"taskId": missing, **params})
-        assert foreign.error == unknown.error == NOT_FOUND, method
-        assert foreign.status == unknown.status
-    listened = await bob.listen({"taskIds": [task_id]})
-    assert listened[0]["params"]["notifications"] == {}
+    foreign = await bob.rpc(method, {"taskId": task_id, **params})
+    unknown = await bob.rpc(method, {"taskId": "mcp-task-" + "0" * 32, **params})
+    assert foreign.error == unknown.error == NOT_FOUND
+    assert foreign.status == unknown.status
     still = (await alice.get_task(task_id)).result
     assert still["status"] == "input_required" and "confirm" in still["inputRequests"]
+    await alice.cancel_task(task_id)
+
+
+async def test_another_principals_task_is_not_acknowledged_on_listen(
+    token_stack: Stack, tokens: tuple[Path, str, str]
+) -> None:
+    alice, bob = as_client(token_stack, tokens[1]), as_client(token_stack, tokens[2])
+    task_id = await alice.create_task("slow_compute", {"seconds": 30})
+    listened = await bob.listen({"taskIds": [task_id]})
+    assert listened[0]["params"]["notifications"] == {}
     await alice.cancel_task(task_id)
 
 
@@ -181,6 +193,50 @@ def mint(key: Any, **overrides: Any) -> str:
     claims.update(overrides)
     algorithm = claims.pop("alg", "RS256")
     return jwt.encode({k: v for k, v in claims.items() if v is not None}, key, algorithm=algorithm)
+
+
+@pytest.fixture
+def jwks_url(signing_key: rsa.RSAPrivateKey) -> Iterator[str]:
+    """A JWKS document served over real HTTP, as an authorization server publishes it."""
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(signing_key.public_key()))
+    body = json.dumps({"keys": [{**jwk, "kid": "test-key", "use": "sig", "alg": "RS256"}]}).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/jwks.json"
+    server.shutdown()
+    server.server_close()
+
+
+async def test_a_jwt_is_verified_with_keys_from_a_jwks_url(
+    fresh_stack: StackFactory, signing_key: rsa.RSAPrivateKey, jwks_url: str
+) -> None:
+    settings = {
+        "auth": "jwt",
+        "jwt_issuer": ISSUER,
+        "jwt_audience": AUDIENCE,
+        "jwt_jwks_url": jwks_url,
+    }
+    async with fresh_stack(**settings) as stack:
+        token = jwt.encode(
+            {"iss": ISSUER, "aud": AUDIENCE, "sub": "carol", "exp": int(time.time()) + 60},
+            signing_key,
+            algorithm="RS256",
+            headers={"kid": "test-key"},
+        )
+        assert (await as_client(stack, token).rpc("tools/list")).status == 200
+        assert (await as_client(stack, mint(_rsa())).rpc("tools/list")).status == 401
 
 
 async def test_a_valid_jwt_is_served(jwt_stack: Stack, signing_key: rsa.RSAPrivateKey) -> None:
@@ -353,6 +409,21 @@ async def test_every_create_update_and_cancel_is_audited_without_arguments(
         e for e in history.events if e.HasField("workflow_execution_signaled_event_attributes")
     ]
     assert lines[1]["principal"].encode() in signals[0].SerializeToString()
+
+
+async def test_the_history_records_who_cancelled(mcp: McpClient, temporal_client: Client) -> None:
+    task_id = await mcp.create_task("slow_compute", {"seconds": 30})
+    await mcp.cancel_task(task_id)
+    await mcp.wait_terminal(task_id)
+    history = await temporal_client.get_workflow_handle(task_id).fetch_history()
+    stamps = [
+        e.workflow_execution_signaled_event_attributes
+        for e in history.events
+        if e.workflow_execution_signaled_event_attributes.signal_name == "mcp.cancel_requested"
+    ]
+    assert len(stamps) == 1
+    (payload,) = stamps[0].input.payloads
+    assert json.loads(payload.data)["principal"] == ANONYMOUS.digest
 
 
 async def test_secret_arguments_never_reach_status_input_requests_memo_or_errors(

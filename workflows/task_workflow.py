@@ -17,6 +17,7 @@ A tool's workflow subclasses `TaskWorkflow`, implements `execute()`, and is decl
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
@@ -80,6 +81,8 @@ class TaskWorkflow:
         self._secrets: list[str] = []
         self.task: TaskInput | None = None
         self.cancel_requested_by: str | None = None
+        # Input key -> digest of the principal whose tasks/update answered it.
+        self.answered_by: dict[str, str] = {}
 
     # ----- what subclasses implement and call -------------------------------------------
 
@@ -103,14 +106,27 @@ class TaskWorkflow:
         return key
 
     async def ask(
-        self, key: str, request: dict[str, Any], *, status_message: str | None = None
+        self,
+        key: str,
+        request: dict[str, Any],
+        *,
+        status_message: str | None = None,
+        timeout: timedelta | None = None,  # noqa: ASYNC109 (a durable Temporal timer)
     ) -> dict[str, Any]:
-        """Park at `input_required` until `key` is answered; return the InputResponse."""
-        answers = await self.ask_all({key: request}, status_message=status_message)
+        """Park at `input_required` until `key` is answered; return the InputResponse.
+
+        With `timeout`, a durable timer withdraws the question when it fires and raises
+        `TimeoutError` (the task goes back to `working`).
+        """
+        answers = await self.ask_all({key: request}, status_message=status_message, timeout=timeout)
         return dict(answers[key])
 
     async def ask_all(
-        self, requests: dict[str, dict[str, Any]], *, status_message: str | None = None
+        self,
+        requests: dict[str, dict[str, Any]],
+        *,
+        status_message: str | None = None,
+        timeout: timedelta | None = None,  # noqa: ASYNC109 (a durable Temporal timer)
     ) -> dict[str, Any]:
         """Ask several questions at once; return when every one has been answered."""
         reused = [key for key in requests if key in self._issued_keys]
@@ -123,7 +139,17 @@ class TaskWorkflow:
         self._publish()
         # Why wait_condition and not a loop: the condition is re-evaluated only after a signal
         # changes state, and the wait itself survives worker restarts by replay.
-        await workflow.wait_condition(lambda: all(key in self._answers for key in requests))
+        try:
+            await workflow.wait_condition(
+                lambda: all(key in self._answers for key in requests), timeout=timeout
+            )
+        except TimeoutError:
+            for key in requests:
+                self._outstanding.pop(key, None)
+                self._answers.pop(key, None)
+            self._memo["statusMessage"] = previous_message or "Working"
+            self._publish()
+            raise
         answers = {key: self._answers.pop(key) for key in requests}
         self._memo["statusMessage"] = previous_message or "Working"
         self._publish()
@@ -139,6 +165,7 @@ class TaskWorkflow:
         accepted = [key for key in update.responses if key in self._outstanding]
         for key in accepted:
             self._answers[key] = update.responses[key]
+            self.answered_by[key] = update.principal
             del self._outstanding[key]
         if accepted:
             self._publish()

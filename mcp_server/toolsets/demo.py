@@ -6,7 +6,7 @@ from typing import Any
 
 from activities.steps import ACTIVITIES
 from mcp_server.tool_registry import Tool, ToolCall, ToolRegistry
-from workflows import demo
+from workflows import approvals, demo
 from workflows.results import text_result
 
 DAY_MS = 24 * 60 * 60 * 1000
@@ -21,8 +21,13 @@ def _job_capabilities(arguments: dict[str, Any]) -> dict[str, Any]:
     return {"elicitation": {}} if arguments.get("require_approval") else {}
 
 
+APPROVAL_TTL_MS = 30 * DAY_MS
+MAX_DEADLINE_S = 29 * 24 * 3600  # the TTL outlives the longest deadline by a day
+
+
 def register(registry: ToolRegistry) -> None:
     registry.add_workflows(demo.WORKFLOWS)
+    registry.add_workflows(approvals.WORKFLOWS)
     registry.add_activities(ACTIVITIES)
     registry.add(
         Tool(
@@ -67,5 +72,40 @@ def register(registry: ToolRegistry) -> None:
             ttl_ms=7 * DAY_MS,
             poll_interval_ms=2000,
             required_capabilities=_job_capabilities,
+        )
+    )
+    registry.add(
+        Tool(
+            "request_approval",
+            "Asks a human to approve or reject, and waits (for days if need be). With "
+            "`deadline_seconds`, resolves as `expired` when nobody has decided by then.",
+            {
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string", "minLength": 1, "maxLength": 4000},
+                    "require_reason": {"type": "boolean"},
+                    "deadline_seconds": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": MAX_DEADLINE_S,
+                    },
+                },
+                "required": ["message"],
+            },
+            output_schema={
+                "type": "object",
+                "properties": {
+                    "decision": {"enum": ["approved", "rejected", "expired", "dismissed"]},
+                    "reason": {"type": ["string", "null"]},
+                    "decidedBy": {"type": ["string", "null"]},
+                    "waitedSeconds": {"type": "number"},
+                },
+                "required": ["decision", "reason", "decidedBy", "waitedSeconds"],
+            },
+            task_support="required",
+            workflow="RequestApproval",
+            ttl_ms=APPROVAL_TTL_MS,
+            poll_interval_ms=5000,
+            required_capabilities={"elicitation": {}},
         )
     )

@@ -1,0 +1,90 @@
+"""`request_approval`: a decision that may take days, on real Temporal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from mcp_server.auth import ANONYMOUS
+from mcp_server.toolsets.demo import MAX_DEADLINE_S
+from tests.conftest import Stack
+from tests.mcp_client import McpClient
+
+StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
+
+
+async def output_schema(mcp: McpClient) -> Draft202012Validator:
+    tools = {t["name"]: t for t in (await mcp.rpc("tools/list")).result["tools"]}
+    return Draft202012Validator(tools["request_approval"]["outputSchema"])
+
+
+@pytest.mark.parametrize(("choice", "decision"), [("approve", "approved"), ("reject", "rejected")])
+async def test_a_decision_completes_the_task_with_who_decided_and_why(
+    mcp: McpClient, choice: str, decision: str
+) -> None:
+    created = (
+        await mcp.call_tool("request_approval", {"message": "Ship 1.2?", "require_reason": True})
+    ).result
+    assert created["ttlMs"] > MAX_DEADLINE_S * 1000  # the TTL outlives any deadline
+    waiting = await mcp.wait_status(created["taskId"], "input_required", within=5)
+    form = waiting["inputRequests"]["decision"]["params"]
+    assert form["message"] == "Ship 1.2?" and form["requestedSchema"]["required"] == [
+        "decision",
+        "reason",
+    ]
+    answer = {"action": "accept", "content": {"decision": choice, "reason": "tests are green"}}
+    await mcp.update_task(created["taskId"], {"decision": answer})
+    done = await mcp.wait_terminal(created["taskId"])
+    result = done["result"]
+    assert result["isError"] is False
+    assert result["structuredContent"]["decision"] == decision
+    assert result["structuredContent"]["reason"] == "tests are green"
+    assert result["structuredContent"]["decidedBy"] == ANONYMOUS.digest
+    (await output_schema(mcp)).validate(result["structuredContent"])
+
+
+async def test_nobody_deciding_before_the_deadline_resolves_as_expired(mcp: McpClient) -> None:
+    task_id = await mcp.create_task(
+        "request_approval", {"message": "Quick?", "deadline_seconds": 1}
+    )
+    waiting = await mcp.wait_status(task_id, "input_required", within=5)
+    assert "until" in waiting["statusMessage"]
+    done = await mcp.wait_terminal(task_id, within=10)
+    assert done["result"]["structuredContent"]["decision"] == "expired"
+    assert done["result"]["structuredContent"]["waitedSeconds"] >= 1
+
+
+async def test_a_dismissed_form_is_not_a_decision(mcp: McpClient) -> None:
+    task_id = await mcp.create_task("request_approval", {"message": "Hm?"})
+    await mcp.wait_status(task_id, "input_required", within=5)
+    await mcp.update_task(task_id, {"decision": {"action": "cancel"}})
+    done = await mcp.wait_terminal(task_id)
+    assert done["result"]["structuredContent"]["decision"] == "dismissed"
+
+
+async def test_an_answer_to_an_evicted_approval_replays_it_from_history(
+    fresh_stack: StackFactory,
+) -> None:
+    # No workflow cache at all: every wake-up replays the history, so a waiting approval
+    # holds no worker memory; restarting the worker in between changes nothing.
+    async with fresh_stack(max_cached_workflows=0) as stack:
+        mcp = stack.mcp
+        task_id = await mcp.create_task("request_approval", {"message": "Later?"})
+        await mcp.wait_status(task_id, "input_required", within=5)
+        await stack.stop_worker()
+        await stack.start_worker()
+        answer: dict[str, Any] = {"action": "accept", "content": {"decision": "approve"}}
+        await mcp.update_task(task_id, {"decision": answer})
+        done = await mcp.wait_terminal(task_id)
+        assert done["result"]["structuredContent"]["decision"] == "approved"
+
+
+async def test_a_deadline_beyond_the_ttl_is_refused(mcp: McpClient) -> None:
+    reply = await mcp.call_tool(
+        "request_approval", {"message": "x", "deadline_seconds": MAX_DEADLINE_S + 1}
+    )
+    assert reply.error["code"] == -32602

@@ -1,0 +1,75 @@
+"""`request_approval`: a human decision that may take days.
+
+While it waits, the workflow holds nothing but a timer and a condition: the worker may evict it
+from its cache (it is replayed from history when the answer arrives), and every component may
+restart in between. The optional deadline is a durable Temporal timer, not a poll loop.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+
+from workflows.results import text_result
+from workflows.task_state import TaskInput
+from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
+
+DECISIONS = {"approve": "approved", "reject": "rejected"}
+
+
+@task_workflow("RequestApproval")
+class RequestApprovalWorkflow(TaskWorkflow):
+    async def execute(self, task: TaskInput) -> dict[str, Any]:
+        message = str(task.arguments["message"])
+        deadline_s = task.arguments.get("deadline_seconds")
+        properties: dict[str, Any] = {
+            "decision": {"type": "string", "title": "Decision", "enum": list(DECISIONS)},
+            "reason": {"type": "string", "title": "Reason", "maxLength": 2000},
+        }
+        required = ["decision", "reason"] if task.arguments.get("require_reason") else ["decision"]
+        asked_at = workflow.now()
+        until = (
+            f" (until {(asked_at + timedelta(seconds=deadline_s)).isoformat()})"
+            if deadline_s
+            else ""
+        )
+        try:
+            answer = await self.ask(
+                "decision",
+                elicitation(message, properties, required),
+                status_message=f"Waiting for a decision{until}",
+                timeout=timedelta(seconds=deadline_s) if deadline_s else None,
+            )
+        except TimeoutError:
+            return self._outcome("expired", None, None, asked_at)
+        content = answer.get("content") or {}
+        if answer.get("action") != "accept" or content.get("decision") not in DECISIONS:
+            # The human dismissed the form: no decision was made.
+            return self._outcome("dismissed", None, self.answered_by.get("decision"), asked_at)
+        reason = content.get("reason")
+        return self._outcome(
+            DECISIONS[content["decision"]],
+            str(reason) if reason else None,
+            self.answered_by.get("decision"),
+            asked_at,
+        )
+
+    def _outcome(
+        self, decision: str, reason: str | None, decided_by: str | None, asked_at: Any
+    ) -> dict[str, Any]:
+        waited = (workflow.now() - asked_at).total_seconds()
+        text = f"Decision: {decision}" + (f" ({reason})" if reason else "")
+        return text_result(
+            text,
+            structured={
+                "decision": decision,
+                "reason": reason,
+                "decidedBy": decided_by,
+                "waitedSeconds": round(waited, 3),
+            },
+        )
+
+
+WORKFLOWS = [RequestApprovalWorkflow]
