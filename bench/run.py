@@ -108,8 +108,9 @@ async def bench(tasks: int, reads: int) -> dict[str, Any]:
         "--port", str(port), "--data-dir", str(data_dir), "--temporal-port", str(free_port()),
     ]  # fmt: skip
     log = (data_dir / "dev.log").open("wb")
+    env = {**os.environ, "MCP_TASKS_MAX_OPEN_TASKS_PER_PRINCIPAL": "0"}  # all from one caller
     dev = subprocess.Popen(  # noqa: ASYNC220 (started once, before any measurement)
-        command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env
     )
     results: dict[str, Any] = {"tasks": tasks, "cpus": os.cpu_count()}
     try:

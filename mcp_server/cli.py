@@ -91,7 +91,7 @@ def _state_secret(data_dir: Path) -> str:
 
 async def run_dev(args: argparse.Namespace, settings: Settings) -> None:
     build_authenticator(settings)  # a configuration that must not serve stops here
-    registry = load_toolsets(settings.toolset, settings.tool_modules)
+    registry = load_toolsets(settings.toolset, settings.tool_modules, settings)
     if not port_is_free(settings.host, settings.port):
         raise SystemExit(f"mcp-tasks: port {settings.host}:{settings.port} is already in use")
     data_dir = Path(os.path.abspath(args.data_dir))
@@ -128,7 +128,7 @@ async def run_dev(args: argparse.Namespace, settings: Settings) -> None:
 async def run_part(settings: Settings, *, http: bool, worker: bool) -> None:
     if http:
         build_authenticator(settings)
-    registry = load_toolsets(settings.toolset, settings.tool_modules)
+    registry = load_toolsets(settings.toolset, settings.tool_modules, settings)
     client = await connect(settings)
     await ensure_search_attributes(client)
     await warn_if_retention_short(client, registry.longest_ttl_ms())

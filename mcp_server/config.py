@@ -59,6 +59,12 @@ class Settings:
     max_cached_workflows: int = 1000
     max_concurrent_activities: int = 100
     instructions: str | None = None
+    # Where `deploy` finds pipeline files (a pipeline is only ever read from here).
+    pipelines_dir: str = "pipelines"
+    # `import_records` reads sources and writes databases only inside this directory.
+    import_dir: str = "imports"
+    # A TOML file mapping tool names to existing workflows (toolsets/exposed.py).
+    exposed_workflows_file: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

@@ -17,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, PendingActivityState
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
 from temporalio.client import (
     Client,
@@ -136,8 +137,14 @@ def _root_message(err: BaseException | None) -> str:
 
 
 class TemporalTaskStore:
-    def __init__(self, client: Client, task_queue: str) -> None:
+    def __init__(
+        self,
+        client: Client,
+        task_queue: str,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
         self._client = client
+        self._clock = clock
         self._task_queue = task_queue
         self._terminal: OrderedDict[str, TaskSnapshot] = OrderedDict()
 
@@ -260,6 +267,8 @@ class TemporalTaskStore:
             status, message = "working", "Processing the answers"
         if cancel_requested:
             message = "Cancellation requested"
+        if status == "working" and message:
+            message = _with_activity_progress(message, description, self._clock())
         attempt = description.raw_description.pending_workflow_task.attempt
         if attempt > 2:
             message = (
@@ -325,7 +334,10 @@ class TemporalTaskStore:
         )
         status = description.status
         if status == WorkflowExecutionStatus.CANCELED:
-            return replace(base, status="cancelled", status_message="Cancelled")
+            # The workflow's last word (e.g. how much was done), or plainly "Cancelled" when it
+            # never got to say it (a cancellation of a task no worker ever picked up).
+            said = memo.get("status") == "cancelled" and base.status_message
+            return replace(base, status="cancelled", status_message=said or "Cancelled")
         handle = self._client.get_workflow_handle(task_id, run_id=description.run_id)
         try:
             result = await handle.result(follow_runs=False, rpc_timeout=RPC_TIMEOUT)
@@ -384,6 +396,25 @@ class TemporalTaskStore:
         except RPCError as err:
             return {"temporal": "unreachable", "detail": err.message, "workers": 0}
         return {"temporal": "ok", "workers": len(response.pollers)}
+
+
+def _with_activity_progress(
+    message: str, description: WorkflowExecutionDescription, now: datetime
+) -> str:
+    """`step 3/5 "migrate": running` + ` for 72 s (attempt 2)`, from Temporal's own record of
+    the activity the workflow is waiting on: live progress without a workflow task."""
+    pending = description.raw_description.pending_activities
+    if not pending:
+        return message
+    activity = pending[0]
+    if activity.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED and activity.HasField(
+        "last_started_time"
+    ):
+        started = activity.last_started_time.ToDatetime(tzinfo=UTC)
+        message += f" for {max(0, int((now - started).total_seconds()))} s"
+    if activity.attempt > 1:
+        message += f" (attempt {activity.attempt})"
+    return message
 
 
 def _snapshot_from_memo(memo: dict[str, Any]) -> TaskSnapshot:

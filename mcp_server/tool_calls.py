@@ -122,8 +122,10 @@ async def call_tool(ctx: RequestContext, services: Services) -> dict[str, Any]:
         client_capabilities=ctx.capabilities,
         prelude_responses=prelude,
         secret_arguments=sorted(tool.secret_arguments),
+        tool_config=tool.workflow_config,
     )
     if as_task:
-        services.limits.check_open_tasks(await services.store.count_open(ctx.principal))
+        if services.limits.max_open_tasks_per_principal:  # 0: no quota, no visibility query
+            services.limits.check_open_tasks(await services.store.count_open(ctx.principal))
         return create_task_result(await services.store.create(task, tool.workflow))
     return await services.store.run_sync(task, tool.workflow, tool.sync_timeout_s)

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
 
+from mcp_server.config import Settings
 from mcp_server.ttl import kept_for
 
 TaskSupport = Literal["never", "optional", "required"]
@@ -65,6 +66,8 @@ class Tool:
     sync_timeout_s: float = 60.0
     # Argument names whose values must never reach logs, memos or status messages.
     secret_arguments: frozenset[str] = frozenset()
+    # Handed to the workflow as TaskInput.tool_config (one workflow type, several tools).
+    workflow_config: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.task_support == "never" and self.handler is None:
@@ -100,7 +103,9 @@ class Tool:
 
 
 class ToolRegistry:
-    def __init__(self) -> None:
+    def __init__(self, settings: Settings | None = None) -> None:
+        # What toolsets may read to configure their activities (e.g. pipelines_dir).
+        self.settings = settings or Settings()
         self._tools: dict[str, Tool] = {}
         self._validators: dict[str, Draft202012Validator] = {}
         self._listeners: list[Callable[[], None]] = []
@@ -161,15 +166,21 @@ BUILTIN_TOOLSETS = {
 }
 
 
-def load_toolsets(toolset: str, extra_modules: Sequence[str] = ()) -> ToolRegistry:
+def load_toolsets(
+    toolset: str, extra_modules: Sequence[str] = (), settings: Settings | None = None
+) -> ToolRegistry:
     """Build the registry from a built-in toolset plus any user modules (`--tools MODULE`)."""
     if toolset not in BUILTIN_TOOLSETS:
         raise ValueError(f"unknown toolset {toolset!r}; choose one of {sorted(BUILTIN_TOOLSETS)}")
-    registry = ToolRegistry()
+    registry = ToolRegistry(settings)
     for module_name in (BUILTIN_TOOLSETS[toolset], *extra_modules):
         module = importlib.import_module(module_name)
         register = getattr(module, "register", None)
         if not callable(register):
             raise ValueError(f"tool module {module_name!r} has no register(registry) function")
         register(registry)
+    if registry.settings.exposed_workflows_file:
+        from mcp_server.toolsets import exposed
+
+        exposed.register(registry)
     return registry

@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,6 +25,7 @@ from mcp_server.devserver import TemporalDevServer, free_port
 from mcp_server.tool_registry import ToolRegistry, load_toolsets
 from mcp_server.worker import build_worker
 from tests.mcp_client import McpClient
+from tests.user_workflows import EXPOSED_TOML
 
 
 @pytest.fixture(scope="session")
@@ -43,8 +45,28 @@ async def temporal_client(temporal: TemporalDevServer) -> Client:
 
 
 @pytest.fixture(scope="session")
-def registry() -> ToolRegistry:
-    return load_toolsets("conformance", ["mcp_server.toolsets.demo", "tests.fixture_tools"])
+def pipelines_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("pipelines")
+
+
+@pytest.fixture(scope="session")
+def import_dir(pipelines_dir: Path) -> Path:
+    directory = pipelines_dir.parent / "imports"
+    directory.mkdir(exist_ok=True)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def registry(pipelines_dir: Path) -> ToolRegistry:
+    exposed = pipelines_dir.parent / "exposed.toml"
+    exposed.write_text(EXPOSED_TOML)
+    modules = ["mcp_server.toolsets.demo", "tests.fixture_tools"]
+    settings = Settings(
+        pipelines_dir=str(pipelines_dir),
+        import_dir=str(pipelines_dir.parent / "imports"),
+        exposed_workflows_file=str(exposed),
+    )
+    return load_toolsets("conformance", modules, settings)
 
 
 @dataclass

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from mcp_server.errors import RATE_LIMITED
 from tests.wire_schemas import assert_valid, assert_valid_stream_message
 
 VERSION = "2026-07-28"
@@ -179,7 +180,12 @@ class McpClient:
         deadline = time.monotonic() + within
         task: dict[str, Any] = {}
         while time.monotonic() < deadline:
-            task = (await self.get_task(task_id)).result
+            reply = await self.get_task(task_id)
+            if reply.body.get("error", {}).get("code") == RATE_LIMITED:
+                # As a good client does: wait as long as the server says, then poll again.
+                await asyncio.sleep(reply.error["data"]["retryAfterMs"] / 1000)
+                continue
+            task = reply.result
             if done(task):
                 return task
             await asyncio.sleep(poll)

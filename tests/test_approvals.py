@@ -88,3 +88,11 @@ async def test_a_deadline_beyond_the_ttl_is_refused(mcp: McpClient) -> None:
         "request_approval", {"message": "x", "deadline_seconds": MAX_DEADLINE_S + 1}
     )
     assert reply.error["code"] == -32602
+
+
+async def test_a_waiting_approval_can_be_cancelled(mcp: McpClient) -> None:
+    task_id = await mcp.create_task("request_approval", {"message": "Never mind?"})
+    await mcp.wait_status(task_id, "input_required", within=5)
+    await mcp.cancel_task(task_id)
+    cancelled = await mcp.wait_terminal(task_id)
+    assert cancelled["status"] == "cancelled" and "inputRequests" not in cancelled

@@ -247,8 +247,8 @@ async def test_a_valid_jwt_is_served(jwt_stack: Stack, signing_key: rsa.RSAPriva
 @pytest.mark.parametrize(
     ("case", "claims"),
     [
-        ("expired", {"exp": int(time.time()) - 120}),
-        ("not yet valid", {"nbf": int(time.time()) + 120}),
+        ("expired", {"exp": -120}),  # exp and nbf: seconds from now, when the test runs
+        ("not yet valid", {"nbf": 120}),
         ("wrong audience", {"aud": "https://other.example.test/mcp"}),
         ("wrong issuer", {"iss": "https://evil.example.test"}),
         ("no expiry", {"exp": None}),
@@ -257,6 +257,8 @@ async def test_a_valid_jwt_is_served(jwt_stack: Stack, signing_key: rsa.RSAPriva
 async def test_an_invalid_jwt_is_401_naming_the_resource_metadata(
     jwt_stack: Stack, signing_key: rsa.RSAPrivateKey, case: str, claims: dict[str, Any]
 ) -> None:
+    now = int(time.time())
+    claims = {k: now + v if k in ("exp", "nbf") and v is not None else v for k, v in claims.items()}
     reply = await as_client(jwt_stack, mint(signing_key, **claims)).rpc("tools/list")
     assert reply.status == 401, case
     challenge = reply.headers["www-authenticate"]

@@ -40,6 +40,8 @@ class TaskInput:
     prelude_responses: dict[str, Any] = field(default_factory=dict)
     # Names of arguments whose values must never reach the memo, statusMessage or errors.
     secret_arguments: list[str] = field(default_factory=list)
+    # Per-tool settings of a generic workflow (e.g. which workflow an exposed tool starts).
+    tool_config: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

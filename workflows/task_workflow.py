@@ -83,6 +83,8 @@ class TaskWorkflow:
         self.cancel_requested_by: str | None = None
         # Input key -> digest of the principal whose tasks/update answered it.
         self.answered_by: dict[str, str] = {}
+        # The statusMessage a cancelled task ends with (a tool may say what was done).
+        self.cancel_message = "Cancelled"
 
     # ----- what subclasses implement and call -------------------------------------------
 
@@ -201,7 +203,7 @@ class TaskWorkflow:
         except BaseException as err:
             if is_cancelled_exception(err):
                 self._outstanding.clear()
-                self._memo["statusMessage"] = "Cancelled"
+                self._memo["statusMessage"] = self.cancel_message
                 self._publish(status="cancelled")
                 raise
             if self._secrets and isinstance(err, FailureError):

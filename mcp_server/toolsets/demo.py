@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from activities.commands import PipelineFiles, run_command
+from activities.records import IDENTIFIER, RecordImports
 from activities.steps import ACTIVITIES
 from mcp_server.tool_registry import Tool, ToolCall, ToolRegistry
-from workflows import approvals, demo
+from workflows import approvals, demo, deploy, imports
 from workflows.results import text_result
 
 DAY_MS = 24 * 60 * 60 * 1000
@@ -28,6 +30,74 @@ MAX_DEADLINE_S = 29 * 24 * 3600  # the TTL outlives the longest deadline by a da
 def register(registry: ToolRegistry) -> None:
     registry.add_workflows(demo.WORKFLOWS)
     registry.add_workflows(approvals.WORKFLOWS)
+    registry.add_workflows(deploy.WORKFLOWS)
+    registry.add_workflows(imports.WORKFLOWS)
+    records = RecordImports(registry.settings.import_dir)
+    registry.add_activities([records.inspect_source, records.import_chunk])
+    registry.add(
+        Tool(
+            "import_records",
+            "Imports a CSV or JSON Lines file into a SQLite table (both inside the server's "
+            "import directory), upserting on a key column, chunk by chunk, with progress.",
+            {
+                "type": "object",
+                "properties": {
+                    "source": {"type": "string", "minLength": 1},
+                    "database": {"type": "string", "minLength": 1},
+                    "table": {"type": "string", "pattern": IDENTIFIER.pattern},
+                    "key": {"type": "string", "pattern": IDENTIFIER.pattern},
+                    "format": {"enum": ["csv", "jsonl"]},
+                    "chunk_size": {"type": "integer", "minimum": 10, "maximum": 100000},
+                    "chunk_delay_ms": {"type": "integer", "minimum": 0, "maximum": 60000},
+                },
+                "required": ["source", "database", "table", "key"],
+            },
+            output_schema={
+                "type": "object",
+                "properties": {
+                    "imported": {"type": "integer"},
+                    "totalRows": {"type": "integer"},
+                    "badRows": {"type": "integer"},
+                    "firstBadRows": {"type": "array"},
+                    "table": {"type": "string"},
+                    "database": {"type": "string"},
+                },
+                "required": ["imported", "totalRows", "badRows", "firstBadRows"],
+            },
+            task_support="required",
+            workflow="ImportRecords",
+            ttl_ms=7 * DAY_MS,
+            poll_interval_ms=1000,
+        )
+    )
+    pipelines = PipelineFiles(registry.settings.pipelines_dir)
+    registry.add_activities([run_command, pipelines.load_pipeline])
+    registry.add(
+        Tool(
+            "deploy",
+            "Runs a deploy pipeline (pipelines/NAME.toml on the server): its steps in order as "
+            "shell commands, asking for approval where the pipeline says so, rolling back the "
+            "completed steps in reverse if a step fails, an approval is declined, or the task "
+            "is cancelled.",
+            {
+                "type": "object",
+                "properties": {
+                    "pipeline": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,100}$"},
+                },
+                "required": ["pipeline"],
+            },
+            output_schema={
+                "type": "object",
+                "properties": {"steps": {"type": "array", "items": {"type": "object"}}},
+                "required": ["steps"],
+            },
+            annotations={"destructiveHint": True},
+            task_support="required",
+            workflow="Deploy",
+            ttl_ms=7 * DAY_MS,
+            poll_interval_ms=2000,
+        )
+    )
     registry.add_activities(ACTIVITIES)
     registry.add(
         Tool(

@@ -1,0 +1,219 @@
+"""`deploy`: pipelines of real shell steps, approval gates, rollback, cancel, worker crashes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+
+import pytest
+
+from mcp_server.devserver import TemporalDevServer
+from tests.conftest import Stack
+from tests.dev_process import alive, wait_gone
+from tests.mcp_client import TASKS, McpClient
+
+StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
+APPROVE = {"action": "accept", "content": {"approve": True}}
+
+
+def pipeline(directory: Path, steps: str) -> tuple[str, Path]:
+    """Write a pipeline whose steps log to its own journal; return its name and journal."""
+    name = f"p-{uuid.uuid4().hex[:12]}"
+    (directory / f"{name}.toml").write_text(steps.replace("JOURNAL", f"{name}.journal"))
+    return name, directory / f"{name}.journal"
+
+
+def journal(path: Path) -> list[str]:
+    return path.read_text().split() if path.exists() else []
+
+
+THREE_STEPS = """
+[[steps]]
+name = "a"
+run = "echo a >> JOURNAL"
+rollback = "echo undo-a >> JOURNAL"
+[[steps]]
+name = "b"
+run = "echo b >> JOURNAL"
+rollback = "echo undo-b >> JOURNAL"
+approval = "Go on with b?"
+[[steps]]
+name = "c"
+run = "echo c >> JOURNAL"
+"""
+
+
+async def test_an_approved_pipeline_runs_every_step_and_reports_each(
+    mcp: McpClient, pipelines_dir: Path
+) -> None:
+    name, log = pipeline(pipelines_dir, THREE_STEPS)
+    task_id = await mcp.create_task("deploy", {"pipeline": name})
+    waiting = await mcp.wait_status(task_id, "input_required", within=10)
+    ((key, request),) = waiting["inputRequests"].items()
+    assert key == "approve-b" and 'step 2/3 "b"' in request["params"]["message"]
+    assert "echo b >>" in request["params"]["message"]  # shows what will run
+    await mcp.update_task(task_id, {key: APPROVE})
+    done = await mcp.wait_terminal(task_id, within=20)
+    assert done["result"]["isError"] is False
+    steps = done["result"]["structuredContent"]["steps"]
+    assert [(s["name"], s["status"], s["exitCode"]) for s in steps] == [
+        ("a", "succeeded", 0),
+        ("b", "succeeded", 0),
+        ("c", "succeeded", 0),
+    ]
+    assert all(s["durationSeconds"] >= 0 for s in steps)
+    assert journal(log) == ["a", "b", "c"]
+
+
+async def test_a_declined_approval_rolls_back_completed_steps(
+    mcp: McpClient, pipelines_dir: Path
+) -> None:
+    name, log = pipeline(pipelines_dir, THREE_STEPS)
+    task_id = await mcp.create_task("deploy", {"pipeline": name})
+    await mcp.wait_status(task_id, "input_required", within=10)
+    await mcp.update_task(
+        task_id, {"approve-b": {"action": "accept", "content": {"approve": False}}}
+    )
+    done = await mcp.wait_terminal(task_id, within=20)
+    assert done["result"]["isError"] is True and "declined" in done["result"]["content"][0]["text"]
+    assert journal(log) == ["a", "undo-a"]
+    statuses = {s["name"]: s["status"] for s in done["result"]["structuredContent"]["steps"]}
+    assert statuses == {"a": "rolled back", "b": "declined", "c": "pending"}
+
+
+async def test_a_failing_step_rolls_back_in_reverse_and_names_the_step(
+    mcp: McpClient, pipelines_dir: Path
+) -> None:
+    name, log = pipeline(
+        pipelines_dir,
+        """
+[[steps]]
+name = "a"
+run = "echo a >> JOURNAL"
+rollback = "echo undo-a >> JOURNAL"
+[[steps]]
+name = "b"
+run = "echo b >> JOURNAL"
+rollback = "echo undo-b >> JOURNAL"
+[[steps]]
+name = "c"
+run = "echo c >> JOURNAL; echo boom; exit 3"
+rollback = "echo undo-c >> JOURNAL"
+""",
+    )
+    done = await mcp.wait_terminal(await mcp.create_task("deploy", {"pipeline": name}), within=20)
+    text = done["result"]["content"][0]["text"]
+    assert done["result"]["isError"] is True
+    assert 'step 3/3 "c" exited with 3' in text and "boom" in text
+    assert journal(log) == ["a", "b", "c", "undo-b", "undo-a"]
+
+
+async def test_cancel_kills_the_running_step_rolls_back_and_ends_cancelled(
+    mcp: McpClient, pipelines_dir: Path
+) -> None:
+    name, log = pipeline(
+        pipelines_dir,
+        """
+[[steps]]
+name = "a"
+run = "echo a >> JOURNAL"
+rollback = "echo undo-a >> JOURNAL"
+[[steps]]
+name = "slow"
+run = "echo $$ > JOURNAL.pid; sleep 120 & wait"
+""",
+    )
+    task_id = await mcp.create_task("deploy", {"pipeline": name})
+    running = await mcp.wait_for(task_id, lambda t: '"slow": running' in t.get("statusMessage", ""))
+    assert running["status"] == "working"
+    pid_file = pipelines_dir / f"{name}.journal.pid"
+    deadline = time.monotonic() + 10
+    while not pid_file.exists():
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    shell = int(pid_file.read_text())
+    await mcp.cancel_task(task_id)
+    assert (await mcp.wait_terminal(task_id, within=10))["status"] == "cancelled"
+    wait_gone([shell], timeout=5)
+    assert journal(log) == ["a", "undo-a"]
+
+
+async def test_an_unknown_or_broken_pipeline_is_a_clear_tool_error(
+    mcp: McpClient, pipelines_dir: Path
+) -> None:
+    missing = await mcp.wait_terminal(await mcp.create_task("deploy", {"pipeline": "nope"}))
+    assert "no pipeline named 'nope'" in missing["result"]["content"][0]["text"]
+    (pipelines_dir / "broken.toml").write_text("[[steps]]\nname = 'x'\n")
+    broken = await mcp.wait_terminal(await mcp.create_task("deploy", {"pipeline": "broken"}))
+    assert "needs a `run` command" in broken["result"]["content"][0]["text"]
+    escape = await mcp.call_tool("deploy", {"pipeline": "../secrets"})
+    assert escape.error["code"] == -32602
+
+
+async def test_an_approval_gate_needs_a_client_that_can_answer(
+    mcp: McpClient, pipelines_dir: Path
+) -> None:
+    name, log = pipeline(pipelines_dir, THREE_STEPS)
+    task_id = (await mcp.call_tool("deploy", {"pipeline": name}, capabilities=TASKS)).result[
+        "taskId"
+    ]
+    done = await mcp.wait_terminal(task_id, within=20)
+    assert "elicitation" in done["result"]["content"][0]["text"]
+    assert journal(log) == ["a", "undo-a"]
+
+
+@pytest.mark.slow
+async def test_a_worker_killed_mid_step_resumes_without_rerunning_completed_steps(
+    fresh_stack: StackFactory, pipelines_dir: Path, temporal: TemporalDevServer
+) -> None:
+    name, log = pipeline(
+        pipelines_dir,
+        """
+[[steps]]
+name = "a"
+run = "echo a >> JOURNAL"
+[[steps]]
+name = "b"
+run = "echo b >> JOURNAL; sleep 10; echo b-done >> JOURNAL"
+[[steps]]
+name = "c"
+run = "echo c >> JOURNAL"
+""",
+    )
+    async with fresh_stack() as stack:
+        await stack.stop_worker()
+        env = {**os.environ, "MCP_TASKS_TEMPORAL_ADDRESS": temporal.address,
+               "MCP_TASKS_TASK_QUEUE": stack.settings.task_queue, "MCP_TASKS_TOOLSET": "demo",
+               "MCP_TASKS_PIPELINES_DIR": str(pipelines_dir)}  # fmt: skip
+        worker = subprocess.Popen(  # noqa: ASYNC220 (a worker process, killed below)
+            [str(Path(sys.executable).parent / "mcp-tasks"), "worker"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        try:
+            task_id = await stack.mcp.create_task("deploy", {"pipeline": name})
+            await stack.mcp.wait_for(task_id, lambda t: journal(log) == ["a", "b"], within=30)
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
+        finally:
+            if alive(worker.pid):
+                os.killpg(worker.pid, signal.SIGKILL)
+        await stack.start_worker()
+        retried = await stack.mcp.wait_for(
+            task_id, lambda t: "(attempt 2)" in t.get("statusMessage", ""), within=30
+        )
+        assert '"b": running' in retried["statusMessage"]
+        done = await stack.mcp.wait_terminal(task_id, within=30)
+        assert done["result"]["isError"] is False
+        # The crashed attempt's process was still sleeping when the retry started: the retry
+        # killed its process group first, so only the retry finished "b".
+        assert journal(log) == ["a", "b", "b", "b-done", "c"]
+        b = done["result"]["structuredContent"]["steps"][1]
+        assert b["attempt"] == 2
