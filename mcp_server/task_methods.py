@@ -48,11 +48,16 @@ async def find_task(ctx: RequestContext, services: Services, task_id: str) -> Ta
     return snapshot
 
 
-async def _lookup(ctx: RequestContext, services: Services) -> TaskSnapshot:
+def _task_id(ctx: RequestContext) -> str:
+    """The requested taskId, once the extension gate (-32021, before any lookup) is passed."""
     _require_extension(ctx)
     task_id = ctx.params.get("taskId")
     if not isinstance(task_id, str) or not task_id:
         raise invalid_params("params.taskId must be a non-empty string")
+    return task_id
+
+
+async def _lookup(ctx: RequestContext, services: Services, task_id: str) -> TaskSnapshot:
     snapshot = await find_task(ctx, services, task_id)
     if snapshot is None:
         raise task_not_found()
@@ -60,17 +65,15 @@ async def _lookup(ctx: RequestContext, services: Services) -> TaskSnapshot:
 
 
 async def get_task(ctx: RequestContext, services: Services) -> dict[str, Any]:
-    _require_extension(ctx)
-    task_id = ctx.params.get("taskId")
-    if isinstance(task_id, str):
-        services.limits.polls.check(ctx.principal, task_id)
-    snapshot = await _lookup(ctx, services)
+    task_id = _task_id(ctx)
+    services.limits.polls.check(ctx.principal, task_id)
+    snapshot = await _lookup(ctx, services, task_id)
     services.limits.polls.learn_interval(ctx.principal, snapshot.task_id, snapshot.poll_interval_ms)
     return get_task_result(snapshot)
 
 
 async def update_task(ctx: RequestContext, services: Services) -> dict[str, Any]:
-    snapshot = await _lookup(ctx, services)
+    snapshot = await _lookup(ctx, services, _task_id(ctx))
     responses = ctx.params.get("inputResponses")
     if not isinstance(responses, dict):
         raise invalid_params("params.inputResponses must be an object")
@@ -95,7 +98,7 @@ async def update_task(ctx: RequestContext, services: Services) -> dict[str, Any]
 
 
 async def cancel_task(ctx: RequestContext, services: Services) -> dict[str, Any]:
-    snapshot = await _lookup(ctx, services)
+    snapshot = await _lookup(ctx, services, _task_id(ctx))
     if snapshot.status not in TERMINAL_STATUSES:
         stamp = AuditStamp(principal=ctx.principal, request_id=str(ctx.request_id))
         await services.store.cancel(snapshot.task_id, stamp)

@@ -98,3 +98,29 @@ def reaped(processes: list[DevProcess]) -> Iterator[None]:
 async def client_for(port: int) -> AsyncIterator[McpClient]:
     async with httpx.AsyncClient(timeout=15) as http:
         yield McpClient(http, f"http://127.0.0.1:{port}/mcp")
+
+
+class WorkerProcess:
+    """`mcp-tasks worker` as its own process (the demo toolset), to be killed with SIGKILL."""
+
+    def __init__(self, temporal_address: str, task_queue: str, **settings: str) -> None:
+        env = {
+            **os.environ,
+            "MCP_TASKS_TEMPORAL_ADDRESS": temporal_address,
+            "MCP_TASKS_TASK_QUEUE": task_queue,
+            "MCP_TASKS_TOOLSET": "demo",
+            **{f"MCP_TASKS_{key.upper()}": value for key, value in settings.items()},
+        }
+        self.process = subprocess.Popen(
+            [MCP_TASKS, "worker"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def kill(self) -> None:
+        """kill -9 of the worker and all it started, as a crashing machine would."""
+        if alive(self.process.pid):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -17,7 +13,7 @@ import pytest
 
 from mcp_server.devserver import TemporalDevServer
 from tests.conftest import Stack
-from tests.dev_process import alive, wait_gone
+from tests.dev_process import WorkerProcess, wait_gone
 from tests.mcp_client import TASKS, McpClient
 
 StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
@@ -190,21 +186,14 @@ run = "echo c >> JOURNAL"
     )
     async with fresh_stack() as stack:
         await stack.stop_worker()
-        env = {**os.environ, "MCP_TASKS_TEMPORAL_ADDRESS": temporal.address,
-               "MCP_TASKS_TASK_QUEUE": stack.settings.task_queue, "MCP_TASKS_TOOLSET": "demo",
-               "MCP_TASKS_PIPELINES_DIR": str(pipelines_dir)}  # fmt: skip
-        worker = subprocess.Popen(  # noqa: ASYNC220 (a worker process, killed below)
-            [str(Path(sys.executable).parent / "mcp-tasks"), "worker"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+        worker = WorkerProcess(
+            temporal.address, stack.settings.task_queue, pipelines_dir=str(pipelines_dir)
+        )
         try:
             task_id = await stack.mcp.create_task("deploy", {"pipeline": name})
             await stack.mcp.wait_for(task_id, lambda t: journal(log) == ["a", "b"], within=30)
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait()
         finally:
-            if alive(worker.pid):
-                os.killpg(worker.pid, signal.SIGKILL)
+            worker.kill()
         await stack.start_worker()
         retried = await stack.mcp.wait_for(
             task_id, lambda t: "(attempt 2)" in t.get("statusMessage", ""), within=30

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -17,7 +13,7 @@ import pytest
 
 from mcp_server.devserver import TemporalDevServer
 from tests.conftest import Stack
-from tests.dev_process import alive
+from tests.dev_process import WorkerProcess
 from tests.mcp_client import McpClient
 
 StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
@@ -112,23 +108,16 @@ async def test_a_worker_killed_mid_import_loses_and_duplicates_nothing(
                  "key": "id", "chunk_size": 100, "chunk_delay_ms": 150}  # fmt: skip
     async with fresh_stack() as stack:
         await stack.stop_worker()
-        env = {**os.environ, "MCP_TASKS_TEMPORAL_ADDRESS": temporal.address,
-               "MCP_TASKS_TASK_QUEUE": stack.settings.task_queue, "MCP_TASKS_TOOLSET": "demo",
-               "MCP_TASKS_IMPORT_DIR": str(import_dir)}  # fmt: skip
-        worker = subprocess.Popen(  # noqa: ASYNC220 (a worker process, killed below)
-            [str(Path(sys.executable).parent / "mcp-tasks"), "worker"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+        worker = WorkerProcess(
+            temporal.address, stack.settings.task_queue, import_dir=str(import_dir)
+        )
         try:
             task_id = await stack.mcp.create_task("import_records", arguments)
             await stack.mcp.wait_for(
                 task_id, lambda t: t.get("statusMessage", "").startswith("1,0"), within=30
             )
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait()
         finally:
-            if alive(worker.pid):
-                os.killpg(worker.pid, signal.SIGKILL)
+            worker.kill()
         partial = count(import_dir / "crash.db", "people")[0]
         assert 0 < partial < 3000
         await stack.start_worker()

@@ -135,21 +135,27 @@ async def test_another_principals_task_is_not_acknowledged_on_listen(
     await alice.cancel_task(task_id)
 
 
+@pytest.mark.parametrize("state", ["waiting", "completed"])
 async def test_a_foreign_task_answers_in_the_same_time_as_a_missing_one(
-    token_stack: Stack, tokens: tuple[Path, str, str]
+    token_stack: Stack, tokens: tuple[Path, str, str], state: str
 ) -> None:
     alice, bob = as_client(token_stack, tokens[1]), as_client(token_stack, tokens[2])
-    task_id = await alice.create_task("confirm_delete", {"filename": "t.txt"})
-    await alice.wait_status(task_id, "input_required", within=5)
+    if state == "waiting":
+        task_id = await alice.create_task("confirm_delete", {"filename": "t.txt"})
+        await alice.wait_status(task_id, "input_required", within=5)
+    else:  # completed, and read once by its owner: the server now holds it in memory
+        task_id = await alice.create_task("slow_compute", {"seconds": 0})
+        await alice.wait_terminal(task_id)
     timings: dict[str, list[float]] = {"foreign": [], "missing": []}
-    for round_ in range(30):
+    for round_ in range(80):
         for kind, target in (("foreign", task_id), ("missing", f"mcp-task-{round_:032x}")):
             started = time.perf_counter()
             assert (await bob.rpc("tasks/get", {"taskId": target})).error == NOT_FOUND
             timings[kind].append(time.perf_counter() - started)
     foreign, missing = (statistics.median(timings[k]) for k in ("foreign", "missing"))
-    # Both are exactly one describe() of Temporal; only noise separates them.
-    assert abs(foreign - missing) < 0.004, (foreign, missing)
+    # A foreign task costs one describe(); a missing one is padded to the same time. Unpadded,
+    # the difference measured 1.1-1.5 ms here; padded, within +-0.4 ms.
+    assert abs(foreign - missing) < 0.0008, (foreign * 1000, missing * 1000)
     await alice.cancel_task(task_id)
 
 
