@@ -3,11 +3,12 @@
     make bench                      # 1,000 open approvals
     make bench ARGS="--tasks 10000"
 
-It starts `mcp-tasks dev --toolset demo` on a temporary data dir, creates N `request_approval`
-tasks (each one a parked Temporal workflow waiting for a human), then measures:
-tools/call (task creation) latency, the time until all N are `input_required`, tasks/get latency
-at 1 and 16 concurrent clients, and the resident memory of the dev process (HTTP server and
-worker) and of the Temporal dev server. Results are printed and written to bench-results/.
+It starts a Temporal dev server on a temporary data dir, and `mcp-tasks worker` and
+`mcp-tasks server` (toolset demo) as separate processes; creates N `request_approval` tasks
+(each one a parked Temporal workflow waiting for a human); then measures tools/call (task
+creation) latency, the time until all N are `input_required`, tasks/get latency at 1 and 16
+concurrent clients, and the resident memory of each of the three processes, idle and with the
+N approvals open. Results are printed and written to bench-results/.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from mcp_server.devserver import free_port
+from mcp_server.devserver import TemporalDevServer, free_port
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -44,19 +45,6 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
@@ -100,20 +88,40 @@ async def timed_many(count: int, concurrency: int, job: Any) -> list[float]:
     return samples
 
 
+def spawn(command: str, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [str(Path(sys.executable).parent / "mcp-tasks"), command],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
+
+
+def memory(processes: dict[str, int]) -> dict[str, float]:
+    return {name: round(rss_mib(pid), 1) for name, pid in processes.items()}
+
+
 async def bench(tasks: int, reads: int) -> dict[str, Any]:
     data_dir = Path(tempfile.mkdtemp(prefix="mcp-tasks-bench-"))
+    temporal = TemporalDevServer(data_dir, port=free_port())
+    temporal.start()
     port = free_port()
-    command = [
-        str(Path(sys.executable).parent / "mcp-tasks"), "dev", "--toolset", "demo",
-        "--port", str(port), "--data-dir", str(data_dir), "--temporal-port", str(free_port()),
-    ]  # fmt: skip
-    log = (data_dir / "dev.log").open("wb")
-    env = {**os.environ, "MCP_TASKS_MAX_OPEN_TASKS_PER_PRINCIPAL": "0"}  # all from one caller
-    dev = subprocess.Popen(  # noqa: ASYNC220 (started once, before any measurement)
-        command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env
-    )
+    env = {
+        **os.environ,
+        "MCP_TASKS_TEMPORAL_ADDRESS": temporal.address,
+        "MCP_TASKS_TOOLSET": "demo",
+        "MCP_TASKS_PORT": str(port),
+        "MCP_TASKS_MAX_OPEN_TASKS_PER_PRINCIPAL": "0",  # every task has the same owner here
+    }
     results: dict[str, Any] = {"tasks": tasks, "cpus": os.cpu_count()}
+    parts: list[subprocess.Popen[bytes]] = []
     try:
+        await temporal.wait_ready()
+        parts = [spawn(part, data_dir / f"{part}.log", env) for part in ("worker", "server")]
+        assert temporal.process is not None
+        pids = {"temporal": temporal.process.pid, "worker": parts[0].pid, "server": parts[1].pid}
         async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=64)) as http:
             deadline = time.monotonic() + 60
             while True:
@@ -122,12 +130,11 @@ async def bench(tasks: int, reads: int) -> dict[str, Any]:
                         break
                 except httpx.TransportError:
                     pass
-                if time.monotonic() > deadline or dev.poll() is not None:
-                    raise RuntimeError(f"mcp-tasks dev did not start; see {data_dir / 'dev.log'}")
+                if time.monotonic() > deadline or any(p.poll() is not None for p in parts):
+                    raise RuntimeError(f"the server or worker did not start; see {data_dir}")
                 await asyncio.sleep(0.2)
             client = Client(http, f"http://127.0.0.1:{port}/mcp")
-            (temporal_pid,) = children(dev.pid)
-            results["idle_rss_mib"] = {"dev": rss_mib(dev.pid), "temporal": rss_mib(temporal_pid)}
+            results["idle_rss_mib"] = memory(pids)
             ids: list[str] = []
 
             async def create(index: int) -> None:
@@ -156,11 +163,13 @@ async def bench(tasks: int, reads: int) -> dict[str, Any]:
             for concurrency in (1, 16):
                 key = f"tasks_get_c{concurrency}"
                 results[key] = percentiles(await timed_many(reads, concurrency, get))
-            results["parked_rss_mib"] = {"dev": rss_mib(dev.pid), "temporal": rss_mib(temporal_pid)}
+            results["parked_rss_mib"] = memory(pids)
     finally:
-        dev.send_signal(signal.SIGTERM)
-        dev.wait(60)
-        log.close()
+        for part in parts:
+            part.send_signal(signal.SIGTERM)
+        for part in parts:
+            part.wait(60)
+        temporal.stop()
     return results
 
 

@@ -273,3 +273,9 @@ async def test_a_cancel_with_no_worker_alive_is_kept_and_applied_later(
         assert pending["statusMessage"] == "Cancellation requested"
         await stack.start_worker()
         assert (await mcp.wait_terminal(task_id))["status"] == "cancelled"
+
+
+async def test_a_completed_task_says_so_with_the_first_line_of_its_result(mcp: McpClient) -> None:
+    task_id = await mcp.create_task("slow_compute", {"seconds": 0, "label": "summary"})
+    done = await mcp.wait_terminal(task_id)
+    assert done["statusMessage"] == "Completed: Computed 'summary' in 0 s"

@@ -210,6 +210,8 @@ class TaskWorkflow:
                 raise self._scrubbed_failure(err) from None
             raise
         self._outstanding.clear()
+        summary = _first_line(result)
+        self._memo["statusMessage"] = f"Completed: {summary}" if summary else "Completed"
         self._publish(status="completed")
         return result
 
@@ -248,6 +250,15 @@ class TaskWorkflow:
                 message, *self._scrub(list(err.details)), type=err.type, non_retryable=True
             )
         return ApplicationError(message, type="TaskFailed", non_retryable=True)
+
+
+def _first_line(result: dict[str, Any]) -> str:
+    """The first line of a result's first text block, at most 200 characters."""
+    content = result.get("content") or []
+    first = content[0] if content and isinstance(content[0], dict) else {}
+    text = str(first.get("text", "")) if first.get("type") == "text" else ""
+    line = text.strip().split("\n", 1)[0]
+    return line if len(line) <= 200 else line[:199] + "…"
 
 
 def _iso(moment: Any) -> str:
