@@ -13,7 +13,7 @@ from typing import Any
 from mcp_server import capabilities
 from mcp_server.errors import invalid_params, task_not_found
 from mcp_server.request_context import RequestContext, Services
-from mcp_server.task_store import TaskSnapshot
+from mcp_server.task_snapshots import TaskSnapshot
 from mcp_server.task_views import get_task_result
 from mcp_server.ttl import kept_for
 from mcp_server.wire import TASKS_CAPABILITY, TERMINAL_STATUSES, parse_iso

@@ -19,12 +19,12 @@ import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.enums.v1 import EventType, PendingActivityState
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
 from temporalio.client import (
     Client,
@@ -40,18 +40,21 @@ from temporalio.common import (
     WorkflowIDConflictPolicy,
     WorkflowIDReusePolicy,
 )
-from temporalio.exceptions import ApplicationError, TerminatedError
-from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_server.errors import INTERNAL_ERROR, McpError, invalid_params, temporal_unavailable
+from mcp_server.task_snapshots import (
+    TaskSnapshot,
+    failure_of,
+    snapshot_from_memo,
+    with_activity_progress,
+)
 from mcp_server.ttl import ttl_after_close
 from mcp_server.wire import iso_now
 from workflows.task_state import (
     CANCEL_REQUESTED_SIGNAL,
     MEMO_KEY,
     MEMO_VERSION,
-    PROTOCOL_ERROR_TYPE,
     SEARCH_ATTRIBUTE_OWNER,
     SEARCH_ATTRIBUTE_STATUS,
     SEARCH_ATTRIBUTE_TOOL,
@@ -69,23 +72,6 @@ _TERMINAL_CACHE_SIZE = 4096
 # asyncio's epoll timeouts are whole milliseconds, rounded up (measured: 0.7 ms late on average).
 _SLEEP_OVERSHOOT_S = 0.0007
 _UNAVAILABLE = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED}
-
-
-@dataclass(frozen=True)
-class TaskSnapshot:
-    """A task as `tasks/get` shows it, before TTL and owner checks."""
-
-    task_id: str
-    owner: str
-    status: str
-    status_message: str | None
-    created_at: str
-    last_updated_at: str
-    ttl_ms: int | None
-    poll_interval_ms: int | None
-    input_requests: dict[str, Any]
-    result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
 
 
 class TaskStore(Protocol):
@@ -109,34 +95,6 @@ def _translate(err: RPCError, what: str) -> McpError:
     if err.status in _UNAVAILABLE:
         return temporal_unavailable(f"{what}: {err.message}")
     return McpError(INTERNAL_ERROR, f"Temporal refused to {what}: {err.message}")
-
-
-def _failure_of(err: BaseException) -> tuple[dict[str, Any], str]:
-    """The JSON-RPC error object and statusMessage for a workflow that did not complete."""
-    cause = err.cause if isinstance(err, WorkflowFailureError) else err
-    if isinstance(cause, ApplicationError) and cause.type == PROTOCOL_ERROR_TYPE and cause.details:
-        detail = cause.details[0]
-        if isinstance(detail, dict) and isinstance(detail.get("code"), int):
-            error = {"code": detail["code"], "message": str(detail.get("message", cause.message))}
-            if detail.get("data") is not None:
-                error["data"] = detail["data"]
-            return error, f"Task failed: {error['message']}"
-    if isinstance(cause, TerminatedError):
-        message = f"Task was terminated in Temporal: {cause.message or 'no reason given'}"
-    elif isinstance(cause, TemporalTimeoutError):
-        message = "Task exceeded its time limit (its ttlMs) and was stopped by Temporal"
-    else:
-        message = f"Task failed: {_root_message(cause)}"
-    return {"code": INTERNAL_ERROR, "message": message}, message
-
-
-def _root_message(err: BaseException | None) -> str:
-    """The innermost message of a failure chain ("Activity task failed" says little)."""
-    message = ""
-    while err is not None:
-        message = getattr(err, "message", None) or str(err) or message
-        err = getattr(err, "cause", None)
-    return message or "unknown failure"
 
 
 class TemporalTaskStore:
@@ -193,7 +151,7 @@ class TemporalTaskStore:
 
     async def create(self, task: TaskInput, workflow: str) -> TaskSnapshot:
         await self._start(task, workflow)
-        return _snapshot_from_memo(initial_memo(task, INITIAL_STATUS_MESSAGE))
+        return snapshot_from_memo(initial_memo(task, INITIAL_STATUS_MESSAGE))
 
     async def run_sync(self, task: TaskInput, workflow: str, timeout_s: float) -> dict[str, Any]:
         """Run a task tool's workflow and wait for it: a tools/call without the extension."""
@@ -202,7 +160,7 @@ class TemporalTaskStore:
             result: dict[str, Any] = await asyncio.wait_for(handle.result(), timeout_s)
             return result
         except WorkflowFailureError as err:
-            error, _ = _failure_of(err)
+            error, _ = failure_of(err)
             raise McpError(error["code"], error["message"], error.get("data")) from err
         except (TimeoutError, asyncio.CancelledError) as err:
             await self._terminate_quietly(handle, "the synchronous caller stopped waiting")
@@ -273,7 +231,7 @@ class TemporalTaskStore:
             fresher = await self._describe(task_id)
             if fresher is not None and fresher.status == WorkflowExecutionStatus.RUNNING:
                 memo = await fresher.memo_value(MEMO_KEY, memo)
-        snapshot = _snapshot_from_memo(memo)
+        snapshot = snapshot_from_memo(memo)
         pending = {k: v for k, v in snapshot.input_requests.items() if k not in answered}
         status, message = snapshot.status, snapshot.status_message
         if status == "input_required" and not pending:
@@ -281,7 +239,7 @@ class TemporalTaskStore:
         if cancel_requested:
             message = "Cancellation requested"
         if status == "working" and message:
-            message = _with_activity_progress(message, description, self._clock())
+            message = with_activity_progress(message, description, self._clock())
         attempt = description.raw_description.pending_workflow_task.attempt
         if attempt > 2:
             message = (
@@ -335,7 +293,7 @@ class TemporalTaskStore:
     async def _closed(
         self, task_id: str, description: WorkflowExecutionDescription, memo: dict[str, Any]
     ) -> TaskSnapshot:
-        base = _snapshot_from_memo(memo)
+        base = snapshot_from_memo(memo)
         closed_at = (
             iso_now(description.close_time) if description.close_time else base.last_updated_at
         )
@@ -355,7 +313,7 @@ class TemporalTaskStore:
         try:
             result = await handle.result(follow_runs=False, rpc_timeout=RPC_TIMEOUT)
         except WorkflowFailureError as err:
-            error, message = _failure_of(err)
+            error, message = failure_of(err)
             return replace(base, status="failed", status_message=message, error=error)
         except RPCError as err:
             raise _translate(err, "read the task result") from err
@@ -409,36 +367,3 @@ class TemporalTaskStore:
         except RPCError as err:
             return {"temporal": "unreachable", "detail": err.message, "workers": 0}
         return {"temporal": "ok", "workers": len(response.pollers)}
-
-
-def _with_activity_progress(
-    message: str, description: WorkflowExecutionDescription, now: datetime
-) -> str:
-    """`step 3/5 "migrate": running` + ` for 72 s (attempt 2)`, from Temporal's own record of
-    the activity the workflow is waiting on: live progress without a workflow task."""
-    pending = description.raw_description.pending_activities
-    if not pending:
-        return message
-    activity = pending[0]
-    if activity.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED and activity.HasField(
-        "last_started_time"
-    ):
-        started = activity.last_started_time.ToDatetime(tzinfo=UTC)
-        message += f" for {max(0, int((now - started).total_seconds()))} s"
-    if activity.attempt > 1:
-        message += f" (attempt {activity.attempt})"
-    return message
-
-
-def _snapshot_from_memo(memo: dict[str, Any]) -> TaskSnapshot:
-    return TaskSnapshot(
-        task_id=str(memo["taskId"]),
-        owner=str(memo.get("owner", "")),
-        status=str(memo.get("status", "working")),
-        status_message=memo.get("statusMessage"),
-        created_at=str(memo["createdAt"]),
-        last_updated_at=str(memo.get("lastUpdatedAt") or memo["createdAt"]),
-        ttl_ms=memo.get("ttlMs"),
-        poll_interval_ms=memo.get("pollIntervalMs"),
-        input_requests=dict(memo.get("inputRequests") or {}),
-    )

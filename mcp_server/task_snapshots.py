@@ -1,0 +1,100 @@
+"""Task snapshots: what `tasks/get` shows, built from what Temporal reports (no calls to it).
+
+- The state the workflow mirrors into its memo becomes a TaskSnapshot.
+- A workflow that did not complete becomes a JSON-RPC error object and an honest
+  statusMessage: the tool's own protocol error, a termination, a timeout, or the innermost
+  message of any other failure.
+- A workflow waiting on an activity gets live progress from Temporal's pending-activity record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from temporalio.api.enums.v1 import PendingActivityState
+from temporalio.client import WorkflowExecutionDescription, WorkflowFailureError
+from temporalio.exceptions import ApplicationError, TerminatedError
+from temporalio.exceptions import TimeoutError as TemporalTimeoutError
+
+from mcp_server.errors import INTERNAL_ERROR
+from workflows.task_state import PROTOCOL_ERROR_TYPE
+
+
+@dataclass(frozen=True)
+class TaskSnapshot:
+    """A task as `tasks/get` shows it, before TTL and owner checks."""
+
+    task_id: str
+    owner: str
+    status: str
+    status_message: str | None
+    created_at: str
+    last_updated_at: str
+    ttl_ms: int | None
+    poll_interval_ms: int | None
+    input_requests: dict[str, Any]
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+def failure_of(err: BaseException) -> tuple[dict[str, Any], str]:
+    """The JSON-RPC error object and statusMessage for a workflow that did not complete."""
+    cause = err.cause if isinstance(err, WorkflowFailureError) else err
+    if isinstance(cause, ApplicationError) and cause.type == PROTOCOL_ERROR_TYPE and cause.details:
+        detail = cause.details[0]
+        if isinstance(detail, dict) and isinstance(detail.get("code"), int):
+            error = {"code": detail["code"], "message": str(detail.get("message", cause.message))}
+            if detail.get("data") is not None:
+                error["data"] = detail["data"]
+            return error, f"Task failed: {error['message']}"
+    if isinstance(cause, TerminatedError):
+        message = f"Task was terminated in Temporal: {cause.message or 'no reason given'}"
+    elif isinstance(cause, TemporalTimeoutError):
+        message = "Task exceeded its time limit (its ttlMs) and was stopped by Temporal"
+    else:
+        message = f"Task failed: {_root_message(cause)}"
+    return {"code": INTERNAL_ERROR, "message": message}, message
+
+
+def _root_message(err: BaseException | None) -> str:
+    """The innermost message of a failure chain ("Activity task failed" says little)."""
+    message = ""
+    while err is not None:
+        message = getattr(err, "message", None) or str(err) or message
+        err = getattr(err, "cause", None)
+    return message or "unknown failure"
+
+
+def with_activity_progress(
+    message: str, description: WorkflowExecutionDescription, now: datetime
+) -> str:
+    """`step 3/5 "migrate": running` + ` for 72 s (attempt 2)`, from Temporal's own record of
+    the activity the workflow is waiting on: live progress without a workflow task."""
+    pending = description.raw_description.pending_activities
+    if not pending:
+        return message
+    activity = pending[0]
+    if activity.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED and activity.HasField(
+        "last_started_time"
+    ):
+        started = activity.last_started_time.ToDatetime(tzinfo=UTC)
+        message += f" for {max(0, int((now - started).total_seconds()))} s"
+    if activity.attempt > 1:
+        message += f" (attempt {activity.attempt})"
+    return message
+
+
+def snapshot_from_memo(memo: dict[str, Any]) -> TaskSnapshot:
+    return TaskSnapshot(
+        task_id=str(memo["taskId"]),
+        owner=str(memo.get("owner", "")),
+        status=str(memo.get("status", "working")),
+        status_message=memo.get("statusMessage"),
+        created_at=str(memo["createdAt"]),
+        last_updated_at=str(memo.get("lastUpdatedAt") or memo["createdAt"]),
+        ttl_ms=memo.get("ttlMs"),
+        poll_interval_ms=memo.get("pollIntervalMs"),
+        input_requests=dict(memo.get("inputRequests") or {}),
+    )
