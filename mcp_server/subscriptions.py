@@ -71,12 +71,17 @@ class Subscription:
     async def messages(self) -> AsyncIterator[dict[str, Any] | None]:
         """The stream's messages in order; None asks for a keep-alive comment."""
         yield self.acknowledgement()
-        unsubscribe = self.services.registry.on_change(self._tools_changed.set)
+        # Only a stream that asked for tool-list changes listens for them: for any other, the
+        # event would stay set and turn the wait below into a busy loop of Temporal reads.
+        unsubscribe = (
+            self.services.registry.on_change(self._tools_changed.set) if self.tools else None
+        )
         try:
             async for message in self._updates():
                 yield message
         finally:
-            unsubscribe()
+            if unsubscribe is not None:
+                unsubscribe()
         yield self.final_response()
 
     async def _updates(self) -> AsyncIterator[dict[str, Any] | None]:
@@ -107,7 +112,7 @@ class Subscription:
                 await asyncio.wait_for(self._tools_changed.wait(), wait)
             except TimeoutError:
                 pass
-            if self._tools_changed.is_set() and self.tools:
+            if self._tools_changed.is_set():
                 self._tools_changed.clear()
                 last_message = time.monotonic()
                 yield self._notification("notifications/tools/list_changed", {})

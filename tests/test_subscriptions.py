@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_server import errors
+from tests.conftest import Stack
 from tests.mcp_client import NO_CAPABILITIES, McpClient
 
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
@@ -64,3 +65,18 @@ async def test_a_listener_gets_only_what_it_asked_for(mcp: McpClient) -> None:
 
     messages = await mcp.listen({"taskIds": [task_id]}, on_ack=change_tools)
     assert {m.get("method") for m in messages[1:-1]} == {"notifications/tasks"}
+
+
+async def test_a_task_only_listener_does_not_follow_tool_changes(
+    mcp: McpClient, stack: Stack
+) -> None:
+    task_id = await mcp.create_task("slow_compute", {"seconds": 1})
+    listeners: list[int] = []
+
+    async def change_tools_and_count() -> None:
+        listeners.append(len(stack.registry._listeners))  # the stream is open now
+        await mcp.call_tool("test_trigger_tool_change")
+        await mcp.call_tool("test_trigger_tool_change")
+
+    await mcp.listen({"taskIds": [task_id]}, on_ack=change_tools_and_count)
+    assert listeners == [0]
