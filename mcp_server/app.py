@@ -84,15 +84,16 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        clock = lambda: datetime.now(UTC)  # noqa: E731 (one clock for every part)
         task_store = store
         if task_store is None:
             temporal = client or await connect(settings)
-            task_store = TemporalTaskStore(temporal, settings.task_queue)
+            task_store = TemporalTaskStore(temporal, settings.task_queue, clock)
         services = Services(
             registry=registry,
             store=task_store,
             request_state=state_codec(settings),
-            clock=lambda: datetime.now(UTC),
+            clock=clock,
             server_info=SERVER_INFO,
             limits=limits,
             instructions=settings.instructions or DEFAULT_INSTRUCTIONS,

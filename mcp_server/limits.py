@@ -16,7 +16,7 @@ import json
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,9 +94,14 @@ class Limits:
                 "are accepted in one request"
             )
 
-    def check_open_tasks(self, open_tasks: int) -> None:
+    async def check_open_tasks(self, count_open: Callable[[], Awaitable[int]]) -> None:
+        """Refuse a new task when the caller already has too many; with no quota (0), the
+        count is not even asked for."""
         limit = self.max_open_tasks_per_principal
-        if limit and open_tasks >= limit:
+        if not limit:
+            return
+        open_tasks = await count_open()
+        if open_tasks >= limit:
             raise McpError(
                 QUOTA_EXCEEDED,
                 f"you have {open_tasks} open tasks, the most this server allows per caller is "

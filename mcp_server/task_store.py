@@ -191,8 +191,8 @@ class TemporalTaskStore:
     async def get(self, task_id: str, owner: str | None = None) -> TaskSnapshot | None:
         """The task, or None when it does not exist or (given `owner`) is someone else's.
 
-        A foreign task costs the same single `describe()` as a missing one: the owner is
-        compared before anything else is read, so the two answers take the same time.
+        Both answers take the same time: a foreign task costs one `describe()` (the owner is
+        compared before anything else is read), and a missing one is padded to that time.
         """
         cached = self._terminal.get(task_id)
         if cached is not None and (owner is None or cached.owner == owner):

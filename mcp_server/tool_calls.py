@@ -125,7 +125,6 @@ async def call_tool(ctx: RequestContext, services: Services) -> dict[str, Any]:
         tool_config=tool.workflow_config,
     )
     if as_task:
-        if services.limits.max_open_tasks_per_principal:  # 0: no quota, no visibility query
-            services.limits.check_open_tasks(await services.store.count_open(ctx.principal))
+        await services.limits.check_open_tasks(lambda: services.store.count_open(ctx.principal))
         return create_task_result(await services.store.create(task, tool.workflow))
     return await services.store.run_sync(task, tool.workflow, tool.sync_timeout_s)

@@ -80,7 +80,6 @@ class TaskWorkflow:
         self._issued_keys: set[str] = set()
         self._secrets: list[str] = []
         self.task: TaskInput | None = None
-        self.cancel_requested_by: str | None = None
         # Input key -> digest of the principal whose tasks/update answered it.
         self.answered_by: dict[str, str] = {}
         # The statusMessage a cancelled task ends with (a tool may say what was done).
@@ -174,9 +173,9 @@ class TaskWorkflow:
 
     @workflow.signal(name=CANCEL_REQUESTED_SIGNAL)
     def cancel_requested(self, stamp: AuditStamp) -> None:
-        # Sent by the server just before the cancellation request, which carries no payload,
-        # so that the history records who cancelled.
-        self.cancel_requested_by = stamp.principal
+        # Sent by the server just before the cancellation request, which carries no payload:
+        # the signal's payload in the history is the record of who cancelled. Nothing to do.
+        del stamp
 
     @workflow.query(name=STATE_QUERY)
     def state(self) -> dict[str, Any]:
