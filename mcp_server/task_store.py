@@ -19,6 +19,7 @@ import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -69,8 +70,9 @@ INITIAL_STATUS_MESSAGE = "Queued"
 RPC_TIMEOUT = timedelta(seconds=5)
 _HISTORY_PAGES_SCANNED = 4
 _TERMINAL_CACHE_SIZE = 4096
-# asyncio's epoll timeouts are whole milliseconds, rounded up (measured: 0.7 ms late on average).
-_SLEEP_OVERSHOOT_S = 0.0007
+# Every "not found" (missing task or someone else's) is answered no sooner than this after the
+# lookup began: both wait for the same deadline, so their times cannot tell them apart.
+_NOT_FOUND_FLOOR_S = 0.005
 _UNAVAILABLE = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED}
 
 
@@ -107,6 +109,8 @@ class TemporalTaskStore:
         self._client = client
         self._clock = clock
         self._found_s = 0.002  # how long reading an existing task takes, learnt as we go
+        # Threads that only sleep (see _not_found_after); kept apart from the default executor.
+        self._pauses = ThreadPoolExecutor(max_workers=8, thread_name_prefix="mcp-not-found")
         self._task_queue = task_queue
         self._terminal: OrderedDict[str, TaskSnapshot] = OrderedDict()
 
@@ -191,8 +195,8 @@ class TemporalTaskStore:
     async def get(self, task_id: str, owner: str | None = None) -> TaskSnapshot | None:
         """The task, or None when it does not exist or (given `owner`) is someone else's.
 
-        Both answers take the same time: a foreign task costs one `describe()` (the owner is
-        compared before anything else is read), and a missing one is padded to that time.
+        Both answers take the same time: each costs one `describe()` (the owner is compared
+        before anything else is read) and then waits for the same deadline.
         """
         cached = self._terminal.get(task_id)
         if cached is not None and (owner is None or cached.owner == owner):
@@ -202,10 +206,11 @@ class TemporalTaskStore:
         memo = None if description is None else await description.memo_value(MEMO_KEY, None)
         if description is None or not isinstance(memo, dict) or memo.get("v") != MEMO_VERSION:
             # Missing, or a workflow of the namespace that is not an MCP task.
-            await self._as_slow_as_a_found_task(started)
+            await self._not_found_after(started)
             return None
         self._found_s += (time.perf_counter() - started - self._found_s) / 16  # moving average
         if owner is not None and memo.get("owner") != owner:
+            await self._not_found_after(started)
             return None
         if description.status == WorkflowExecutionStatus.RUNNING:
             return await self._running(task_id, description, memo)
@@ -215,12 +220,16 @@ class TemporalTaskStore:
             self._terminal.popitem(last=False)
         return snapshot
 
-    async def _as_slow_as_a_found_task(self, started: float) -> None:
-        """Temporal answers NOT_FOUND faster than it describes a task; without this pause,
-        the time of a "not found" would tell a missing task from someone else's."""
-        remaining = self._found_s - (time.perf_counter() - started) - _SLEEP_OVERSHOOT_S
+    async def _not_found_after(self, started: float) -> None:
+        """Temporal answers NOT_FOUND faster than it describes a task (about 0.7 ms here), so
+        the time of a "not found" would tell a missing task from someone else's. Both wait for
+        the same deadline instead: a fixed floor, or twice a usual read if that is longer.
+        The wait is a thread's sleep: asyncio rounds its timers up to whole milliseconds from
+        the moment they are set, which would keep each path's sub-millisecond phase."""
+        deadline = started + max(_NOT_FOUND_FLOOR_S, 2 * self._found_s)
+        remaining = deadline - time.perf_counter()
         if remaining > 0:
-            await asyncio.sleep(remaining)
+            await asyncio.get_running_loop().run_in_executor(self._pauses, time.sleep, remaining)
 
     async def _running(
         self, task_id: str, description: WorkflowExecutionDescription, memo: dict[str, Any]
