@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from mcp_server.devserver import TemporalDevServer, free_port
+from mcp_server.runtime.devserver import TemporalDevServer, free_port
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -19,11 +19,11 @@ import uvicorn
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from mcp_server.app import HttpServer, create_app
-from mcp_server.config import Settings
-from mcp_server.devserver import TemporalDevServer, free_port
-from mcp_server.tool_registry import ToolRegistry, load_toolsets
-from mcp_server.worker import build_worker
+from mcp_server.http.app import HttpServer, create_app
+from mcp_server.runtime.config import Settings
+from mcp_server.runtime.devserver import TemporalDevServer, free_port
+from mcp_server.runtime.worker import build_worker
+from mcp_server.tools.registry import ToolRegistry, load_toolsets
 from tests.mcp_client import McpClient
 from tests.user_workflows import EXPOSED_TOML
 
@@ -60,7 +60,7 @@ def import_dir(pipelines_dir: Path) -> Path:
 def registry(pipelines_dir: Path) -> ToolRegistry:
     exposed = pipelines_dir.parent / "exposed.toml"
     exposed.write_text(EXPOSED_TOML)
-    modules = ["mcp_server.toolsets.demo", "tests.fixture_tools"]
+    modules = ["mcp_server.tools.demo", "tests.fixture_tools"]
     settings = Settings(
         pipelines_dir=str(pipelines_dir),
         import_dir=str(pipelines_dir.parent / "imports"),

@@ -7,7 +7,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from mcp_server.tool_registry import Tool, ToolRegistry
+from mcp_server.tools.registry import Tool, ToolRegistry
 from workflows.results import text_result
 from workflows.task_state import TaskInput
 from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow

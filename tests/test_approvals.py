@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from mcp_server.auth import ANONYMOUS
-from mcp_server.toolsets.demo import MAX_DEADLINE_S
+from mcp_server.http.auth import ANONYMOUS
+from mcp_server.tools.demo import MAX_DEADLINE_S
 from tests.conftest import Stack
 from tests.mcp_client import McpClient
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mcp_server.devserver import free_port
+from mcp_server.runtime.devserver import free_port
 from tests.dev_process import DevProcess, reaped
 
 pytestmark = pytest.mark.conformance

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from mcp_server.config import Settings
+from mcp_server.runtime.config import Settings
 
 COMPOSE = Path(__file__).resolve().parent.parent / "docker-compose.yml"
 SETTINGS = {f"MCP_TASKS_{field.name.upper()}" for field in fields(Settings)}

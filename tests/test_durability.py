@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.devserver import free_port
+from mcp_server.runtime.devserver import free_port
 from tests.dev_process import DevProcess, client_for, descendants, reaped, wait_gone
 
 pytestmark = pytest.mark.slow

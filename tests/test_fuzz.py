@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_server import errors
+from mcp_server.protocol import errors
 from tests.conftest import Stack
 from tests.mcp_client import McpClient, header_safe
 

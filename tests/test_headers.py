@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server import errors
-from mcp_server.errors import McpError
-from mcp_server.headers import check_param_headers, decode_value
+from mcp_server.http.headers import check_param_headers, decode_value
+from mcp_server.protocol import errors
+from mcp_server.protocol.errors import McpError
 
 
 def test_optional_whitespace_around_a_value_is_dropped() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.devserver import TemporalDevServer
+from mcp_server.runtime.devserver import TemporalDevServer
 from tests.conftest import Stack
 from tests.dev_process import WorkerProcess
 from tests.mcp_client import McpClient

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server import errors
-from mcp_server.errors import McpError
-from mcp_server.request_state import PendingRound, RequestStateCodec
+from mcp_server.protocol import errors
+from mcp_server.protocol.errors import McpError
+from mcp_server.protocol.request_state import PendingRound, RequestStateCodec
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, McpClient
 
 ALICE = {"name": {"action": "accept", "content": {"name": "Alice"}}}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_server import errors
+from mcp_server.protocol import errors
 from tests.conftest import Stack
 from tests.mcp_client import NO_CAPABILITIES, McpClient
 

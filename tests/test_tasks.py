@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from mcp_server import errors
-from mcp_server.wire import parse_iso
+from mcp_server.protocol import errors
+from mcp_server.protocol.wire import parse_iso
 from tests.conftest import Stack
 from tests.fixture_tools import SHORT_TTL_MS
 from tests.mcp_client import NO_CAPABILITIES, TASKS, McpClient

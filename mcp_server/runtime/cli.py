@@ -17,20 +17,20 @@ from pathlib import Path
 import uvicorn
 from temporalio.client import Client
 
-from mcp_server.app import HttpServer, create_app
-from mcp_server.auth import build_authenticator, token_hash
-from mcp_server.config import Settings
-from mcp_server.devserver import TemporalDevServer, port_is_free
-from mcp_server.temporal_connection import (
+from mcp_server.http.app import HttpServer, create_app
+from mcp_server.http.auth import build_authenticator, token_hash
+from mcp_server.runtime.config import Settings
+from mcp_server.runtime.devserver import TemporalDevServer, port_is_free
+from mcp_server.runtime.temporal_connection import (
     connect,
     ensure_search_attributes,
     set_retention,
     warn_if_retention_short,
 )
-from mcp_server.tool_registry import ToolRegistry, load_toolsets
-from mcp_server.worker import build_worker
+from mcp_server.runtime.worker import build_worker
+from mcp_server.tools.registry import ToolRegistry, load_toolsets
 
-log = logging.getLogger("mcp_server.cli")
+log = logging.getLogger("mcp_server.runtime.cli")
 
 
 def _stop_event() -> asyncio.Event:

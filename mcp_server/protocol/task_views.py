@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_server.task_snapshots import TaskSnapshot
+from mcp_server.tasks.snapshots import TaskSnapshot
 
 _LEGACY_RELATED_TASK = "io.modelcontextprotocol/related-task"
 

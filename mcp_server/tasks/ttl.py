@@ -8,7 +8,7 @@ Temporal's namespace retention must keep closed workflows at least `kept_for(ttl
 
 from __future__ import annotations
 
-from mcp_server.wire import parse_iso
+from mcp_server.protocol.wire import parse_iso
 
 MAX_CLOSED_GRACE_MS = 10 * 60 * 1000
 

@@ -17,15 +17,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_server import capabilities
-from mcp_server.errors import invalid_params, missing_capability
-from mcp_server.headers import check_param_headers, header_params
-from mcp_server.request_context import RequestContext, Services
-from mcp_server.request_state import PendingRound, canonical_digest
-from mcp_server.task_store import new_task_id
-from mcp_server.task_views import create_task_result
-from mcp_server.tool_registry import Tool, ToolCall
-from mcp_server.wire import TASKS_CAPABILITY, declares_tasks, iso_now
+from mcp_server.http.headers import check_param_headers, header_params
+from mcp_server.protocol import capabilities
+from mcp_server.protocol.context import RequestContext, Services
+from mcp_server.protocol.errors import invalid_params, missing_capability
+from mcp_server.protocol.request_state import PendingRound, canonical_digest
+from mcp_server.protocol.task_views import create_task_result
+from mcp_server.protocol.wire import TASKS_CAPABILITY, declares_tasks, iso_now
+from mcp_server.tasks.store import new_task_id
+from mcp_server.tools.registry import Tool, ToolCall
 from workflows.task_state import TaskInput
 
 

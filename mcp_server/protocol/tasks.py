@@ -10,13 +10,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from mcp_server import capabilities
-from mcp_server.errors import invalid_params, task_not_found
-from mcp_server.request_context import RequestContext, Services
-from mcp_server.task_snapshots import TaskSnapshot
-from mcp_server.task_views import get_task_result
-from mcp_server.ttl import kept_for
-from mcp_server.wire import TASKS_CAPABILITY, TERMINAL_STATUSES, parse_iso
+from mcp_server.protocol import capabilities
+from mcp_server.protocol.context import RequestContext, Services
+from mcp_server.protocol.errors import invalid_params, task_not_found
+from mcp_server.protocol.task_views import get_task_result
+from mcp_server.protocol.wire import TASKS_CAPABILITY, TERMINAL_STATUSES, parse_iso
+from mcp_server.tasks.snapshots import TaskSnapshot
+from mcp_server.tasks.ttl import kept_for
 from workflows.task_state import AuditStamp, SubmitInput
 
 ACK: dict[str, Any] = {"resultType": "complete"}

@@ -1,5 +1,5 @@
 """One structured JSON line per task change (create, update, cancel), on the
-`mcp_server.audit` logger: time, request id, taskId, principal digest, method, outcome.
+`mcp_server.protocol.audit` logger: time, request id, taskId, principal digest, method, outcome.
 
 No arguments, answers or tokens are ever logged. The Temporal history keeps the same facts:
 the principal travels in the `mcp.submit_input` and `mcp.cancel_requested` signal payloads.
@@ -11,9 +11,9 @@ import json
 import logging
 from typing import Any
 
-from mcp_server.wire import iso_now
+from mcp_server.protocol.wire import iso_now
 
-log = logging.getLogger("mcp_server.audit")
+log = logging.getLogger("mcp_server.protocol.audit")
 AUDITED_METHODS = frozenset({"tools/call", "tasks/update", "tasks/cancel"})
 
 

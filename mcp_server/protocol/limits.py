@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server.errors import QUOTA_EXCEEDED, RATE_LIMITED, McpError, invalid_params
+from mcp_server.protocol.errors import QUOTA_EXCEEDED, RATE_LIMITED, McpError, invalid_params
 
 _MAX_BUCKETS = 100_000
 _DEFAULT_POLL_MS = 1000

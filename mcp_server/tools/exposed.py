@@ -20,7 +20,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from mcp_server.tool_registry import Tool, ToolRegistry
+from mcp_server.tools.registry import Tool, ToolRegistry
 from workflows import exposed
 
 

@@ -25,8 +25,8 @@ from typing import Any, Protocol
 
 import jwt
 
-from mcp_server.config import Settings
-from mcp_server.origin import is_loopback
+from mcp_server.http.origin import is_loopback
+from mcp_server.runtime.config import Settings
 
 RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource"
 

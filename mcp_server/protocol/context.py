@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from mcp_server.headers import HeaderSource
-from mcp_server.limits import Limits
-from mcp_server.request_state import RequestStateCodec
-from mcp_server.task_store import TaskStore
-from mcp_server.tool_registry import ToolRegistry
+from mcp_server.http.headers import HeaderSource
+from mcp_server.protocol.limits import Limits
+from mcp_server.protocol.request_state import RequestStateCodec
+from mcp_server.tasks.store import TaskStore
+from mcp_server.tools.registry import ToolRegistry
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from datetime import timedelta
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from mcp_server.config import Settings
-from mcp_server.tool_registry import ToolRegistry
+from mcp_server.runtime.config import Settings
+from mcp_server.tools.registry import ToolRegistry
 
 
 def build_worker(client: Client, settings: Settings, registry: ToolRegistry) -> Worker:

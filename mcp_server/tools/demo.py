@@ -7,7 +7,7 @@ from typing import Any
 from activities.commands import PipelineFiles, run_command
 from activities.records import IDENTIFIER, RecordImports
 from activities.steps import ACTIVITIES
-from mcp_server.tool_registry import Tool, ToolCall, ToolRegistry
+from mcp_server.tools.registry import Tool, ToolCall, ToolRegistry
 from workflows import approvals, demo, deploy, imports
 from workflows.results import text_result
 

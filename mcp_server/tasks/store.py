@@ -43,15 +43,20 @@ from temporalio.common import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_server.errors import INTERNAL_ERROR, McpError, invalid_params, temporal_unavailable
-from mcp_server.task_snapshots import (
+from mcp_server.protocol.errors import (
+    INTERNAL_ERROR,
+    McpError,
+    invalid_params,
+    temporal_unavailable,
+)
+from mcp_server.protocol.wire import iso_now
+from mcp_server.tasks.snapshots import (
     TaskSnapshot,
     failure_of,
     snapshot_from_memo,
     with_activity_progress,
 )
-from mcp_server.ttl import ttl_after_close
-from mcp_server.wire import iso_now
+from mcp_server.tasks.ttl import ttl_after_close
 from workflows.task_state import (
     CANCEL_REQUESTED_SIGNAL,
     MEMO_KEY,

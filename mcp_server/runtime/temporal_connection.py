@@ -17,7 +17,7 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, UpdateNa
 from temporalio.client import Client
 from temporalio.service import RPCError, TLSConfig
 
-from mcp_server.config import Settings
+from mcp_server.runtime.config import Settings
 from workflows.task_state import SEARCH_ATTRIBUTES
 
 log = logging.getLogger("mcp_server.temporal")

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server.errors import invalid_params
+from mcp_server.protocol.errors import invalid_params
 
 
 def _b64(data: bytes) -> str:

@@ -22,8 +22,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from mcp_server.errors import HEADER_MISMATCH, McpError
-from mcp_server.wire import NAMED_PARAM_BY_METHOD
+from mcp_server.protocol.errors import HEADER_MISMATCH, McpError
+from mcp_server.protocol.wire import NAMED_PARAM_BY_METHOD
 
 _BASE64_SENTINEL = re.compile(r"^=\?base64\?(.*)\?=$", re.DOTALL)
 _OWS = " \t"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_server.tool_registry import SyncHandler, Tool, ToolCall, ToolRegistry
+from mcp_server.tools.registry import SyncHandler, Tool, ToolCall, ToolRegistry
 from workflows import conformance
 from workflows.results import text_result
 from workflows.task_workflow import elicitation

@@ -15,11 +15,11 @@ import binascii
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mcp_server.errors import invalid_params
-from mcp_server.request_context import RequestContext, Services
-from mcp_server.task_methods import cancel_task, get_task, update_task
-from mcp_server.tool_calls import call_tool
-from mcp_server.wire import SUPPORTED_VERSIONS, TASKS_EXTENSION
+from mcp_server.protocol.context import RequestContext, Services
+from mcp_server.protocol.errors import invalid_params
+from mcp_server.protocol.tasks import cancel_task, get_task, update_task
+from mcp_server.protocol.tools import call_tool
+from mcp_server.protocol.wire import SUPPORTED_VERSIONS, TASKS_EXTENSION
 
 LIST_TTL_MS = 5 * 60 * 1000
 TOOLS_PAGE_SIZE = 100

@@ -24,12 +24,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_server import capabilities
-from mcp_server.errors import McpError, invalid_params
-from mcp_server.request_context import RequestContext, Services
-from mcp_server.task_methods import find_task
-from mcp_server.task_views import detailed_task
-from mcp_server.wire import META_SERVER_INFO, TASKS_CAPABILITY, TERMINAL_STATUSES
+from mcp_server.protocol import capabilities
+from mcp_server.protocol.context import RequestContext, Services
+from mcp_server.protocol.errors import McpError, invalid_params
+from mcp_server.protocol.task_views import detailed_task
+from mcp_server.protocol.tasks import find_task
+from mcp_server.protocol.wire import META_SERVER_INFO, TASKS_CAPABILITY, TERMINAL_STATUSES
 
 LISTEN_METHOD = "subscriptions/listen"
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"

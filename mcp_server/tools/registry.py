@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
 
-from mcp_server.config import Settings
-from mcp_server.ttl import kept_for
+from mcp_server.runtime.config import Settings
+from mcp_server.tasks.ttl import kept_for
 
 TaskSupport = Literal["never", "optional", "required"]
 
@@ -161,8 +161,8 @@ class ToolRegistry:
 
 
 BUILTIN_TOOLSETS = {
-    "demo": "mcp_server.toolsets.demo",
-    "conformance": "mcp_server.toolsets.conformance",
+    "demo": "mcp_server.tools.demo",
+    "conformance": "mcp_server.tools.conformance",
 }
 
 
@@ -180,7 +180,7 @@ def load_toolsets(
             raise ValueError(f"tool module {module_name!r} has no register(registry) function")
         register(registry)
     if registry.settings.exposed_workflows_file:
-        from mcp_server.toolsets import exposed
+        from mcp_server.tools import exposed
 
         exposed.register(registry)
     return registry

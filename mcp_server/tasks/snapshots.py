@@ -18,7 +18,7 @@ from temporalio.client import WorkflowExecutionDescription, WorkflowFailureError
 from temporalio.exceptions import ApplicationError, TerminatedError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
-from mcp_server.errors import INTERNAL_ERROR
+from mcp_server.protocol.errors import INTERNAL_ERROR
 from workflows.task_state import PROTOCOL_ERROR_TYPE
 
 

@@ -63,7 +63,7 @@ class Settings:
     pipelines_dir: str = "pipelines"
     # `import_records` reads sources and writes databases only inside this directory.
     import_dir: str = "imports"
-    # A TOML file mapping tool names to existing workflows (toolsets/exposed.py).
+    # A TOML file mapping tool names to existing workflows (tools/exposed.py).
     exposed_workflows_file: str | None = None
 
     @classmethod

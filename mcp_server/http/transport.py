@@ -24,9 +24,13 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from mcp_server import audit, headers, subscriptions
-from mcp_server.auth import Authenticator, AuthError
-from mcp_server.errors import (
+from mcp_server.http import headers
+from mcp_server.http.auth import Authenticator, AuthError
+from mcp_server.http.origin import OriginPolicy
+from mcp_server.protocol import audit, subscriptions
+from mcp_server.protocol.context import RequestContext, Services
+from mcp_server.protocol.dispatch import METHODS, Handler
+from mcp_server.protocol.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -35,17 +39,14 @@ from mcp_server.errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
 )
-from mcp_server.methods import METHODS, Handler
-from mcp_server.origin import OriginPolicy
-from mcp_server.request_context import RequestContext, Services
-from mcp_server.wire import (
+from mcp_server.protocol.wire import (
     META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
     SUPPORTED_VERSIONS,
 )
 
-log = logging.getLogger("mcp_server.transport")
+log = logging.getLogger("mcp_server.http.transport")
 
 RequestId = str | int | None
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_server.errors import McpError, invalid_params, missing_capability
+from mcp_server.protocol.errors import McpError, invalid_params, missing_capability
 
 _CAPABILITY_OF_INPUT = {
     "elicitation/create": "elicitation",

@@ -18,19 +18,19 @@ from starlette.responses import JSONResponse, Response
 from temporalio.client import Client
 
 from mcp_server import __version__
-from mcp_server.auth import RESOURCE_METADATA_PATH, build_authenticator
-from mcp_server.config import Settings
-from mcp_server.errors import INVALID_REQUEST, McpError
-from mcp_server.limits import Limits, PollLimiter
-from mcp_server.origin import LOOPBACK_NAMES, OriginPolicy, is_loopback
-from mcp_server.request_context import Services
-from mcp_server.request_state import RequestStateCodec
-from mcp_server.task_store import TaskStore, TemporalTaskStore
-from mcp_server.temporal_connection import connect
-from mcp_server.tool_registry import ToolRegistry
-from mcp_server.transport import McpEndpoint, error_response
+from mcp_server.http.auth import RESOURCE_METADATA_PATH, build_authenticator
+from mcp_server.http.origin import LOOPBACK_NAMES, OriginPolicy, is_loopback
+from mcp_server.http.transport import McpEndpoint, error_response
+from mcp_server.protocol.context import Services
+from mcp_server.protocol.errors import INVALID_REQUEST, McpError
+from mcp_server.protocol.limits import Limits, PollLimiter
+from mcp_server.protocol.request_state import RequestStateCodec
+from mcp_server.runtime.config import Settings
+from mcp_server.runtime.temporal_connection import connect
+from mcp_server.tasks.store import TaskStore, TemporalTaskStore
+from mcp_server.tools.registry import ToolRegistry
 
-log = logging.getLogger("mcp_server.app")
+log = logging.getLogger("mcp_server.http.app")
 
 SERVER_INFO = {"name": "mcp-tasks-temporal", "version": __version__}
 DEFAULT_INSTRUCTIONS = (

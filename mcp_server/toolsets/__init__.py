@@ -1,1 +1,0 @@
-"""Built-in toolsets: `demo` (the default) and `conformance` (the official suite's fixtures)."""
