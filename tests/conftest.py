@@ -9,7 +9,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -97,10 +97,9 @@ class Stack:
 async def running_stack(
     client: Client, registry: ToolRegistry, **overrides: Any
 ) -> AsyncIterator[Stack]:
-    settings = replace(
-        Settings(task_queue=f"tests-{uuid.uuid4()}", port=free_port(), state_secret="s" * 32),
-        **overrides,
-    )
+    settings = Settings(
+        task_queue=f"tests-{uuid.uuid4()}", port=free_port(), state_secret="s" * 32
+    ).with_(**overrides)
     app = create_app(settings, registry, client=client)
     server = HttpServer(
         uvicorn.Config(app, host="127.0.0.1", port=settings.port, log_level="warning")

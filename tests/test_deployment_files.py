@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,7 @@ import yaml
 from mcp_server.runtime.config import Settings
 
 COMPOSE = Path(__file__).resolve().parent.parent / "docker-compose.yml"
-SETTINGS = {f"MCP_TASKS_{field.name.upper()}" for field in fields(Settings)}
+SETTINGS = {f"MCP_TASKS_{name.upper()}" for name in Settings.model_fields}
 
 
 def services() -> dict[str, Any]:

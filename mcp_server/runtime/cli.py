@@ -10,7 +10,6 @@ import os
 import secrets
 import signal
 import sys
-from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -102,8 +101,7 @@ async def run_dev(args: argparse.Namespace, settings: Settings) -> None:
     temporal.start()
     try:
         await temporal.wait_ready()
-        settings = replace(
-            settings,
+        settings = settings.with_(
             temporal_address=temporal.address,
             state_secret=settings.state_secret or _state_secret(data_dir),
         )
@@ -194,15 +192,15 @@ def main(argv: list[str] | None = None) -> None:
         print(f"token for {args.principal} (shown once; {args.file} keeps only its hash):")
         print(token)
         return
-    settings = Settings.from_env(
-        host=getattr(args, "host", None),
-        port=getattr(args, "port", None),
-        auth=getattr(args, "auth", None),
-        insecure=getattr(args, "insecure", None),
-        toolset=args.toolset,
-        tool_modules=tuple(args.tools) if args.tools else None,
-    )
     try:
+        settings = Settings.from_env(
+            host=getattr(args, "host", None),
+            port=getattr(args, "port", None),
+            auth=getattr(args, "auth", None),
+            insecure=getattr(args, "insecure", None),
+            toolset=args.toolset,
+            tool_modules=tuple(args.tools) if args.tools else None,
+        )
         if args.command == "dev":
             asyncio.run(run_dev(args, settings))
         else:

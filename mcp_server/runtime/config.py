@@ -1,32 +1,65 @@
-"""Settings, read from the environment (`MCP_TASKS_*`) and overridden by command-line flags."""
+"""Settings, read from the environment (`MCP_TASKS_*`) and overridden by command-line flags.
+
+Every value is validated here, once, before anything starts:
+- integers are integers within their bounds (a port is 1-65535, a size is positive, a limit is
+  never negative);
+- `auth` is one of none, tokens, jwt; `jwt_algorithms` never holds `none`;
+- booleans are 1/true/yes/on or 0/false/no/off (any case); lists are comma-separated.
+A bad value is a `ConfigError` whose one-line message names the variable, the value and the
+problem (`MCP_TASKS_PORT='eighty': must be an integer`), which the CLI prints as is.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
 
 
-def _split(value: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in value.split(",") if part.strip())
+class ConfigError(ValueError):
+    """A setting or a configuration file that cannot be used; the message is one line."""
 
 
-def _flag(value: str) -> bool:
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+def _split(value: object) -> object:
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value
 
 
-@dataclass(frozen=True)
-class Settings:
+def _flag(value: object) -> object:
+    if not isinstance(value, str):
+        return value
+    word = value.strip().lower()
+    if word not in _TRUE | _FALSE:
+        raise ValueError("must be a boolean: 1, true, yes, on or 0, false, no, off")
+    return word in _TRUE
+
+
+Flag = Annotated[bool, BeforeValidator(_flag)]
+CommaList = Annotated[tuple[str, ...], BeforeValidator(_split)]
+Port = Annotated[int, Field(ge=1, le=65535)]
+Positive = Annotated[int, Field(ge=1)]
+NonNegative = Annotated[int, Field(ge=0)]
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
     host: str = "127.0.0.1"
-    port: int = 8000
+    port: Port = 8000
     temporal_address: str = "127.0.0.1:7233"
     namespace: str = "default"
     task_queue: str = "mcp-tasks"
     toolset: str = "demo"
-    tool_modules: tuple[str, ...] = ()
+    tool_modules: CommaList = ()
     # TLS / API key for a real cluster (Temporal Cloud or a self-hosted one with mTLS).
-    tls: bool = False
+    tls: Flag = False
     tls_cert_path: str | None = None
     tls_key_path: str | None = None
     tls_ca_path: str | None = None
@@ -34,30 +67,30 @@ class Settings:
     api_key: str | None = None
     # HMAC key of MRTR requestState; every server replica must share it.
     state_secret: str | None = None
-    allowed_hosts: tuple[str, ...] = ()
-    allowed_origins: tuple[str, ...] = ()
-    max_body_bytes: int = 1024 * 1024
-    # Authentication (see auth.py): none | tokens | jwt.
-    auth: str = "none"
-    insecure: bool = False
+    allowed_hosts: CommaList = ()
+    allowed_origins: CommaList = ()
+    max_body_bytes: Positive = 1024 * 1024
+    # Authentication (see http/auth.py).
+    auth: Literal["none", "tokens", "jwt"] = "none"
+    insecure: Flag = False
     tokens_file: str | None = None
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
     jwt_jwks_url: str | None = None
     jwt_public_key_path: str | None = None
-    jwt_algorithms: tuple[str, ...] = ("RS256", "ES256")
-    jwt_required_scopes: tuple[str, ...] = ()
-    jwt_leeway_s: int = 30
+    jwt_algorithms: CommaList = ("RS256", "ES256")
+    jwt_required_scopes: CommaList = ()
+    jwt_leeway_s: NonNegative = 30
     public_url: str | None = None
     # Limits, each answered with a clear error.
-    max_input_responses: int = 32
-    max_input_response_bytes: int = 256 * 1024
-    max_open_tasks_per_principal: int = 1000
+    max_input_responses: NonNegative = 32
+    max_input_response_bytes: Positive = 256 * 1024
+    max_open_tasks_per_principal: NonNegative = 1000  # 0: no quota
     # tasks/get may run this many times faster than the task's pollIntervalMs, after a burst.
-    poll_rate_factor: int = 4
-    poll_burst: int = 20
-    max_cached_workflows: int = 1000
-    max_concurrent_activities: int = 100
+    poll_rate_factor: Positive = 4
+    poll_burst: Positive = 20
+    max_cached_workflows: NonNegative = 1000  # 0: no workflow cache
+    max_concurrent_activities: Positive = 100
     instructions: str | None = None
     # Where `deploy` finds pipeline files (a pipeline is only ever read from here).
     pipelines_dir: str = "pipelines"
@@ -66,22 +99,90 @@ class Settings:
     # A TOML file mapping tool names to existing workflows (tools/exposed.py).
     exposed_workflows_file: str | None = None
 
+    @field_validator("jwt_algorithms")
+    @classmethod
+    def _signed_only(cls, algorithms: tuple[str, ...]) -> tuple[str, ...]:
+        if not algorithms:
+            raise ValueError("needs at least one signing algorithm")
+        if any(algorithm.lower() == "none" for algorithm in algorithms):
+            raise ValueError("must never hold 'none' (it accepts unsigned tokens)")
+        return algorithms
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """The settings of `env` (default: the process environment), then `overrides` (flags);
+        an override of None is no override."""
         source = os.environ if env is None else env
         values: dict[str, Any] = {}
-        for field in fields(cls):
-            raw = source.get(f"MCP_TASKS_{field.name.upper()}")
-            if raw is None:
-                continue
-            default = field.default
-            if isinstance(default, bool):
-                values[field.name] = _flag(raw)
-            elif isinstance(default, int):
-                values[field.name] = int(raw)
-            elif isinstance(default, tuple):
-                values[field.name] = _split(raw)
-            else:
-                values[field.name] = raw
-        settings = cls(**values)
-        return replace(settings, **{k: v for k, v in overrides.items() if v is not None})
+        origins: dict[str, str] = {}
+        for name in cls.model_fields:
+            variable = f"MCP_TASKS_{name.upper()}"
+            raw = source.get(variable)
+            if raw is not None:
+                values[name], origins[name] = raw, variable
+        for name, value in overrides.items():
+            if value is not None:
+                values[name] = value
+                origins.pop(name, None)
+        return cls._validated(values, origins)
+
+    def with_(self, **changes: Any) -> Settings:
+        """A copy with `changes`, validated like any other settings."""
+        return self._validated({**self.model_dump(), **changes}, {})
+
+    @classmethod
+    def _validated(cls, values: dict[str, Any], origins: Mapping[str, str]) -> Settings:
+        try:
+            return cls.model_validate(values)
+        except ValidationError as err:
+            problems = []
+            for error in err.errors():
+                name = str(error["loc"][0])
+                if error["type"] == "extra_forbidden":
+                    problems.append(f"{name}: is not a setting")
+                    continue
+                where = origins.get(name, name)
+                problems.append(f"{where}={values[name]!r}: {describe(error)}")
+            raise ConfigError("; ".join(problems)) from None
+
+
+def key_path(loc: Sequence[int | str]) -> str:
+    """A pydantic error location as a TOML reader writes it: `steps[2].timeout_seconds`."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else part
+    return path
+
+
+def describe(error: ErrorDetails) -> str:
+    """The problem of one validation error, in a few words (`must be an integer`)."""
+    kind, ctx = error["type"], error.get("ctx", {})
+    if kind == "missing":
+        return "is required"
+    if kind == "extra_forbidden":
+        return "is not a known key"
+    if kind == "value_error":
+        return str(ctx["error"])
+    if kind.startswith("int_"):
+        return "must be an integer"
+    if kind in {"float_type", "float_parsing"}:
+        return "must be a number"
+    if kind.startswith("string_type"):
+        return "must be a string"
+    if kind == "string_too_short":
+        return "must not be empty"
+    if kind.startswith("bool_"):
+        return "must be a boolean"
+    if kind in {"dict_type", "model_type", "model_attributes_type"}:
+        return "must be a table"
+    if kind in {"list_type", "tuple_type"}:
+        return "must be a list"
+    if kind == "literal_error":
+        return f"must be one of {ctx['expected']}"
+    bounds = {"greater_than_equal": ("at least", "ge"), "less_than_equal": ("at most", "le"),
+              "greater_than": ("greater than", "gt"), "less_than": ("less than", "lt")}  # fmt: skip
+    if kind in bounds:
+        words, key = bounds[kind]
+        return f"must be {words} {ctx[key]}"
+    message = error["msg"]
+    return message[:1].lower() + message[1:]
