@@ -260,3 +260,21 @@ async def test_healthz_reports_temporal_and_a_polling_worker(stack: Stack) -> No
     response = await stack.http.get(stack.url.replace("/mcp", "/healthz"))
     assert response.status_code == 200
     assert response.json() == {"temporal": "ok", "workers": 1, "status": "ok"}
+
+
+async def test_a_tasks_method_without_mcp_name_is_served_as_widely_used_clients_send_it(
+    mcp: McpClient,
+) -> None:
+    task_id = await mcp.create_task("slow_compute", {"seconds": 0})
+    params = {"taskId": task_id}
+    headers = {k: v for k, v in mcp.headers_for("tasks/get", params).items() if k != "Mcp-Name"}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        },
+    }
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tasks/get", "params": {**params, "_meta": meta}}
+    response = await mcp.http.post(mcp.url, json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    assert response.json()["result"]["taskId"] == task_id
