@@ -1,5 +1,9 @@
 """Shell steps of a deploy pipeline, and the pipeline file itself.
 
+A pipeline file is validated by the `Pipeline` model before anything runs: a problem is a
+non-retryable `InvalidPipeline` error naming the file, the key (`steps[2].timeout_seconds`) and
+the step, e.g. `deploy.toml: steps[2].timeout_seconds (step 'migrate'): must be in (0, 86400]`.
+
 `run_command` runs one step as a real subprocess in its own process group:
 - its output (stdout and stderr) is kept, the last `OUTPUT_TAIL_BYTES` of it;
 - it heartbeats every second, so a cancellation request reaches it within about a second and a
@@ -20,8 +24,10 @@ import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -103,50 +109,99 @@ async def run_command(step: CommandInput) -> dict[str, Any]:
     }
 
 
+class PipelineStep(BaseModel):
+    """One `[[steps]]` table; keys this version does not know are ignored."""
+
+    model_config = ConfigDict(strict=True, frozen=True)
+
+    name: str
+    run: str
+    cwd: str = "."
+    env: dict[str, str] = Field(default_factory=dict)
+    timeout_seconds: float = Field(600, gt=0, le=MAX_STEP_TIMEOUT_S)
+    rollback: str | None = None
+    # An approval gate: this question is asked (an elicitation) before the step runs.
+    approval: str | None = None
+
+    @field_validator("run")
+    @classmethod
+    def _a_command(cls, run: str) -> str:
+        if not run.strip():
+            raise ValueError("must be a shell command, not blank")
+        return run
+
+
+class Pipeline(BaseModel):
+    """A pipeline file: a description and at least one step, each named once."""
+
+    model_config = ConfigDict(strict=True, frozen=True)
+
+    # Anything is accepted and shown as text, as it always was.
+    description: Annotated[str, BeforeValidator(str)] = ""
+    steps: list[PipelineStep] = Field(min_length=1)
+
+    @field_validator("steps")
+    @classmethod
+    def _named_once(cls, steps: list[PipelineStep]) -> list[PipelineStep]:
+        first: dict[str, int] = {}
+        for index, step in enumerate(steps):
+            if step.name in first:
+                raise ValueError(
+                    f"the name {step.name!r} is used twice (steps[{first[step.name]}] "
+                    f"and steps[{index}])"
+                )
+            first[step.name] = index
+        return steps
+
+
+_PROBLEMS = {
+    "missing": "is required",
+    "string_type": "must be a string",
+    "float_type": "must be a number",
+    "dict_type": "must be a table",
+    "model_type": "must be a table",
+    "list_type": "must be an array of tables ([[steps]])",
+    "too_short": "needs at least one [[steps]] table",
+    "greater_than": f"must be in (0, {MAX_STEP_TIMEOUT_S}]",
+    "less_than_equal": f"must be in (0, {MAX_STEP_TIMEOUT_S}]",
+}
+
+
+def _problem(error: ErrorDetails, document: dict[str, Any]) -> str:
+    """`steps[2].timeout_seconds (step "migrate"): must be in (0, 86400]`."""
+    loc = error["loc"]
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
+    where = where.lstrip(".") or "the file"
+    if len(loc) >= 2 and loc[0] == "steps" and isinstance(loc[1], int):
+        name = document["steps"][loc[1]]
+        name = name.get("name") if isinstance(name, dict) else None
+        where += f" (step {name!r})" if isinstance(name, str) else ""
+    if error["type"] == "value_error":
+        return f"{where}: {error['ctx']['error']}"
+    return f"{where}: {_PROBLEMS.get(error['type'], error['msg'])}"
+
+
 def _invalid(path: Path, problem: str) -> ApplicationError:
     return ApplicationError(f"{path.name}: {problem}", type=INVALID_PIPELINE, non_retryable=True)
 
 
 def parse_pipeline(path: Path) -> dict[str, Any]:
-    """A validated pipeline: {"description", "steps": [{name, run, cwd, env, ...}]}."""
+    """A validated pipeline: {"description", "steps": [{name, run, cwd, env, ...}]}, with each
+    `cwd` resolved against the file's directory. Every problem names the file and the key."""
     try:
         document = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise _invalid(path, f"cannot be read as TOML: {err}") from None
-    steps = document.get("steps")
-    if not isinstance(steps, list) or not steps:
-        raise _invalid(path, "needs at least one [[steps]] table")
-    parsed, names = [], set()
-    for index, step in enumerate(steps, 1):
-        if not isinstance(step, dict) or not isinstance(step.get("name"), str):
-            raise _invalid(path, f"step {index} needs a name")
-        name = step["name"]
-        if name in names:
-            raise _invalid(path, f"step name {name!r} is used twice")
-        names.add(name)
-        if not isinstance(step.get("run"), str) or not step["run"].strip():
-            raise _invalid(path, f"step {name!r} needs a `run` command")
-        env = step.get("env", {})
-        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-            raise _invalid(path, f"step {name!r}: env must map names to strings")
-        timeout = step.get("timeout_seconds", 600)
-        if not isinstance(timeout, int | float) or not 0 < timeout <= MAX_STEP_TIMEOUT_S:
-            raise _invalid(path, f"step {name!r}: timeout_seconds must be in (0, 86400]")
-        for optional in ("rollback", "approval", "cwd"):
-            if optional in step and not isinstance(step[optional], str):
-                raise _invalid(path, f"step {name!r}: {optional} must be a string")
-        parsed.append(
-            {
-                "name": name,
-                "run": step["run"],
-                "cwd": str((path.parent / step.get("cwd", ".")).resolve()),
-                "env": env,
-                "timeout_seconds": timeout,
-                "rollback": step.get("rollback"),
-                "approval": step.get("approval"),
-            }
-        )
-    return {"description": str(document.get("description", "")), "steps": parsed}
+    try:
+        pipeline = Pipeline.model_validate(document)
+    except ValidationError as err:
+        problems = "; ".join(_problem(error, document) for error in err.errors())
+        raise _invalid(path, problems) from None
+    steps = [
+        {**step.model_dump(), "cwd": str((path.parent / step.cwd).resolve())}
+        for step in pipeline.steps
+    ]
+    return {"description": pipeline.description, "steps": steps}
 
 
 class PipelineFiles:

@@ -8,9 +8,12 @@ import uuid
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 import pytest
+from temporalio.exceptions import ApplicationError
 
+from activities.commands import INVALID_PIPELINE, parse_pipeline
 from mcp_server.runtime.devserver import TemporalDevServer
 from tests.conftest import Stack
 from tests.dev_process import WorkerProcess, wait_gone
@@ -149,7 +152,10 @@ async def test_an_unknown_or_broken_pipeline_is_a_clear_tool_error(
     assert "no pipeline named 'nope'" in missing["result"]["content"][0]["text"]
     (pipelines_dir / "broken.toml").write_text("[[steps]]\nname = 'x'\n")
     broken = await mcp.wait_terminal(await mcp.create_task("deploy", {"pipeline": "broken"}))
-    assert "needs a `run` command" in broken["result"]["content"][0]["text"]
+    assert (
+        "broken.toml: steps[0].run (step 'x'): is required"
+        in broken["result"]["content"][0]["text"]
+    )
     escape = await mcp.call_tool("deploy", {"pipeline": "../secrets"})
     assert escape.error["code"] == -32602
 
@@ -206,3 +212,116 @@ run = "echo c >> JOURNAL"
         assert journal(log) == ["a", "b", "b", "b-done", "c"]
         b = done["result"]["structuredContent"]["steps"][1]
         assert b["attempt"] == 2
+
+
+# ----- the pipeline file ---------------------------------------------------------------------
+
+
+def parsed(directory: Path, text: str) -> dict[str, Any]:
+    path = directory / "deploy.toml"
+    path.write_text(text)
+    return parse_pipeline(path)
+
+
+def rejection(directory: Path, text: str) -> str:
+    with pytest.raises(ApplicationError) as raised:
+        parsed(directory, text)
+    assert raised.value.type == INVALID_PIPELINE and raised.value.non_retryable
+    return raised.value.message
+
+
+def test_the_example_pipeline_is_valid_and_keeps_its_shape() -> None:
+    example = Path(__file__).resolve().parent.parent / "pipelines" / "example.toml"
+    pipeline = parse_pipeline(example)
+    assert pipeline["description"].startswith("Build, migrate")
+    build, migrate, switch = pipeline["steps"]
+    assert build == {
+        "name": "build",
+        "run": "echo building version $VERSION && sleep 3 && echo built",
+        "cwd": str(example.parent),
+        "env": {"VERSION": "1.2.0"},
+        "timeout_seconds": 300,
+        "rollback": "echo removing build artefacts of $VERSION",
+        "approval": None,
+    }
+    assert switch["approval"] == "Switch production traffic to 1.2.0?"
+    assert switch["timeout_seconds"] == 600 and migrate["env"] == {}
+
+
+def test_a_steps_cwd_is_resolved_against_the_pipeline_directory_and_unknown_keys_are_ignored(
+    tmp_path: Path,
+) -> None:
+    pipeline = parsed(
+        tmp_path, "owner = 'ops'\n[[steps]]\nname = 'a'\nrun = 'true'\ncwd = 'sub'\nnote = 1\n"
+    )
+    assert pipeline["description"] == ""
+    assert pipeline["steps"][0]["cwd"] == str(tmp_path / "sub")
+    assert pipeline["steps"][0]["timeout_seconds"] == 600
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("description = 'x'", "deploy.toml: steps: is required"),
+        ("steps = []", "deploy.toml: steps: needs at least one [[steps]] table"),
+        ("steps = 'build'", "deploy.toml: steps: must be an array of tables"),
+        ("steps = [1]", "deploy.toml: steps[0]: must be a table"),
+        ("[[steps]]\nrun = 'true'", "deploy.toml: steps[0].name: is required"),
+        ("[[steps]]\nname = 'a'", "deploy.toml: steps[0].run (step 'a'): is required"),
+        (
+            "[[steps]]\nname = 'a'\nrun = '  '",
+            "deploy.toml: steps[0].run (step 'a'): must be a shell command, not blank",
+        ),
+        (
+            "[[steps]]\nname = 'a'\nrun = 'true'\nenv = { A = 1 }",
+            "deploy.toml: steps[0].env.A (step 'a'): must be a string",
+        ),
+        (
+            "[[steps]]\nname = 'a'\nrun = 'true'\nenv = 'A=1'",
+            "deploy.toml: steps[0].env (step 'a'): must be a table",
+        ),
+        (
+            "[[steps]]\nname = 'a'\nrun = 'true'\ntimeout_seconds = '60'",
+            "deploy.toml: steps[0].timeout_seconds (step 'a'): must be a number",
+        ),
+        (
+            "[[steps]]\nname = 'a'\nrun = 'true'\ntimeout_seconds = 86401",
+            "deploy.toml: steps[0].timeout_seconds (step 'a'): must be in (0, 86400]",
+        ),
+        (
+            "[[steps]]\nname = 'a'\nrun = 'true'\napproval = true",
+            "deploy.toml: steps[0].approval (step 'a'): must be a string",
+        ),
+        (
+            "[[steps]]\nname = 'a'\nrun = 'true'\nrollback = ['undo']",
+            "deploy.toml: steps[0].rollback (step 'a'): must be a string",
+        ),
+        ("[[steps]\nname = 'a'", "deploy.toml: cannot be read as TOML"),
+    ],
+)
+def test_an_invalid_pipeline_is_rejected_naming_the_file_the_key_and_the_problem(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    assert rejection(tmp_path, text).startswith(problem)
+
+
+def test_the_key_path_of_a_later_step_names_its_index_and_its_name(tmp_path: Path) -> None:
+    steps = "".join(f"[[steps]]\nname = '{n}'\nrun = 'true'\n" for n in ("a", "b"))
+    message = rejection(
+        tmp_path, steps + "[[steps]]\nname = 'c'\nrun = 'true'\ntimeout_seconds = 0"
+    )
+    assert message == "deploy.toml: steps[2].timeout_seconds (step 'c'): must be in (0, 86400]"
+
+
+def test_a_step_name_used_twice_is_rejected_naming_both_steps(tmp_path: Path) -> None:
+    steps = "".join(f"[[steps]]\nname = '{n}'\nrun = 'true'\n" for n in ("a", "b", "a"))
+    assert rejection(tmp_path, steps) == (
+        "deploy.toml: steps: the name 'a' is used twice (steps[0] and steps[2])"
+    )
+
+
+def test_every_problem_of_a_pipeline_is_reported_at_once(tmp_path: Path) -> None:
+    message = rejection(tmp_path, "[[steps]]\nname = 'a'\n[[steps]]\nrun = 'true'")
+    assert message == (
+        "deploy.toml: steps[0].run (step 'a'): is required; steps[1].name: is required"
+    )
