@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 
+from mcp_server.runtime.config import ConfigError, Settings
+from mcp_server.tools.exposed import load
+from mcp_server.tools.registry import load_toolsets
 from tests.mcp_client import McpClient
-from tests.user_workflows import USERS_TASK_QUEUE, AddNumbers, PlaceOrder
+from tests.user_workflows import EXPOSED_TOML, USERS_TASK_QUEUE, AddNumbers, PlaceOrder
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -56,3 +60,98 @@ async def test_cancelling_the_task_cancels_the_users_workflow(
     assert (await mcp.wait_terminal(task_id))["status"] == "cancelled"
     child = await temporal_client.get_workflow_handle(f"{task_id}-TestsPlaceOrder").describe()
     assert child.status == WorkflowExecutionStatus.CANCELED
+
+
+# ----- the exposed-workflows file ------------------------------------------------------------
+
+ENTRY = '[[tools]]\nname = "refund"\nworkflow = "Refund"\ntask_queue = "payments"\n'
+
+
+def rejection(tmp_path: Path, text: str) -> str:
+    source = tmp_path / "exposed.toml"
+    source.write_text(text)
+    with pytest.raises(ConfigError) as raised:
+        load(source)
+    return str(raised.value)
+
+
+def test_the_tests_file_is_valid_and_its_entries_become_task_tools(tmp_path: Path) -> None:
+    source = tmp_path / "exposed.toml"
+    source.write_text(EXPOSED_TOML)
+    place_order, add_numbers = (entry.tool() for entry in load(source))
+    assert place_order.workflow_config == {
+        "workflow": "TestsPlaceOrder",
+        "task_queue": USERS_TASK_QUEUE,
+        "positional": [],
+        "result_path": "receipt",
+    }
+    assert (place_order.task_support, place_order.ttl_ms) == ("required", 24 * 3_600_000)
+    assert add_numbers.description == "Runs the TestsAddNumbers workflow."
+    assert add_numbers.workflow_config["positional"] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (
+            ENTRY + 'result_pth = "receipt"',
+            "tools[0].result_pth (tool 'refund'): is not a known key",
+        ),
+        ('[[tool]]\nname = "refund"', "tool: is not a known key"),
+        (
+            '[[tools]]\nname = "refund"\nworkflow = "Refund"',
+            "tools[0].task_queue (tool 'refund'): is required",
+        ),
+        (
+            '[[tools]]\nname = ""\nworkflow = "R"\ntask_queue = "q"',
+            "tools[0].name (tool ''): must not be empty",
+        ),
+        (ENTRY + "ttl_hours = 0", "tools[0].ttl_hours (tool 'refund'): must be greater than 0"),
+        (ENTRY + 'ttl_hours = "24"', "tools[0].ttl_hours (tool 'refund'): must be a number"),
+        (
+            ENTRY + "poll_interval_ms = 1.5",
+            "tools[0].poll_interval_ms (tool 'refund'): must be an integer",
+        ),
+        (ENTRY + 'positional = "a"', "tools[0].positional (tool 'refund'): must be a list"),
+        (
+            ENTRY + 'input_schema = { type = "array" }',
+            "tools[0].input_schema (tool 'refund'): must be the JSON Schema of an object",
+        ),
+        (
+            ENTRY + 'input_schema = { type = "object", required = 3 }',
+            "tools[0].input_schema (tool 'refund'): is not a valid JSON Schema",
+        ),
+        ("[[tools]\n", "cannot be read as TOML"),
+    ],
+)
+def test_a_bad_entry_is_a_config_error_naming_the_file_the_entry_and_the_key(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    assert rejection(tmp_path, text).startswith(f"{tmp_path / 'exposed.toml'}: {problem}")
+
+
+def test_a_later_entry_is_named_by_its_index_and_name_and_every_problem_is_reported(
+    tmp_path: Path,
+) -> None:
+    second = ENTRY.replace("refund", "void") + "ttl_hour = 1\n"
+    message = rejection(tmp_path, ENTRY + "ttl_hours = -1\n" + second)
+    assert message == (
+        f"{tmp_path / 'exposed.toml'}: "
+        "tools[0].ttl_hours (tool 'refund'): must be greater than 0; "
+        "tools[1].ttl_hour (tool 'void'): is not a known key"
+    )
+
+
+def test_a_missing_file_is_a_config_error_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"missing\.toml: cannot be read"):
+        load(tmp_path / "missing.toml")
+
+
+def test_the_toolsets_do_not_load_with_a_bad_exposed_workflows_file(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "exposed.toml"
+    source.write_text(ENTRY + '[[tools]]\nname = "void"\nworkflow = "Void"\n')
+    settings = Settings(exposed_workflows_file=str(source))
+    with pytest.raises(ConfigError, match=r"tools\[1\]\.task_queue \(tool 'void'\): is required"):
+        load_toolsets("demo", (), settings)

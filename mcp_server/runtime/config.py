@@ -183,6 +183,9 @@ def describe(error: ErrorDetails) -> str:
               "greater_than": ("greater than", "gt"), "less_than": ("less than", "lt")}  # fmt: skip
     if kind in bounds:
         words, key = bounds[kind]
-        return f"must be {words} {ctx[key]}"
+        bound = ctx[key]
+        if isinstance(bound, float) and bound.is_integer():
+            bound = int(bound)  # "greater than 0", not "0.0"
+        return f"must be {words} {bound}"
     message = error["msg"]
     return message[:1].lower() + message[1:]

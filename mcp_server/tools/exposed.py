@@ -12,43 +12,113 @@ positional = ["order_id"]                  # optional: pass these arguments in t
                                            # default: the arguments object as one argument
 result_path = "receipt"                    # optional: the part of the result to return
 ttl_hours = 24                             # optional (default 24)
+poll_interval_ms = 2000                    # optional (default 2000)
+
+The file is validated as a whole before any tool is added: an unknown key (a misspelling), a
+missing or mistyped value, or an `input_schema` that is not a JSON Schema of an object is a
+`ConfigError` naming the file, the entry (index and name) and the key:
+`exposed.toml: tools[1].ttl_hours (tool 'refund_order'): must be greater than 0`.
 """
 
 from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+)
+
+from mcp_server.runtime.config import ConfigError, describe, key_path
 from mcp_server.tools.registry import Tool, ToolRegistry
 from workflows import exposed
 
+Name = Annotated[str, StringConstraints(min_length=1)]
 
-def _tool(entry: dict[str, Any], source: Path) -> Tool:
-    missing = [key for key in ("name", "workflow", "task_queue") if not entry.get(key)]
-    if missing:
-        raise ValueError(f"{source}: an exposed workflow needs {missing}")
-    config: dict[str, Any] = {
-        "workflow": entry["workflow"],
-        "task_queue": entry["task_queue"],
-        "positional": list(entry.get("positional", [])),
-        "result_path": entry.get("result_path"),
-    }
-    return Tool(
-        name=str(entry["name"]),
-        description=str(entry.get("description", f"Runs the {entry['workflow']} workflow.")),
-        input_schema=entry.get("input_schema", {"type": "object"}),
-        task_support="required",
-        workflow="ExposedWorkflow",
-        ttl_ms=int(float(entry.get("ttl_hours", 24)) * 3_600_000),
-        poll_interval_ms=int(entry.get("poll_interval_ms", 2000)),
-        workflow_config=config,
-    )
+
+class ExposedWorkflow(BaseModel):
+    """One `[[tools]]` entry: an MCP tool that runs the user's workflow as a child."""
+
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
+
+    name: Name
+    workflow: Name
+    task_queue: Name
+    description: str | None = None
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    positional: list[str] = Field(default_factory=list)
+    result_path: str | None = None
+    ttl_hours: float = Field(24, gt=0)
+    poll_interval_ms: int = Field(2000, gt=0)
+
+    @field_validator("input_schema")
+    @classmethod
+    def _object_schema(cls, schema: dict[str, Any]) -> dict[str, Any]:
+        if schema.get("type") != "object":
+            raise ValueError('must be the JSON Schema of an object (type = "object")')
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as err:
+            raise ValueError(f"is not a valid JSON Schema: {err.message}") from None
+        return schema
+
+    def tool(self) -> Tool:
+        return Tool(
+            name=self.name,
+            description=self.description or f"Runs the {self.workflow} workflow.",
+            input_schema=self.input_schema,
+            task_support="required",
+            workflow="ExposedWorkflow",
+            ttl_ms=int(self.ttl_hours * 3_600_000),
+            poll_interval_ms=self.poll_interval_ms,
+            workflow_config={
+                "workflow": self.workflow,
+                "task_queue": self.task_queue,
+                "positional": list(self.positional),
+                "result_path": self.result_path,
+            },
+        )
+
+
+class ExposedWorkflowsFile(BaseModel):
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
+
+    tools: list[ExposedWorkflow] = Field(default_factory=list)
+
+
+def _where(loc: tuple[int | str, ...], document: dict[str, Any]) -> str:
+    """`tools[1].ttl_hours (tool 'refund_order')`: the key, and the entry by index and name."""
+    where = key_path(loc) or "the file"
+    if len(loc) >= 2 and loc[0] == "tools" and isinstance(loc[1], int):
+        entry = document["tools"][loc[1]]
+        name = entry.get("name") if isinstance(entry, dict) else None
+        where += f" (tool {name!r})" if isinstance(name, str) else ""
+    return where
+
+
+def load(source: Path) -> list[ExposedWorkflow]:
+    """The entries of `source`, all validated; a problem is a ConfigError naming its key."""
+    try:
+        document = tomllib.loads(source.read_text())
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{source}: cannot be read as TOML: {err}") from None
+    try:
+        return list(ExposedWorkflowsFile.model_validate(document).tools)
+    except ValidationError as err:
+        problems = [f"{_where(e['loc'], document)}: {describe(e)}" for e in err.errors()]
+        raise ConfigError(f"{source}: {'; '.join(problems)}") from None
 
 
 def register(registry: ToolRegistry) -> None:
-    source = Path(str(registry.settings.exposed_workflows_file))
-    entries = tomllib.loads(source.read_text()).get("tools", [])
+    entries = load(Path(str(registry.settings.exposed_workflows_file)))
     registry.add_workflows(exposed.WORKFLOWS)
     for entry in entries:
-        registry.add(_tool(entry, source))
+        registry.add(entry.tool())
