@@ -49,7 +49,10 @@ def rss_mib(pid: int) -> float:
 
 def percentiles(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
-    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+
+    def pick(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
     return {
         "n": len(ordered),
         "p50_ms": round(pick(0.50) * 1000, 2),

@@ -52,7 +52,7 @@ def register(registry: ToolRegistry) -> None:
         [HugeResultWorkflow, ShortLivedWorkflow, WaitForeverWorkflow, LeakyWorkflow]
     )
     schema = {"type": "object", "properties": {"bytes": {"type": "integer"}}}
-    task = {"task_support": "required"}
+    task: dict[str, Any] = {"task_support": "required"}
     registry.add(Tool("tests_huge_result", "Returns `bytes` bytes of text.", schema,
                       workflow="TestsHugeResult", **task))  # fmt: skip
     registry.add(Tool("tests_short_lived", "Completes at once; TTL 3 s.", {"type": "object"},

@@ -18,7 +18,7 @@ from mcp_server.protocol.errors import RATE_LIMITED
 from tests.wire_schemas import assert_valid, assert_valid_stream_message
 
 VERSION = "2026-07-28"
-TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 TASKS_AND_ELICITATION = {**TASKS, "elicitation": {}}
 NO_CAPABILITIES: dict[str, Any] = {}
 _NAMED = {

@@ -98,7 +98,7 @@ def test_with_returns_a_validated_copy_and_leaves_the_original_alone() -> None:
 
 def test_settings_are_immutable() -> None:
     with pytest.raises(ValueError, match="frozen"):
-        Settings().port = 1  # type: ignore[misc]  # the assignment under test
+        Settings().port = 1
 
 
 def test_the_cli_prints_one_line_naming_a_bad_variable_and_exits_1() -> None:

@@ -59,7 +59,10 @@ async def bystander(stack: Stack) -> dict[str, Any]:
 async def post(stack: Stack, body: bytes, headers: dict[str, str]) -> None:
     raw = {key: value.encode("latin-1") for key, value in headers.items()}  # bytes go out as-is
     response = await stack.http.post(
-        stack.url, content=body, headers={"Content-Type": "application/json", **raw}
+        stack.url,
+        content=body,
+        # httpx takes str and bytes values mixed; its HeaderTypes cannot say so.
+        headers={"Content-Type": "application/json", **raw},  # type: ignore[arg-type]
     )
     assert response.status_code in ALLOWED_STATUS, (response.status_code, response.text[:300])
     if response.status_code == 202:
