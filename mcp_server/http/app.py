@@ -20,7 +20,14 @@ from temporalio.client import Client
 from mcp_server import __version__
 from mcp_server.http.auth import RESOURCE_METADATA_PATH, build_authenticator
 from mcp_server.http.origin import LOOPBACK_NAMES, OriginPolicy, is_loopback
-from mcp_server.http.transport import McpEndpoint, error_response
+from mcp_server.http.middleware import (
+    AuthenticationMiddleware,
+    BodyLimitMiddleware,
+    HostOriginMiddleware,
+    RequestIdMiddleware,
+)
+from mcp_server.http.sessions import SessionCodec
+from mcp_server.http.transport import SESSION_HEADER, McpEndpoint, error_response
 from mcp_server.protocol.context import Services
 from mcp_server.protocol.errors import INVALID_REQUEST, McpError
 from mcp_server.protocol.limits import Limits, PollLimiter
@@ -52,14 +59,14 @@ def origin_policy(settings: Settings) -> OriginPolicy:
     )
 
 
-def state_codec(settings: Settings) -> RequestStateCodec:
+def state_secret(settings: Settings) -> bytes:
     if settings.state_secret:
-        return RequestStateCodec(settings.state_secret.encode("utf-8"))
+        return settings.state_secret.encode("utf-8")
     log.warning(
-        "MCP_TASKS_STATE_SECRET is not set: using a random key, so MRTR requestState does not "
-        "survive a restart and is not shared between replicas"
+        "MCP_TASKS_STATE_SECRET is not set: using a random key, so MRTR requestState and "
+        "2025-11-25 sessions do not survive a restart and are not shared between replicas"
     )
-    return RequestStateCodec(secrets.token_bytes(32))
+    return secrets.token_bytes(32)
 
 
 def create_app(
@@ -81,6 +88,7 @@ def create_app(
         max_open_tasks_per_principal=settings.max_open_tasks_per_principal,
         polls=PollLimiter(settings.poll_rate_factor, settings.poll_burst),
     )
+    secret = state_secret(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -92,30 +100,47 @@ def create_app(
         services = Services(
             registry=registry,
             store=task_store,
-            request_state=state_codec(settings),
+            request_state=RequestStateCodec(secret),
             clock=clock,
             server_info=SERVER_INFO,
             limits=limits,
             instructions=settings.instructions or DEFAULT_INSTRUCTIONS,
+            sync_wait_s=settings.sync_wait_s,
         )
-        app.state.endpoint = McpEndpoint(
-            services, origin_policy(settings), settings.max_body_bytes, authenticator
-        )
+        app.state.endpoint = McpEndpoint(services, SessionCodec(secret))
         app.state.store = task_store
         yield
 
-    app = FastAPI(title="MCP tasks on Temporal", version=__version__, lifespan=lifespan)
+    # No interactive docs: every route this app serves is behind the same middleware, and
+    # an OpenAPI description of one JSON-RPC endpoint would only mislead.
+    app = FastAPI(
+        title="MCP tasks on Temporal",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    # Added innermost first: the request id wraps everything, then Host/Origin, then auth.
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    app.add_middleware(AuthenticationMiddleware, authenticator=authenticator)
+    app.add_middleware(HostOriginMiddleware, policy=origin_policy(settings))
+    app.add_middleware(RequestIdMiddleware)
 
     async def mcp_post(request: Request) -> Response:
         endpoint: McpEndpoint = request.app.state.endpoint
-        return await endpoint(request)
+        return await endpoint.post(request)
 
     async def mcp_other(request: Request) -> Response:
+        if request.method == "DELETE" and request.headers.get(SESSION_HEADER):
+            endpoint: McpEndpoint = request.app.state.endpoint
+            if endpoint.sessions.open(request.headers[SESSION_HEADER], request.state.principal):
+                return Response(status_code=204)  # a session holds nothing to free
         error = McpError(
             INVALID_REQUEST,
-            "This stateless server accepts POST only (no GET stream, no sessions to DELETE)",
+            "This endpoint takes POST (no standalone GET stream; DELETE only of a session)",
             http_status=405,
-            headers={"Allow": "POST"},
+            headers={"Allow": "POST, DELETE"},
         )
         return error_response(error, None)
 

@@ -1,46 +1,57 @@
-"""Stateless Streamable HTTP: one POST endpoint, one JSON-RPC message per request (wire §1.8).
+"""Streamable HTTP: one endpoint, both protocol eras, one JSON-RPC message per POST (wire §1.8).
 
-Order of checks for a POST (each failure answers at once, echoing the request id when known):
- 1. Host and Origin (DNS rebinding): 403. Authentication: 401 / 403 (auth.py).
- 2. Content-Type must be JSON: 415. Body size: 413, before parsing.
- 3. JSON parse: -32700. Envelope (object, jsonrpc "2.0", string method, id string|integer,
-    no batches, no client responses): -32600.
- 4. Notifications: the Mcp-Method header is checked, then 202 with no body.
- 5. Unknown method: -32601 / 404, before any other validation of the request.
- 6. Mcp-Method header: -32020. params must be an object: -32602.
- 7. `_meta` with protocolVersion and clientCapabilities: -32602 / 400.
- 8. MCP-Protocol-Version header equal to `_meta`: -32020. Version supported: -32022.
- 9. Mcp-Name header: -32020. Then the method handler.
-No session is ever minted and `Mcp-Session-Id` is ignored. Every response is application/json,
-except the SSE stream of `subscriptions/listen`.
+What every route needs (Host/Origin, authentication, body size, request id) is middleware.
+Here, for a POST:
+ 1. Content-Type must be JSON: 415. JSON parse: -32700. Envelope (object, jsonrpc "2.0", id
+    string|integer, no batches): -32600.
+ 2. The era. A request whose `params._meta` names a protocolVersion is 2026-07-28 (even an
+    `initialize`, which is then an unknown method). `initialize`, a request with
+    `Mcp-Session-Id`, or one whose MCP-Protocol-Version is a handshake version, is the
+    handshake era (2025-11-25 and older). Anything else is 2026-07-28, so a client that forgot
+    `_meta` gets the modern errors it can probe with.
+ 3. 2026-07-28 (stateless; `Mcp-Session-Id` ignored, none minted): notifications are checked
+    for Mcp-Method then 202; unknown method -32601/404 before anything else; Mcp-Method
+    -32020; params an object -32602; `_meta` -32602/400; MCP-Protocol-Version equal to `_meta`
+    -32020; version supported -32022; Mcp-Name -32020 (a missing one tolerated on tasks/*).
+ 4. Handshake era: `initialize` mints the signed session (sessions.py); every other message
+    needs a valid one (400 without, 404 for one that is not ours). Notifications 202. A
+    client's response to a request the server sent it (an answer to a task's question) is
+    routed to the task by its id, 202. JSON-RPC errors travel with HTTP 200 there, as clients
+    of that era expect.
+ 5. The answer is JSON, unless the method streams (`subscriptions/listen`) or sends messages
+    related to the request before its result (progress, a task's questions): then an SSE
+    stream that ends with the response. Closing that stream stops the request, never a task.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from mcp_server.http import headers
-from mcp_server.http.auth import Authenticator, AuthError
-from mcp_server.http.origin import OriginPolicy
-from mcp_server.protocol import audit, subscriptions
+from mcp_server.http.sessions import Session, SessionCodec
+from mcp_server.protocol import dispatch, fallback, tasks
 from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.dispatch import METHODS, Handler
 from mcp_server.protocol.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
-    METHOD_NOT_FOUND,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
 )
+from mcp_server.protocol.legacy import InitializeParams, negotiate
+from mcp_server.protocol.models import parse_params, request_meta, to_wire
 from mcp_server.protocol.wire import (
-    META_CLIENT_CAPABILITIES,
+    HANDSHAKE_VERSIONS,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
     SUPPORTED_VERSIONS,
@@ -49,31 +60,25 @@ from mcp_server.protocol.wire import (
 log = logging.getLogger("mcp_server.http.transport")
 
 RequestId = str | int | None
+SESSION_HEADER = "Mcp-Session-Id"
+KEEPALIVE_S = 15.0
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
-class BodyTooLarge(Exception):
-    pass
-
-
-def error_response(error: McpError, request_id: RequestId) -> JSONResponse:
+def error_response(error: McpError, request_id: RequestId, *, status: int | None = None) -> Response:
     body: dict[str, Any] = {"jsonrpc": "2.0", "error": error.to_error_object()}
     if request_id is not None:  # MCP's schema allows an absent id, never a null one
         body["id"] = request_id
-    return JSONResponse(body, status_code=error.http_status, headers=error.headers)
+    return JSONResponse(
+        body, status_code=status or error.http_status, headers=error.headers or None
+    )
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise BodyTooLarge
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
+def _sse(message: dict[str, Any] | None) -> bytes:
+    if message is None:
+        return b": keep-alive\n\n"
+    data = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    return f"event: message\ndata: {data}\n\n".encode()
 
 
 def _parse_envelope(body: bytes) -> tuple[dict[str, Any], RequestId]:
@@ -91,163 +96,290 @@ def _parse_envelope(body: bytes) -> tuple[dict[str, Any], RequestId]:
         raise McpError(INVALID_REQUEST, "The request id must be a string or an integer")
     if message.get("jsonrpc") != "2.0":
         raise McpError(INVALID_REQUEST, 'jsonrpc must be "2.0"')
-    if "method" not in message:
-        raise McpError(INVALID_REQUEST, "Clients may only send requests and notifications")
-    if not isinstance(message["method"], str):
+    if "method" in message and not isinstance(message["method"], str):
         raise McpError(INVALID_REQUEST, "method must be a string")
     return message, request_id if valid_id else None
 
 
-def _meta_of(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    meta = params.get("_meta")
-    if not isinstance(meta, dict):
-        raise McpError(INVALID_PARAMS, "params._meta is required")
-    version = meta.get(META_PROTOCOL_VERSION)
-    if not isinstance(version, str):
-        raise McpError(INVALID_PARAMS, f"params._meta[{META_PROTOCOL_VERSION!r}] is required")
-    capabilities = meta.get(META_CLIENT_CAPABILITIES)
-    if not isinstance(capabilities, dict):
-        raise McpError(INVALID_PARAMS, f"params._meta[{META_CLIENT_CAPABILITIES!r}] is required")
-    return version, capabilities
+def _params(message: dict[str, Any]) -> dict[str, Any]:
+    params = message.get("params", {})
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise McpError(INVALID_PARAMS, "params must be an object")
+    return params
 
 
-def _check_version(version: str) -> None:
-    if version not in SUPPORTED_VERSIONS:
-        raise McpError(
-            UNSUPPORTED_PROTOCOL_VERSION,
-            f"Unsupported protocol version {version!r}; this server supports "
-            f"{', '.join(SUPPORTED_VERSIONS)}",
-            {"supported": list(SUPPORTED_VERSIONS), "requested": version},
-        )
+def _is_modern(message: dict[str, Any]) -> bool:
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
+
+
+@dataclass
+class Exchange:
+    """One POST being served: the request, its parsed message, and who sent it."""
+
+    request: Request
+    message: dict[str, Any]
+    request_id: RequestId
+    principal: str
+
+    @property
+    def method(self) -> str | None:
+        method = self.message.get("method")
+        return method if isinstance(method, str) else None
+
+    def accepts_stream(self) -> bool:
+        return "text/event-stream" in self.request.headers.get("accept", "")
 
 
 class McpEndpoint:
-    def __init__(
-        self,
-        services: Services,
-        origin_policy: OriginPolicy,
-        max_body_bytes: int,
-        authenticator: Authenticator,
-    ) -> None:
+    def __init__(self, services: Services, sessions: SessionCodec) -> None:
         self.services = services
-        self.origin_policy = origin_policy
-        self.max_body_bytes = max_body_bytes
-        self.authenticator = authenticator
+        self.sessions = sessions
 
-    async def __call__(self, request: Request) -> Response:
-        host = request.headers.get("host")
-        if not self.origin_policy.host_allowed(host) or not self.origin_policy.origin_allowed(
-            request.headers.get("origin"), host
-        ):
-            error = McpError(
-                INVALID_REQUEST, "Forbidden: Host or Origin not allowed", http_status=403
-            )
-            return error_response(error, None)
-        try:
-            principal = (
-                await self.authenticator.authenticate(request.headers.get("authorization"))
-            ).digest
-        except AuthError as err:
-            refusal = McpError(
-                INVALID_REQUEST,
-                f"{'Unauthorized' if err.status == 401 else 'Forbidden'}: {err.description}",
-                http_status=err.status,
-                headers={"WWW-Authenticate": err.www_authenticate()},
-            )
-            return error_response(refusal, None)
+    async def post(self, request: Request) -> Response:
         content_type = request.headers.get("content-type", "")
         if "application/json" not in content_type.lower():
             error = McpError(
                 INVALID_REQUEST, "Content-Type must be application/json", http_status=415
             )
             return error_response(error, None)
-        try:
-            body = await read_body(request, self.max_body_bytes)
-        except BodyTooLarge:
-            error = McpError(
-                INVALID_REQUEST,
-                f"Request body exceeds the limit of {self.max_body_bytes} bytes",
-                http_status=413,
-            )
-            return error_response(error, None)
+        principal: str = request.state.principal
+        body = await request.body()
         request_id: RequestId = None
+        legacy = False
         try:
             message, request_id = _parse_envelope(body)
-            if "id" not in message:
-                headers.check_method(request.headers, message["method"])
-                return Response(status_code=202)
-            return await self._dispatch(request, message, request_id, principal)
+            exchange = Exchange(request, message, request_id, principal)
+            legacy = self._is_legacy(exchange)
+            if legacy:
+                return await self._legacy(exchange)
+            return await self._modern(exchange)
         except McpError as error:
-            return error_response(error, request_id)
+            return error_response(error, request_id, status=200 if legacy else None)
         except Exception:
             log.exception("unhandled error in %s", request.url.path)
-            return error_response(McpError(INTERNAL_ERROR, "Internal error"), request_id)
+            error = McpError(INTERNAL_ERROR, "Internal error")
+            return error_response(error, request_id, status=200 if legacy else None)
 
-    async def _dispatch(
-        self, request: Request, message: dict[str, Any], request_id: RequestId, principal: str
-    ) -> Response:
-        method: str = message["method"]
-        handler = METHODS.get(method)
-        if handler is None and method != subscriptions.LISTEN_METHOD:
-            raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
+    def _is_legacy(self, exchange: Exchange) -> bool:
+        if _is_modern(exchange.message):
+            return False
+        header_version = exchange.request.headers.get("mcp-protocol-version")
+        return (
+            exchange.method == "initialize"
+            or SESSION_HEADER.lower() in exchange.request.headers
+            or header_version in HANDSHAKE_VERSIONS
+        )
+
+    # ----- 2026-07-28 ---------------------------------------------------------------------
+
+    async def _modern(self, exchange: Exchange) -> Response:
+        request, method = exchange.request, exchange.method
+        if method is None:
+            raise McpError(INVALID_REQUEST, "Clients may only send requests and notifications")
+        if exchange.request_id is None:
+            headers.check_method(request.headers, method)
+            return Response(status_code=202)
+        entry = dispatch.lookup(method, "modern")
         headers.check_method(request.headers, method)
-        params = message.get("params", {})
-        if not isinstance(params, dict):
-            raise McpError(INVALID_PARAMS, "params must be an object")
-        version, capabilities = _meta_of(params)
-        headers.check_protocol_version(request.headers, version)
-        _check_version(version)
-        headers.check_name(request.headers, method, params)
-        assert request_id is not None
-        context = RequestContext(
-            request_id=request_id,
-            method=method,
-            params=params,
-            capabilities=capabilities,
-            principal=principal,
-            headers=request.headers,
-        )
-        if handler is None:
-            subscription = await subscriptions.prepare(context, self.services)
-            return StreamingResponse(
-                subscriptions.sse_events(subscription),
-                media_type="text/event-stream",
-                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        params = _params(exchange.message)
+        meta = request_meta(params)
+        headers.check_protocol_version(request.headers, meta.protocol_version)
+        if meta.protocol_version not in SUPPORTED_VERSIONS:
+            raise McpError(
+                UNSUPPORTED_PROTOCOL_VERSION,
+                f"Unsupported protocol version {meta.protocol_version!r}; this server supports "
+                f"{', '.join(SUPPORTED_VERSIONS)} (and {', '.join(HANDSHAKE_VERSIONS)} through "
+                "initialize)",
+                {"supported": list(SUPPORTED_VERSIONS), "requested": meta.protocol_version},
             )
-        result = await self._audited(handler, context)
-        meta = dict(result.get("_meta") or {})
-        meta[META_SERVER_INFO] = self.services.server_info
-        result["_meta"] = meta
-        return JSONResponse({"jsonrpc": "2.0", "id": request_id, "result": result})
-
-    async def _audited(self, handler: Handler, context: RequestContext) -> dict[str, Any]:
-        """Run the handler; write an audit line when it creates, answers or cancels a task."""
-        is_call = context.method == "tools/call"
-        name = context.params.get("name") if is_call else None
-        tool = self.services.registry.get(name) if isinstance(name, str) else None
-        if context.method not in audit.AUDITED_METHODS or (
-            is_call and (tool is None or tool.task_support == "never")
-        ):
-            return await handler(context, self.services)
-        task_id = None if is_call else context.params.get("taskId")
-        try:
-            result = await handler(context, self.services)
-        except McpError as error:
-            self._audit(context, task_id, f"error {error.code}", name)
-            raise
-        if is_call and result.get("resultType") != "task":
-            return result  # run synchronously, or an MRTR round: no task changed
-        if is_call:
-            task_id = result["taskId"]
-        self._audit(context, task_id, "created" if is_call else "acked", name)
-        return result
-
-    def _audit(self, context: RequestContext, task_id: Any, outcome: str, tool: Any) -> None:
-        audit.record(
-            method=context.method,
-            request_id=context.request_id,
-            principal=context.principal,
-            task_id=task_id if isinstance(task_id, str) else None,
-            outcome=outcome,
-            tool=tool if isinstance(tool, str) else None,
+        headers.check_name(request.headers, method, params)
+        ctx = RequestContext(
+            request_id=exchange.request_id,
+            method=method,
+            capabilities=meta.client_capabilities,
+            principal=exchange.principal,
+            headers=request.headers,
+            progress_token=meta.progress_token,
         )
+        return await self._run(exchange, entry, ctx, params, stamp=True)
+
+    # ----- 2025-11-25 and older -----------------------------------------------------------
+
+    def _session(self, exchange: Exchange) -> Session:
+        session_id = exchange.request.headers.get(SESSION_HEADER)
+        if session_id is None:
+            raise McpError(
+                INVALID_REQUEST,
+                "Bad Request: no Mcp-Session-Id; send initialize first",
+                http_status=400,
+            )
+        session = self.sessions.open(session_id, exchange.principal)
+        if session is None:
+            raise McpError(
+                INVALID_REQUEST,
+                "Session not found: it was not issued by this server (or not to you); "
+                "initialize again",
+                http_status=404,
+            )
+        return session
+
+    async def _legacy(self, exchange: Exchange) -> Response:
+        method = exchange.method
+        if method == "initialize":
+            return await self._initialize(exchange)
+        try:
+            session = self._session(exchange)
+        except McpError as error:
+            return error_response(error, exchange.request_id)
+        if method is None:
+            await self._client_response(exchange, session)
+            return Response(status_code=202)
+        if exchange.request_id is None:
+            return Response(status_code=202)  # notifications/initialized, cancelled, ...
+        entry = dispatch.lookup(method, "legacy")
+        params = _params(exchange.message)
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        ctx = RequestContext(
+            request_id=exchange.request_id,
+            method=method,
+            capabilities=session.capabilities,
+            principal=exchange.principal,
+            headers=exchange.request.headers,
+            version=session.version,
+            progress_token=meta.get("progressToken"),
+        )
+        return await self._run(exchange, entry, ctx, params, stamp=False)
+
+    async def _initialize(self, exchange: Exchange) -> Response:
+        if exchange.request_id is None:
+            raise McpError(INVALID_REQUEST, "initialize must be a request (with an id)")
+        params = _params(exchange.message)
+        parsed = parse_params(InitializeParams, params)
+        version = negotiate(parsed.protocol_version)
+        session_id = self.sessions.mint(
+            Session(version, parsed.capabilities, exchange.principal)
+        )
+        ctx = RequestContext(
+            request_id=exchange.request_id,
+            method="initialize",
+            capabilities=parsed.capabilities,
+            principal=exchange.principal,
+            headers=exchange.request.headers,
+            version=version,
+        )
+        result = await dispatch.call(dispatch.lookup("initialize", "legacy"), ctx, self.services, params)
+        body = {"jsonrpc": "2.0", "id": exchange.request_id, "result": to_wire(result)}
+        return JSONResponse(body, headers={SESSION_HEADER: session_id})
+
+    async def _client_response(self, exchange: Exchange, session: Session) -> None:
+        """A client's answer to a question a task asked it: delivered as tasks/update would."""
+        routed = fallback.parse_input_request_id(exchange.request_id)
+        result = exchange.message.get("result")
+        if routed is None or not isinstance(result, dict):
+            if "error" in exchange.message:
+                log.info("client declined input request %s: %s", exchange.request_id,
+                         exchange.message["error"])  # fmt: skip
+            return  # an error or an id we never issued: the task keeps waiting, nothing lost
+        task_id, key = routed
+        ctx = RequestContext(
+            request_id=str(exchange.request_id),
+            method="tasks/update",
+            capabilities=session.capabilities,
+            principal=exchange.principal,
+            headers=exchange.request.headers,
+            version=session.version,
+        )
+        answer = {k: v for k, v in result.items() if k != "_meta"}
+        try:
+            await tasks.submit_answers(ctx, self.services, task_id, {key: answer})
+        except McpError as error:
+            log.info("answer to %s not delivered: %s", exchange.request_id, error.message)
+
+    # ----- running a method -----------------------------------------------------------------
+
+    def _wrap(self, result: BaseModel, request_id: RequestId, *, stamp: bool) -> dict[str, Any]:
+        body = to_wire(result)
+        if stamp:
+            body["_meta"] = {**(body.get("_meta") or {}), META_SERVER_INFO: self.services.server_info}
+        return {"jsonrpc": "2.0", "id": request_id, "result": body}
+
+    async def _run(
+        self,
+        exchange: Exchange,
+        entry: dispatch.Method,
+        ctx: RequestContext,
+        params: dict[str, Any],
+        *,
+        stamp: bool,
+    ) -> Response:
+        if entry.stream is not None:
+            messages = await dispatch.open_stream(entry, ctx, self.services, params)
+            return StreamingResponse(
+                (_sse(m) async for m in messages),
+                media_type="text/event-stream",
+                headers=SSE_HEADERS,
+            )
+        if not exchange.accepts_stream():
+            result = await dispatch.call(entry, ctx, self.services, params)
+            return JSONResponse(self._wrap(result, exchange.request_id, stamp=stamp))
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+        async def send(message: dict[str, Any]) -> None:
+            await queue.put(message)
+
+        from dataclasses import replace
+
+        streaming_ctx = replace(ctx, send=send, streaming=True)
+        job = asyncio.create_task(dispatch.call(entry, streaming_ctx, self.services, params))
+        first = asyncio.create_task(queue.get())
+        await asyncio.wait([job, first], return_when=asyncio.FIRST_COMPLETED)
+        if job.done() and not first.done():
+            first.cancel()
+            result = job.result()  # raises McpError for the caller to answer
+            return JSONResponse(self._wrap(result, exchange.request_id, stamp=stamp))
+        return StreamingResponse(
+            self._stream(job, first, queue, exchange.request_id, stamp=stamp),
+            media_type="text/event-stream",
+            headers=SSE_HEADERS,
+        )
+
+    async def _stream(
+        self,
+        job: asyncio.Task[BaseModel],
+        first: asyncio.Task[dict[str, Any]],
+        queue: asyncio.Queue[dict[str, Any]],
+        request_id: RequestId,
+        *,
+        stamp: bool,
+    ) -> AsyncIterator[bytes]:
+        try:
+            if first.done():
+                yield _sse(first.result())
+            else:
+                first.cancel()
+            while True:
+                getter = asyncio.create_task(queue.get())
+                done, _ = await asyncio.wait([job, getter], timeout=KEEPALIVE_S,
+                                             return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+                if getter in done:
+                    yield _sse(getter.result())
+                    continue
+                getter.cancel()
+                if job in done:
+                    break
+                yield _sse(None)
+            while not queue.empty():
+                yield _sse(queue.get_nowait())
+            try:
+                response = self._wrap(job.result(), request_id, stamp=stamp)
+            except McpError as error:
+                response = {"jsonrpc": "2.0", "id": request_id, "error": error.to_error_object()}
+            yield _sse(response)
+        finally:
+            # The client closed the stream: stop serving the request (never the task).
+            if not job.done():
+                job.cancel()

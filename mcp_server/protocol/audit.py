@@ -1,8 +1,10 @@
 """One structured JSON line per task change (create, update, cancel), on the
 `mcp_server.protocol.audit` logger: time, request id, taskId, principal digest, method, outcome.
 
-No arguments, answers or tokens are ever logged. The Temporal history keeps the same facts:
-the principal travels in the `mcp.submit_input` and `mcp.cancel_requested` signal payloads.
+The dispatch table declares which methods are audited; this module decides when a call counts
+(a `tools/call` only when it names a task tool) and writes the line. No arguments, answers or
+tokens are ever logged. The Temporal history keeps the same facts: the principal travels in the
+`mcp.submit_input` and `mcp.cancel_requested` signal payloads.
 """
 
 from __future__ import annotations
@@ -11,30 +13,44 @@ import json
 import logging
 from typing import Any
 
+import mcp_types as core
+from pydantic import BaseModel
+
+from mcp_server.protocol.context import RequestContext, Services
+from mcp_server.protocol.models import CreateTaskResult
 from mcp_server.protocol.wire import iso_now
 
 log = logging.getLogger("mcp_server.protocol.audit")
-AUDITED_METHODS = frozenset({"tools/call", "tasks/update", "tasks/cancel"})
+_EVENTS = {"tools/call": "task.create", "tasks/update": "task.update", "tasks/cancel": "task.cancel"}
 
 
-def record(
-    *,
-    method: str,
-    request_id: str | int | None,
-    principal: str,
-    task_id: str | None,
-    outcome: str,
-    tool: str | None = None,
-) -> None:
+def applies(method: str, services: Services, params: Any) -> bool:
+    """Whether this call may change a task: every tasks/* call, and a tools/call of a task tool."""
+    if method != "tools/call":
+        return True
+    tool = services.registry.get(params.name)
+    return tool is not None and tool.task_support != "never"
+
+
+def created_task_id(result: BaseModel) -> str | None:
+    """The taskId a tools/call result created, in either era's shape."""
+    if isinstance(result, CreateTaskResult):
+        return result.task_id
+    if isinstance(result, core.CreateTaskResult):
+        return result.task.task_id
+    return None
+
+
+def write(ctx: RequestContext, params: Any, outcome: str, *, task_id: str | None = None) -> None:
     entry: dict[str, Any] = {
         "time": iso_now(),
-        "event": "task." + {"tools/call": "create", "tasks/update": "update"}.get(method, "cancel"),
-        "method": method,
-        "requestId": request_id,
-        "taskId": task_id,
-        "principal": principal,
+        "event": _EVENTS.get(ctx.method, "task.cancel"),
+        "method": ctx.method,
+        "requestId": ctx.request_id,
+        "taskId": task_id or getattr(params, "task_id", None),
+        "principal": ctx.principal,
         "outcome": outcome,
     }
-    if tool is not None:
-        entry["tool"] = tool
+    if ctx.method == "tools/call":
+        entry["tool"] = params.name
     log.info(json.dumps(entry, separators=(",", ":")))

@@ -1,27 +1,37 @@
 """Checks of what a request's client capabilities allow (wire §1.2, §1.6).
 
-Per-request capabilities are authoritative: nothing is remembered from earlier requests.
+Per-request capabilities are authoritative at 2026-07-28: nothing is remembered from earlier
+requests. What a tool or method needs is written as a `ClientCapabilities` object (e.g.
+`{"elicitation": {}}`); what is missing becomes -32021 with exactly that part in
+`data.requiredCapabilities`. `elicitation: {}` declares form mode only.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mcp_server.protocol.errors import McpError, invalid_params, missing_capability
+import mcp_types as core
+
+from mcp_server.protocol.errors import missing_capability
+from mcp_server.protocol.wire import TASKS_EXTENSION
 
 _CAPABILITY_OF_INPUT = {
     "elicitation/create": "elicitation",
     "sampling/createMessage": "sampling",
     "roots/list": "roots",
 }
-_ELICIT_ACTIONS = ("accept", "decline", "cancel")
 
 
-def missing(declared: dict[str, Any], required: dict[str, Any]) -> dict[str, Any]:
+def _declared(capabilities: core.ClientCapabilities) -> dict[str, Any]:
+    return capabilities.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def missing(declared: core.ClientCapabilities, required: dict[str, Any]) -> dict[str, Any]:
     """The part of `required` that `declared` does not cover ({} when all is there)."""
+    have_all = _declared(declared)
     absent: dict[str, Any] = {}
     for key, need in required.items():
-        have = declared.get(key)
+        have = have_all.get(key)
         if not isinstance(have, dict):
             absent[key] = need
             continue
@@ -30,7 +40,6 @@ def missing(declared: dict[str, Any], required: dict[str, Any]) -> dict[str, Any
             if lacking:
                 absent[key] = lacking
         elif key == "elicitation":
-            # `elicitation: {}` declares form mode only.
             modes = set(have) or {"form"}
             lacking_modes: dict[str, Any] = {m: {} for m in need if m not in modes}
             if lacking_modes:
@@ -38,10 +47,18 @@ def missing(declared: dict[str, Any], required: dict[str, Any]) -> dict[str, Any
     return absent
 
 
-def require(declared: dict[str, Any], required: dict[str, Any], why: str) -> None:
+def require(declared: core.ClientCapabilities, required: dict[str, Any], why: str) -> None:
     lacking = missing(declared, required)
     if lacking:
         raise missing_capability(lacking, why)
+
+
+def declares_tasks(declared: core.ClientCapabilities) -> bool:
+    return bool(declared.extensions) and TASKS_EXTENSION in (declared.extensions or {})
+
+
+def can_elicit(declared: core.ClientCapabilities) -> bool:
+    return declared.elicitation is not None
 
 
 def required_for_input(request: dict[str, Any]) -> dict[str, Any]:
@@ -54,23 +71,3 @@ def required_for_input(request: dict[str, Any]) -> dict[str, Any]:
         mode = (request.get("params") or {}).get("mode", "form")
         return {"elicitation": {mode: {}}} if mode == "url" else {"elicitation": {}}
     return {capability: {}}
-
-
-def check_input_response(key: str, request: dict[str, Any], response: Any) -> McpError | None:
-    """A -32602 error when `response` is not a valid answer to `request`, else None."""
-    where = f"inputResponses[{key!r}]"
-    if not isinstance(response, dict):
-        return invalid_params(f"{where} must be an object")
-    method = request.get("method")
-    if method == "elicitation/create":
-        if response.get("action") not in _ELICIT_ACTIONS:
-            return invalid_params(f"{where}.action must be one of {list(_ELICIT_ACTIONS)}")
-        content = response.get("content")
-        if content is not None and not isinstance(content, dict):
-            return invalid_params(f"{where}.content must be an object")
-    elif method == "sampling/createMessage":
-        if not isinstance(response.get("content"), dict | list) or "role" not in response:
-            return invalid_params(f"{where} must be a CreateMessageResult (role, content, model)")
-    elif method == "roots/list" and not isinstance(response.get("roots"), list):
-        return invalid_params(f"{where}.roots must be an array")
-    return None

@@ -1,17 +1,29 @@
-"""What every method handler receives: the parsed request and the server's services."""
+"""What every method handler receives: the request as the transport parsed it, the channel back
+to the client for messages related to the request, and the server's services.
+
+Per-request capabilities are authoritative at 2026-07-28; at 2025-11-25 they are the ones the
+client declared in `initialize`, carried by its signed session (nothing is kept in memory).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+import mcp_types as core
 
 from mcp_server.http.headers import HeaderSource
 from mcp_server.protocol.limits import Limits
 from mcp_server.protocol.request_state import RequestStateCodec
+from mcp_server.protocol.wire import MODERN_VERSION
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tools.registry import ToolRegistry
+
+# Sends one JSON-RPC message (a notification, or at 2025-11-25 a server-to-client request) on
+# the response stream of the request being served.
+Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -23,14 +35,34 @@ class Services:
     server_info: dict[str, Any]
     limits: Limits
     instructions: str | None = None
+    # How long a host without task support waits on a task tool before it gets a follow-up
+    # result naming the task (the fallback of hosts with no task support).
+    sync_wait_s: float = 45.0
+
+
+async def _nowhere(message: dict[str, Any]) -> None:
+    del message  # a JSON response: nothing but the result can be sent
 
 
 @dataclass(frozen=True)
 class RequestContext:
     request_id: str | int
     method: str
-    params: dict[str, Any]
-    capabilities: dict[str, Any]
+    capabilities: core.ClientCapabilities
     # A digest of the authenticated principal; tasks are bound to it.
     principal: str
     headers: HeaderSource
+    # The negotiated protocol version: 2026-07-28, or a handshake era's (2025-11-25, ...).
+    version: str = MODERN_VERSION
+    progress_token: str | int | None = None
+    # Messages related to this request (progress, and at 2025-11-25 elicitation requests).
+    send: Send = field(default=_nowhere)
+    streaming: bool = False
+
+    @property
+    def modern(self) -> bool:
+        return self.version == MODERN_VERSION
+
+    def capabilities_dict(self) -> dict[str, Any]:
+        """The declared capabilities as JSON, for a workflow's input."""
+        return self.capabilities.model_dump(mode="json", by_alias=True, exclude_none=True)

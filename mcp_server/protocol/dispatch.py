@@ -1,83 +1,171 @@
-"""Method dispatch for the 2026-07-28 server: discovery, tools and the tasks extension.
+"""The one dispatch table: every method of both eras, plain or streaming, and what each needs.
 
-- `server/discover` replaces `initialize`; it advertises the tasks extension under
-  `capabilities.extensions` and never the legacy `capabilities.tasks` slot.
-- `tools/list` and `server/discover` carry the cache hints `ttlMs` and `cacheScope`.
-- Removed methods (`initialize`, `ping`, `logging/setLevel`, ...), `tasks/list`, `tasks/result`
-  and any other unknown method are -32601 (HTTP 404).
-- `subscriptions/listen` streams (see subscriptions.py); it is dispatched by the transport.
+Each entry declares:
+- the eras that serve it (`modern`: 2026-07-28, stateless; `legacy`: 2025-11-25 and older,
+  after `initialize`). A method not served in the request's era is -32601 (HTTP 404): at
+  2026-07-28 that covers `initialize`, `ping`, `logging/setLevel`, `tasks/list`,
+  `tasks/result`; at 2025-11-25, `server/discover`, `tasks/update`, `subscriptions/listen`;
+- its params model: params are parsed before the handler runs (-32602 naming the field);
+- the extension it belongs to: at 2026-07-28 the request must declare it (-32021), checked
+  before the handler looks anything up;
+- the param routed in `Mcp-Name` (checked against the header by the HTTP transport);
+- the audit event it may write (task.create, task.update, task.cancel), with the outcome;
+- whether its result is a stream of messages (`subscriptions/listen`) rather than one result.
+The transport turns the handler's model into the JSON-RPC result and stamps `serverInfo`.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
 
+from pydantic import BaseModel
+
+from mcp_server.protocol import audit, capabilities, discovery, legacy, subscriptions, tasks, tools
 from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import invalid_params
-from mcp_server.protocol.tasks import cancel_task, get_task, update_task
-from mcp_server.protocol.tools import call_tool
-from mcp_server.protocol.wire import SUPPORTED_VERSIONS, TASKS_EXTENSION
+from mcp_server.protocol.errors import METHOD_NOT_FOUND, McpError, from_task_error
+from mcp_server.protocol.models import (
+    ListenParams,
+    PaginatedParams,
+    Params,
+    TaskIdParams,
+    ToolCallParams,
+    UpdateTaskParams,
+    parse_params,
+)
+from mcp_server.protocol.wire import TASKS_CAPABILITY, TASKS_EXTENSION
+from mcp_server.tasks.errors import TaskError
 
-LIST_TTL_MS = 5 * 60 * 1000
-TOOLS_PAGE_SIZE = 100
+Era = Literal["modern", "legacy"]
+BOTH: frozenset[Era] = frozenset({"modern", "legacy"})
+MODERN: frozenset[Era] = frozenset({"modern"})
+LEGACY: frozenset[Era] = frozenset({"legacy"})
 
-Handler = Callable[[RequestContext, Services], Awaitable[dict[str, Any]]]
-
-
-async def discover(ctx: RequestContext, services: Services) -> dict[str, Any]:
-    result: dict[str, Any] = {
-        "resultType": "complete",
-        "supportedVersions": list(SUPPORTED_VERSIONS),
-        "capabilities": {
-            "tools": {"listChanged": True},
-            "extensions": {TASKS_EXTENSION: {}},
-        },
-        "ttlMs": LIST_TTL_MS,
-        "cacheScope": "public",
-    }
-    if services.instructions:
-        result["instructions"] = services.instructions
-    return result
+Handler = Callable[[RequestContext, Services, Any], Awaitable[BaseModel]]
+StreamHandler = Callable[[RequestContext, Services, Any], Awaitable[AsyncIterator[Any]]]
 
 
-def _cursor_offset(cursor: Any) -> int:
-    if cursor is None:
-        return 0
-    try:
-        offset = int(base64.urlsafe_b64decode(str(cursor).encode("ascii")).decode("ascii"))
-    except (ValueError, binascii.Error, UnicodeError) as exc:
-        raise invalid_params("Invalid cursor") from exc
-    if offset < 0:
-        raise invalid_params("Invalid cursor")
-    return offset
+@dataclass(frozen=True)
+class Method:
+    name: str
+    params: type[Params]
+    handler: Handler | None = None
+    stream: StreamHandler | None = None
+    eras: frozenset[Era] = BOTH
+    extension: str | None = None
+    name_param: str | None = None
+    audit_event: str | None = None
 
 
-async def list_tools(ctx: RequestContext, services: Services) -> dict[str, Any]:
-    tools = services.registry.tools()
-    offset = _cursor_offset(ctx.params.get("cursor"))
-    if offset > len(tools):
-        raise invalid_params("Invalid cursor")
-    page = tools[offset : offset + TOOLS_PAGE_SIZE]
-    result: dict[str, Any] = {
-        "resultType": "complete",
-        "tools": [tool.wire() for tool in page],
-        "ttlMs": LIST_TTL_MS,
-        "cacheScope": "public",
-    }
-    if offset + TOOLS_PAGE_SIZE < len(tools):
-        next_offset = str(offset + TOOLS_PAGE_SIZE).encode("ascii")
-        result["nextCursor"] = base64.urlsafe_b64encode(next_offset).decode("ascii")
-    return result
+def _method(name: str, params: type[Params], handler: Any, **spec: Any) -> Method:
+    return Method(name, params, handler, **spec)
 
 
-METHODS: dict[str, Handler] = {
-    "server/discover": discover,
-    "tools/list": list_tools,
-    "tools/call": call_tool,
-    "tasks/get": get_task,
-    "tasks/update": update_task,
-    "tasks/cancel": cancel_task,
+_LEGACY_PLAIN, _LEGACY_TASKS = legacy.methods()
+TABLE: dict[str, Method] = {
+    m.name: m
+    for m in [
+        _method("server/discover", Params, discovery.discover, eras=MODERN),
+        _method("tools/list", PaginatedParams, discovery.list_tools),
+        _method(
+            "tools/call",
+            ToolCallParams,
+            tools.call_tool,
+            name_param="name",
+            audit_event="tools/call",
+        ),
+        _method(
+            "tasks/get",
+            TaskIdParams,
+            tasks.get_task,
+            eras=MODERN,
+            extension=TASKS_EXTENSION,
+            name_param="taskId",
+        ),
+        _method(
+            "tasks/update",
+            UpdateTaskParams,
+            tasks.update_task,
+            eras=MODERN,
+            extension=TASKS_EXTENSION,
+            name_param="taskId",
+            audit_event="tasks/update",
+        ),
+        _method(
+            "tasks/cancel",
+            TaskIdParams,
+            tasks.cancel_task,
+            eras=MODERN,
+            extension=TASKS_EXTENSION,
+            name_param="taskId",
+            audit_event="tasks/cancel",
+        ),
+        Method(
+            "subscriptions/listen",
+            ListenParams,
+            stream=subscriptions.listen,
+            eras=MODERN,
+        ),
+        *_LEGACY_PLAIN,
+    ]
 }
+# The 2025-11-25 era's own tasks methods share names with the extension's: its table wins there.
+LEGACY__LEGACY_PLAIN, _LEGACY_TASKS = legacy.methods()
+TABLE: dict[str, Method] = {**TABLE, **{m.name: m for m in _LEGACY_TASKS}}
+
+
+def lookup(method: str, era: Era) -> Method:
+    """The entry serving `method` in `era`, or -32601."""
+    entry = (LEGACY_TABLE if era == "legacy" else TABLE).get(method)
+    if entry is None or era not in entry.eras:
+        raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
+    return entry
+
+
+def _gate(entry: Method, ctx: RequestContext) -> None:
+    if entry.extension is not None and ctx.modern:
+        capabilities.require(
+            ctx.capabilities, TASKS_CAPABILITY, f"{entry.name} belongs to the tasks extension"
+        )
+
+
+async def call(
+    entry: Method, ctx: RequestContext, services: Services, params: dict[str, Any]
+) -> BaseModel:
+    """Run a plain method: gate, parse, handle, audit. Task-layer errors become JSON-RPC."""
+    _gate(entry, ctx)
+    parsed = parse_params(entry.params, params)
+    assert entry.handler is not None
+    audited = entry.audit_event is not None and audit.applies(entry.name, services, parsed)
+    try:
+        result = await entry.handler(ctx, services, parsed)
+    except TaskError as err:
+        error = from_task_error(err)
+        if audited:
+            audit.write(ctx, parsed, f"error {error.code}")
+        raise error from err
+    except McpError as error:
+        if audited:
+            audit.write(ctx, parsed, f"error {error.code}")
+        raise
+    if audited:
+        created = audit.created_task_id(result)
+        if entry.name != "tools/call":
+            audit.write(ctx, parsed, "acked")
+        elif created is not None:
+            audit.write(ctx, parsed, "created", task_id=created)
+    return result
+
+
+async def open_stream(
+    entry: Method, ctx: RequestContext, services: Services, params: dict[str, Any]
+) -> AsyncIterator[Any]:
+    """Validate a streaming method (errors are ordinary JSON-RPC errors, before any stream)."""
+    _gate(entry, ctx)
+    parsed = parse_params(entry.params, params)
+    assert entry.stream is not None
+    try:
+        return await entry.stream(ctx, services, parsed)
+    except TaskError as err:
+        raise from_task_error(err) from err

@@ -27,9 +27,12 @@ from typing import Any
 from mcp_server.protocol import capabilities
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import McpError, invalid_params
+from mcp_server.protocol.models import ListenParams, to_wire
 from mcp_server.protocol.task_views import detailed_task
-from mcp_server.protocol.tasks import find_task
-from mcp_server.protocol.wire import META_SERVER_INFO, TASKS_CAPABILITY, TERMINAL_STATUSES
+from mcp_server.tasks.access import find_task
+from mcp_server.tasks.errors import TaskError
+from mcp_server.protocol.wire import META_SERVER_INFO, TASKS_CAPABILITY
+from workflows.task_state import TERMINAL_STATUSES
 
 LISTEN_METHOD = "subscriptions/listen"
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
@@ -92,13 +95,15 @@ class Subscription:
         while (watching or self.tools) and time.monotonic() < deadline:
             for task_id in list(watching):
                 try:
-                    snapshot = await find_task(self.ctx, self.services, task_id)
-                except McpError:
+                    snapshot = await find_task(
+                        self.services.store, task_id, self.ctx.principal, self.services.clock
+                    )
+                except (McpError, TaskError):
                     return  # Temporal unreachable: end the stream, the client listens again
                 if snapshot is None:
                     watching.remove(task_id)
                     continue
-                view = detailed_task(snapshot)
+                view = to_wire(detailed_task(snapshot))
                 if view != sent.get(task_id):
                     sent[task_id] = view
                     last_message = time.monotonic()
@@ -121,31 +126,24 @@ class Subscription:
                 yield None
 
 
-async def prepare(ctx: RequestContext, services: Services) -> Subscription:
-    """Validate a listen request; errors here are ordinary JSON-RPC errors, not a stream."""
-    wanted = ctx.params.get("notifications")
-    if not isinstance(wanted, dict):
-        raise invalid_params("params.notifications (the subscription filter) must be an object")
-    task_ids = wanted.get("taskIds")
+async def listen(
+    ctx: RequestContext, services: Services, params: ListenParams
+) -> AsyncIterator[dict[str, Any] | None]:
+    """Validate a listen request (errors here are ordinary JSON-RPC errors, not a stream) and
+    return its messages: JSON-RPC messages, and None where a keep-alive comment is due."""
+    wanted = params.notifications
+    task_ids = (wanted.model_extra or {}).get("taskIds")
     honoured: list[str] = []
     if task_ids is not None:
         capabilities.require(
             ctx.capabilities, TASKS_CAPABILITY, "taskIds belong to the tasks extension"
         )
         if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
-            raise invalid_params("notifications.taskIds must be an array of strings")
+            raise invalid_params("params.notifications.taskIds must be an array of strings")
         if len(task_ids) > MAX_TASK_IDS:
             raise invalid_params(f"notifications.taskIds may list at most {MAX_TASK_IDS} tasks")
         for task_id in dict.fromkeys(task_ids):
-            if await find_task(ctx, services, task_id) is not None:
+            if await find_task(services.store, task_id, ctx.principal, services.clock):
                 honoured.append(task_id)
-    return Subscription(ctx, services, honoured, wanted.get("toolsListChanged") is True)
-
-
-async def sse_events(subscription: Subscription) -> AsyncIterator[bytes]:
-    async for message in subscription.messages():
-        if message is None:
-            yield b": keep-alive\n\n"
-        else:
-            data = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
-            yield f"event: message\ndata: {data}\n\n".encode()
+    subscription = Subscription(ctx, services, honoured, wanted.tools_list_changed is True)
+    return subscription.messages()

@@ -1,59 +1,67 @@
-"""Task snapshots rendered as the wire objects of the tasks extension (wire §2.3-§2.5).
+"""Task snapshots rendered as the typed wire objects of the tasks extension (wire §2.3-§2.5).
 
 - CreateTaskResult is flat: `Result & Task & {resultType: "task"}`, never a nested `task`, and
   never `result`, `error`, `inputRequests` or `requestState`.
 - GetTaskResult is `Result & DetailedTask & {resultType: "complete"}`: `inputRequests` only when
   `input_required`, `result` only when `completed`, `error` only when `failed`.
 - Absent optional fields are omitted, never sent as null (`ttlMs` alone may be null).
+- An inlined result carries `resultType: "complete"` and never the 2025-11-25 related-task key.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import mcp_types as core
+
+from mcp_server.protocol.models import CreateTaskResult, DetailedTask, ExtTask, GetTaskResult
 from mcp_server.tasks.snapshots import TaskSnapshot
 
-_LEGACY_RELATED_TASK = "io.modelcontextprotocol/related-task"
+RELATED_TASK = "io.modelcontextprotocol/related-task"
 
 
-def task_fields(snapshot: TaskSnapshot) -> dict[str, Any]:
-    fields: dict[str, Any] = {
-        "taskId": snapshot.task_id,
+def tool_result(result: dict[str, Any]) -> core.CallToolResult:
+    """A workflow's result (a CallToolResult as JSON) as the typed model."""
+    model = core.CallToolResult.model_validate(result)
+    if model.meta and RELATED_TASK in model.meta:
+        model.meta = {k: v for k, v in model.meta.items() if k != RELATED_TASK}
+    return model
+
+
+def _task_fields(snapshot: TaskSnapshot) -> dict[str, Any]:
+    return {
+        "task_id": snapshot.task_id,
         "status": snapshot.status,
-        "createdAt": snapshot.created_at,
-        "lastUpdatedAt": snapshot.last_updated_at,
-        "ttlMs": snapshot.ttl_ms,
+        "status_message": snapshot.status_message or None,
+        "created_at": snapshot.created_at,
+        "last_updated_at": snapshot.last_updated_at,
+        "ttl_ms": snapshot.ttl_ms,
+        "poll_interval_ms": snapshot.poll_interval_ms or None,
     }
-    if snapshot.status_message:
-        fields["statusMessage"] = snapshot.status_message
-    if snapshot.poll_interval_ms:
-        fields["pollIntervalMs"] = snapshot.poll_interval_ms
-    return fields
 
 
-def _inlined_result(result: dict[str, Any]) -> dict[str, Any]:
-    inlined = dict(result)
-    inlined.setdefault("resultType", "complete")
-    meta = inlined.get("_meta")
-    if isinstance(meta, dict) and _LEGACY_RELATED_TASK in meta:
-        inlined["_meta"] = {k: v for k, v in meta.items() if k != _LEGACY_RELATED_TASK}
-    return inlined
+def task(snapshot: TaskSnapshot) -> ExtTask:
+    return ExtTask(**_task_fields(snapshot))
 
 
-def detailed_task(snapshot: TaskSnapshot) -> dict[str, Any]:
-    fields = task_fields(snapshot)
+def _details(snapshot: TaskSnapshot) -> dict[str, Any]:
+    fields = _task_fields(snapshot)
     if snapshot.status == "input_required":
-        fields["inputRequests"] = snapshot.input_requests
+        fields["input_requests"] = snapshot.input_requests
     elif snapshot.status == "completed" and snapshot.result is not None:
-        fields["result"] = _inlined_result(snapshot.result)
+        fields["result"] = tool_result(snapshot.result)
     elif snapshot.status == "failed" and snapshot.error is not None:
-        fields["error"] = snapshot.error
+        fields["error"] = core.ErrorData.model_validate(snapshot.error)
     return fields
 
 
-def create_task_result(snapshot: TaskSnapshot) -> dict[str, Any]:
-    return {"resultType": "task", **task_fields(snapshot)}
+def detailed_task(snapshot: TaskSnapshot) -> DetailedTask:
+    return DetailedTask(**_details(snapshot))
 
 
-def get_task_result(snapshot: TaskSnapshot) -> dict[str, Any]:
-    return {"resultType": "complete", **detailed_task(snapshot)}
+def create_task_result(snapshot: TaskSnapshot) -> CreateTaskResult:
+    return CreateTaskResult(**_task_fields(snapshot))
+
+
+def get_task_result(snapshot: TaskSnapshot) -> GetTaskResult:
+    return GetTaskResult(**_details(snapshot))

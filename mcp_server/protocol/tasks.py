@@ -1,105 +1,74 @@
-"""`tasks/get`, `tasks/update` and `tasks/cancel` (wire §2.5-§2.7, §2.12).
+"""`tasks/get`, `tasks/update` and `tasks/cancel` of the tasks extension (wire §2.5-§2.7, §2.12).
 
 Gating order: routing headers (-32020, in the transport), `_meta` (-32602), the tasks extension
-declared on this very request (-32021, before any lookup), then the lookup. A task that does not
-exist, has passed its TTL, or belongs to another principal answers the same -32602.
+declared on this very request (-32021, the dispatch table's gate, before any lookup), then the
+lookup. A task that does not exist, has passed its TTL, or belongs to another principal answers
+the same -32602, at the same time (tasks/access.py).
+- `tasks/update` delivers only answers to outstanding keys; never issued, already answered or
+  superseded keys are ignored whatever their value. Each delivered answer must be a valid
+  response to its request (-32602). A terminal task acks and changes nothing.
+- `tasks/cancel` acks at once, terminal or not; the workflow ends `cancelled` soon after.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Any
-
-from mcp_server.protocol import capabilities
 from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import invalid_params, task_not_found
+from mcp_server.protocol.models import (
+    CompleteResult,
+    GetTaskResult,
+    TaskIdParams,
+    UpdateTaskParams,
+    check_input_response,
+)
 from mcp_server.protocol.task_views import get_task_result
-from mcp_server.protocol.wire import TASKS_CAPABILITY, TERMINAL_STATUSES, parse_iso
-from mcp_server.tasks.snapshots import TaskSnapshot
-from mcp_server.tasks.ttl import kept_for
-from workflows.task_state import AuditStamp, SubmitInput
-
-ACK: dict[str, Any] = {"resultType": "complete"}
-MAX_TASK_ID_LENGTH = 256
+from mcp_server.tasks.access import require_task
+from workflows.task_state import TERMINAL_STATUSES, AuditStamp, SubmitInput
 
 
-def _require_extension(ctx: RequestContext) -> None:
-    capabilities.require(
-        ctx.capabilities, TASKS_CAPABILITY, f"{ctx.method} belongs to the tasks extension"
-    )
-
-
-async def find_task(ctx: RequestContext, services: Services, task_id: str) -> TaskSnapshot | None:
-    """The task if it exists, belongs to this principal and is within its TTL; else None."""
-    if len(task_id) > MAX_TASK_ID_LENGTH or not task_id.isprintable():
-        return None
-    snapshot = await services.store.get(task_id, owner=ctx.principal)
-    if snapshot is None:
-        return None
-    if snapshot.ttl_ms is not None:
-        # A closed task's ttlMs already includes its grace; a task still running at its TTL is
-        # about to be closed by Temporal (execution timeout) and gets the same grace.
-        readable_ms = snapshot.ttl_ms
-        if snapshot.status not in TERMINAL_STATUSES:
-            readable_ms = kept_for(snapshot.ttl_ms)
-        expires = parse_iso(snapshot.created_at) + timedelta(milliseconds=readable_ms)
-        if services.clock() >= expires:
-            return None
-    return snapshot
-
-
-def _task_id(ctx: RequestContext) -> str:
-    """The requested taskId, once the extension gate (-32021, before any lookup) is passed."""
-    _require_extension(ctx)
-    task_id = ctx.params.get("taskId")
-    if not isinstance(task_id, str) or not task_id:
-        raise invalid_params("params.taskId must be a non-empty string")
-    return task_id
-
-
-async def _lookup(ctx: RequestContext, services: Services, task_id: str) -> TaskSnapshot:
-    snapshot = await find_task(ctx, services, task_id)
-    if snapshot is None:
-        raise task_not_found()
-    return snapshot
-
-
-async def get_task(ctx: RequestContext, services: Services) -> dict[str, Any]:
-    task_id = _task_id(ctx)
-    services.limits.polls.check(ctx.principal, task_id)
-    snapshot = await _lookup(ctx, services, task_id)
+async def get_task(ctx: RequestContext, services: Services, params: TaskIdParams) -> GetTaskResult:
+    services.limits.polls.check(ctx.principal, params.task_id)
+    snapshot = await require_task(services.store, params.task_id, ctx.principal, services.clock)
     services.limits.polls.learn_interval(ctx.principal, snapshot.task_id, snapshot.poll_interval_ms)
     return get_task_result(snapshot)
 
 
-async def update_task(ctx: RequestContext, services: Services) -> dict[str, Any]:
-    snapshot = await _lookup(ctx, services, _task_id(ctx))
-    responses = ctx.params.get("inputResponses")
-    if not isinstance(responses, dict):
-        raise invalid_params("params.inputResponses must be an object")
+async def submit_answers(
+    ctx: RequestContext, services: Services, task_id: str, responses: dict[str, object]
+) -> None:
+    """Deliver the answers to a task's outstanding input requests (tasks/update, and a
+    2025-11-25 client's responses to the requests the server sent it)."""
     services.limits.check_input_responses(responses)
+    snapshot = await require_task(services.store, task_id, ctx.principal, services.clock)
     if snapshot.status in TERMINAL_STATUSES:
-        return dict(ACK)
-    # Only outstanding keys are delivered; never issued, already answered or superseded keys
-    # are ignored whatever their value, as the spec asks.
+        return
     outstanding = {k: v for k, v in responses.items() if k in snapshot.input_requests}
     for key, response in outstanding.items():
-        error = capabilities.check_input_response(key, snapshot.input_requests[key], response)
+        error = check_input_response(key, snapshot.input_requests[key], response)
         if error is not None:
             raise error
     if outstanding:
-        await services.store.submit_input(
-            snapshot.task_id,
-            SubmitInput(
-                responses=outstanding, request_id=str(ctx.request_id), principal=ctx.principal
-            ),
+        update = SubmitInput(
+            responses=outstanding, request_id=str(ctx.request_id), principal=ctx.principal
         )
-    return dict(ACK)
+        await services.store.submit_input(snapshot.task_id, update)
 
 
-async def cancel_task(ctx: RequestContext, services: Services) -> dict[str, Any]:
-    snapshot = await _lookup(ctx, services, _task_id(ctx))
+async def update_task(
+    ctx: RequestContext, services: Services, params: UpdateTaskParams
+) -> CompleteResult:
+    await submit_answers(ctx, services, params.task_id, params.input_responses)
+    return CompleteResult()
+
+
+async def cancel(ctx: RequestContext, services: Services, task_id: str) -> None:
+    snapshot = await require_task(services.store, task_id, ctx.principal, services.clock)
     if snapshot.status not in TERMINAL_STATUSES:
         stamp = AuditStamp(principal=ctx.principal, request_id=str(ctx.request_id))
         await services.store.cancel(snapshot.task_id, stamp)
-    return dict(ACK)
+
+
+async def cancel_task(
+    ctx: RequestContext, services: Services, params: TaskIdParams
+) -> CompleteResult:
+    await cancel(ctx, services, params.task_id)
+    return CompleteResult()

@@ -3,50 +3,52 @@
 Rules implemented:
 - Unknown tool or arguments that fail the tool's inputSchema: -32602.
 - `Mcp-Param-*` headers must mirror `x-mcp-header` arguments: -32020.
-- A task-required tool called without the tasks extension: -32021 with requiredCapabilities.
-- A capability the tool needs (e.g. elicitation for a task that asks) is checked before anything
-  runs: -32021.
+- At 2026-07-28 a task-required tool called without the tasks extension: -32021 with
+  requiredCapabilities. A capability the tool needs (e.g. elicitation for a task that asks) is
+  checked before anything runs: -32021.
 - MRTR: input a tool needs before it runs is asked with an InputRequiredResult whose
   `requestState` is HMAC-protected, expires, and binds tool, arguments and principal. MRTR rounds
   finish before a task is created; `requestState` never reaches a CreateTaskResult.
-- A legacy `params.task` is ignored: only the per-request capability decides.
-- CreateTaskResult is returned only when this request declared the extension.
+- A task: at 2026-07-28 when the request declares the extension (a `params.task` is ignored:
+  only the per-request capability decides); at 2025-11-25 when the request carries `task`.
+- Otherwise a task tool runs attached to the call (fallback.py): the caller waits, sees progress
+  and questions on the response stream, and gets either the result or, past the wait, a result
+  that names the task and the follow-up tools. The task itself is never stopped for that.
+- The server's own follow-up tools (`task_status`, `task_respond`, `task_cancel`) are served here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mcp_server.http.headers import check_param_headers, header_params
-from mcp_server.protocol import capabilities
+from mcp_server.protocol import capabilities, fallback, followup, legacy_views
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import invalid_params, missing_capability
+from mcp_server.protocol.models import InputRequiredResult, ToolCallParams, check_input_response
 from mcp_server.protocol.request_state import PendingRound, canonical_digest
-from mcp_server.protocol.task_views import create_task_result
-from mcp_server.protocol.wire import TASKS_CAPABILITY, declares_tasks, iso_now
+from mcp_server.protocol.task_views import create_task_result, tool_result
+from mcp_server.protocol.wire import TASKS_CAPABILITY, iso_now
+from mcp_server.http.headers import check_param_headers, header_params
 from mcp_server.tasks.store import new_task_id
 from mcp_server.tools.registry import Tool, ToolCall
+from pydantic import BaseModel
 from workflows.task_state import TaskInput
 
 
-def _tool_and_arguments(ctx: RequestContext, services: Services) -> tuple[Tool, dict[str, Any]]:
-    name = ctx.params.get("name")
-    if not isinstance(name, str):
-        raise invalid_params("params.name must be a string naming a tool")
-    tool = services.registry.get(name)
+def _tool(services: Services, params: ToolCallParams) -> tuple[Tool, dict[str, Any]]:
+    tool = services.registry.get(params.name)
     if tool is None:
-        raise invalid_params(f"Unknown tool: {name}")
-    arguments = ctx.params.get("arguments")
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, dict):
-        raise invalid_params("params.arguments must be an object")
-    return tool, arguments
+        raise invalid_params(f"Unknown tool: {params.name}")
+    return tool, dict(params.arguments or {})
 
 
 def _prelude_answers(
-    ctx: RequestContext, services: Services, tool: Tool, arguments: dict[str, Any]
-) -> dict[str, Any] | dict[str, dict[str, Any]]:
+    ctx: RequestContext,
+    services: Services,
+    tool: Tool,
+    arguments: dict[str, Any],
+    params: ToolCallParams,
+) -> dict[str, Any] | InputRequiredResult:
     """Answers to every input the tool needs up front, or an InputRequiredResult to send."""
     requests = tool.prelude(arguments) if tool.prelude else {}
     if not requests:
@@ -59,7 +61,7 @@ def _prelude_answers(
         )
     digest = canonical_digest(arguments)
     answers: dict[str, Any] = {}
-    state = ctx.params.get("requestState")
+    state = params.request_state
     if state is not None:
         pending = services.request_state.decode(state)
         if (pending.tool, pending.arguments_digest, pending.principal) != (
@@ -69,15 +71,13 @@ def _prelude_answers(
         ):
             raise invalid_params("requestState belongs to a different call; call the tool again")
         answers.update({k: v for k, v in pending.answers.items() if k in requests})
-    responses = ctx.params.get("inputResponses")
-    if responses is not None and not isinstance(responses, dict):
-        raise invalid_params("params.inputResponses must be an object")
+    responses = params.input_responses
     if responses:
         services.limits.check_input_responses(responses)
     for key, response in (responses or {}).items():
         if key not in requests:
             continue  # unknown keys are ignored
-        error = capabilities.check_input_response(key, requests[key], response)
+        error = check_input_response(key, requests[key], response)
         if error is not None:
             raise error
         answers[key] = response
@@ -85,31 +85,40 @@ def _prelude_answers(
     if not missing:
         return answers
     token = services.request_state.encode(PendingRound(tool.name, digest, ctx.principal, answers))
-    return {"resultType": "input_required", "inputRequests": missing, "requestState": token}
+    return InputRequiredResult(input_requests=missing, request_state=token)
 
 
-async def call_tool(ctx: RequestContext, services: Services) -> dict[str, Any]:
-    tool, arguments = _tool_and_arguments(ctx, services)
+async def call_tool(ctx: RequestContext, services: Services, params: ToolCallParams) -> BaseModel:
+    if followup.is_followup(params.name):
+        return await followup.call(ctx, services, params.name, dict(params.arguments or {}))
+    tool, arguments = _tool(services, params)
     check_param_headers(ctx.headers, header_params(tool.input_schema), arguments)
     errors = services.registry.argument_errors(tool.name, arguments)
     if errors:
         raise invalid_params(
             f"Invalid arguments for tool {tool.name!r}: {'; '.join(errors)}", {"errors": errors}
         )
-    as_task = declares_tasks(ctx.capabilities)
-    if tool.task_support == "required" and not as_task:
+    as_task = capabilities.declares_tasks(ctx.capabilities) if ctx.modern else bool(params.task)
+    if ctx.modern and tool.task_support == "required" and not as_task:
         raise missing_capability(
             TASKS_CAPABILITY, f"tool {tool.name!r} runs only as a task (the tasks extension)"
         )
     capabilities.require(
         ctx.capabilities, tool.capabilities_for(arguments), f"tool {tool.name!r} needs it to run"
     )
-    prelude = _prelude_answers(ctx, services, tool, arguments)
-    if prelude.get("resultType") == "input_required":
+    prelude = _prelude_answers(ctx, services, tool, arguments, params)
+    if isinstance(prelude, InputRequiredResult):
         return prelude
     if tool.task_support == "never":
         assert tool.handler is not None
-        return await tool.handler(ToolCall(tool.name, arguments, ctx.capabilities, prelude))
+        call = ToolCall(
+            tool.name,
+            arguments,
+            ctx.capabilities_dict(),
+            prelude,
+            report_progress=fallback.progress_reporter(ctx),
+        )
+        return tool_result(await tool.handler(call))
     assert tool.workflow is not None
     task = TaskInput(
         task_id=new_task_id(),
@@ -119,12 +128,15 @@ async def call_tool(ctx: RequestContext, services: Services) -> dict[str, Any]:
         ttl_ms=tool.ttl_ms,
         poll_interval_ms=tool.poll_interval_ms,
         owner=ctx.principal,
-        client_capabilities=ctx.capabilities,
+        client_capabilities=ctx.capabilities_dict(),
         prelude_responses=prelude,
         secret_arguments=sorted(tool.secret_arguments),
         tool_config=tool.workflow_config,
     )
-    if as_task:
-        await services.limits.check_open_tasks(lambda: services.store.count_open(ctx.principal))
-        return create_task_result(await services.store.create(task, tool.workflow))
-    return await services.store.run_sync(task, tool.workflow, tool.sync_timeout_s)
+    if not as_task:
+        return await fallback.run_attached(ctx, services, task, tool.workflow)
+    await services.limits.check_open_tasks(lambda: services.store.count_open(ctx.principal))
+    snapshot = await services.store.create(task, tool.workflow)
+    if ctx.modern:
+        return create_task_result(snapshot)
+    return legacy_views.create_task_result(snapshot)

@@ -6,7 +6,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 PROTOCOL_VERSION = "2026-07-28"
+MODERN_VERSION = PROTOCOL_VERSION
+# Versions a request may name in `_meta` (the stateless era).
 SUPPORTED_VERSIONS = (PROTOCOL_VERSION,)
+# Versions the `initialize` handshake negotiates (the session era), newest first.
+HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -14,8 +18,6 @@ META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
-TASK_STATUSES = ("working", "input_required", "completed", "failed", "cancelled")
-TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 
 # Only tools/call, prompts/get and resources/read may answer with an InputRequiredResult.
 # The tasks extension adds `params.taskId` as the routed name of its three methods.
@@ -39,8 +41,3 @@ def iso_now(now: datetime | None = None) -> str:
 
 def parse_iso(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-def declares_tasks(capabilities: dict[str, Any]) -> bool:
-    extensions = capabilities.get("extensions")
-    return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)

@@ -28,6 +28,13 @@ DEFAULT_TTL_MS = 60 * 60 * 1000
 DEFAULT_POLL_INTERVAL_MS = 1000
 
 
+ProgressReporter = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
+    del progress, total, message
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """What a synchronous tool handler receives."""
@@ -37,6 +44,9 @@ class ToolCall:
     client_capabilities: dict[str, Any]
     # Answers gathered by MRTR rounds (keys of the tool's `prelude`).
     input_responses: dict[str, Any]
+    # Sends `notifications/progress` on the call's response stream when the request asked for
+    # progress (a `progressToken`); does nothing otherwise.
+    report_progress: ProgressReporter = field(default=_no_progress)
 
 
 SyncHandler = Callable[[ToolCall], Awaitable[dict[str, Any]]]

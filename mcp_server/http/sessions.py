@@ -1,0 +1,81 @@
+"""Sessions of the handshake era (2025-11-25 and older) with no session state in memory.
+
+`initialize` mints the `Mcp-Session-Id`: an HMAC-signed token that carries the negotiated
+version, the capabilities the client declared and the principal it was minted for. Any replica
+that shares `MCP_TASKS_STATE_SECRET` verifies it and serves the session; nothing pins a client to
+one replica. Rules:
+- A forged or altered id, or one minted for another principal, is 404 (the spec's answer to a
+  session the server does not know: the client starts a new one).
+- The id is visible ASCII (base64url and a dot), as the transport spec requires.
+- DELETE of a session answers 204: it holds nothing to free. Its tasks live on in Temporal.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as core
+
+_MAX_ID_LENGTH = 16_384
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+@dataclass(frozen=True)
+class Session:
+    version: str
+    capabilities: core.ClientCapabilities
+    principal: str
+
+
+class SessionCodec:
+    def __init__(self, secret: bytes) -> None:
+        if len(secret) < 16:
+            raise ValueError("the session secret must be at least 16 bytes")
+        self._secret = hashlib.sha256(b"mcp-session:" + secret).digest()
+
+    def _sign(self, body: bytes) -> bytes:
+        return hmac.new(self._secret, body, hashlib.sha256).digest()
+
+    def mint(self, session: Session) -> str:
+        payload: dict[str, Any] = {
+            "v": session.version,
+            "c": session.capabilities.model_dump(mode="json", by_alias=True, exclude_none=True),
+            "p": session.principal,
+            "t": int(time.time()),
+        }
+        body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
+        return f"{_b64(body)}.{_b64(self._sign(body))}"
+
+    def open(self, session_id: str, principal: str) -> Session | None:
+        """The session this id stands for, or None when it is not one of ours (or not the
+        caller's)."""
+        if len(session_id) > _MAX_ID_LENGTH or session_id.count(".") != 1:
+            return None
+        body_text, signature_text = session_id.split(".")
+        try:
+            body, signature = _unb64(body_text), _unb64(signature_text)
+        except (ValueError, TypeError):
+            return None
+        if not hmac.compare_digest(signature, self._sign(body)):
+            return None
+        payload = json.loads(body)
+        if payload.get("p") != principal:
+            return None
+        return Session(
+            version=str(payload["v"]),
+            capabilities=core.ClientCapabilities.model_validate(payload.get("c") or {}),
+            principal=principal,
+        )

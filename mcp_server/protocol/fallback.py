@@ -1,0 +1,159 @@
+"""A task tool run attached to its `tools/call`, for hosts that do not use tasks.
+
+A host without task support (2026-07-28 without the extension for a tool that allows it, or
+2025-11-25 without the `task` parameter) still gets the work done:
+- The task is created exactly as for a task-aware client (durable, owned by the caller), and
+  the call waits for it, at most `Services.sync_wait_s` (well under usual host time-outs).
+- While it waits: each new statusMessage goes out as `notifications/progress` when the request
+  carries a `progressToken`; at 2025-11-25, each question the task asks goes out as an
+  `elicitation/create` request to the client when it declared elicitation, on the response
+  stream, related to the task. Its id names the task and the input key
+  (`input_request_id`), so the client's response may reach any replica and is delivered to the
+  workflow as a `tasks/update` would be.
+- When the task ends in time, the call returns its result (a failed task is its JSON-RPC error).
+- When it does not, the call returns an ordinary result that names the taskId and the
+  follow-up tools (`task_status`, `task_respond`, `task_cancel`). The task is never stopped
+  because a host stopped waiting: nothing a host does can lose it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import mcp_types as core
+from pydantic import BaseModel
+
+from mcp_server.protocol import capabilities
+from mcp_server.protocol.context import RequestContext, Services
+from mcp_server.protocol.errors import McpError, task_not_found
+from mcp_server.protocol.task_views import RELATED_TASK, tool_result
+from mcp_server.tasks.access import find_task
+from mcp_server.tasks.snapshots import TaskSnapshot
+from mcp_server.tools.registry import ProgressReporter
+from workflows.task_state import TaskInput
+
+INPUT_REQUEST_PREFIX = "mcp-input:"
+_FIRST_POLL_S = 0.05
+_MAX_POLL_S = 1.0
+
+
+def input_request_id(task_id: str, key: str) -> str:
+    """The JSON-RPC id of a server-to-client request asking a task's question `key`."""
+    return f"{INPUT_REQUEST_PREFIX}{task_id}:{key}"
+
+
+def parse_input_request_id(request_id: object) -> tuple[str, str] | None:
+    """(taskId, key) of an id made by `input_request_id`, else None."""
+    if not isinstance(request_id, str) or not request_id.startswith(INPUT_REQUEST_PREFIX):
+        return None
+    task_id, sep, key = request_id[len(INPUT_REQUEST_PREFIX) :].partition(":")
+    return (task_id, key) if sep and task_id and key else None
+
+
+def progress_reporter(ctx: RequestContext) -> ProgressReporter:
+    """Sends `notifications/progress` for this request, or nothing when it asked for none."""
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        if ctx.progress_token is None:
+            return
+        params = core.ProgressNotificationParams(
+            progress_token=ctx.progress_token, progress=progress, total=total, message=message
+        )
+        notification = core.ProgressNotification(params=params)
+        await ctx.send(
+            {"jsonrpc": "2.0", **notification.model_dump(mode="json", by_alias=True, exclude_none=True)}
+        )
+
+    return report
+
+
+def follow_up_result(tool: str, snapshot: TaskSnapshot) -> core.CallToolResult:
+    task_id = snapshot.task_id
+    waiting = " It is waiting for an answer." if snapshot.status == "input_required" else ""
+    text = (
+        f"`{tool}` is still running as task {task_id} ({snapshot.status_message or snapshot.status})."
+        f"{waiting} It keeps running on the server and nothing is lost. Later, call "
+        f'`task_status` with {{"taskId": "{task_id}"}} to read its progress or result, '
+        "`task_respond` to answer its question, or `task_cancel` to stop it."
+    )
+    structured: dict[str, Any] = {
+        "taskId": task_id,
+        "status": snapshot.status,
+        "statusMessage": snapshot.status_message,
+        "followUpTools": ["task_status", "task_respond", "task_cancel"],
+    }
+    return core.CallToolResult(
+        content=[core.TextContent(type="text", text=text)], structured_content=structured
+    )
+
+
+def outcome(snapshot: TaskSnapshot) -> core.CallToolResult:
+    """The result of a terminal task, as the synchronous call returns it."""
+    if snapshot.status == "completed" and snapshot.result is not None:
+        return tool_result(snapshot.result)
+    if snapshot.status == "failed" and snapshot.error is not None:
+        error = snapshot.error
+        raise McpError(int(error["code"]), str(error["message"]), error.get("data"))
+    text = f"Task {snapshot.task_id} was cancelled: {snapshot.status_message or 'Cancelled'}"
+    return core.CallToolResult(content=[core.TextContent(type="text", text=text)], is_error=True)
+
+
+async def _ask(ctx: RequestContext, snapshot: TaskSnapshot, asked: set[str]) -> None:
+    """Send the task's new questions to a 2025-11-25 client as server-to-client requests."""
+    for key, request in snapshot.input_requests.items():
+        if key in asked or request.get("method") != "elicitation/create":
+            continue
+        asked.add(key)
+        params = dict(request.get("params") or {})
+        params["_meta"] = {**(params.get("_meta") or {}), RELATED_TASK: {"taskId": snapshot.task_id}}
+        await ctx.send(
+            {
+                "jsonrpc": "2.0",
+                "id": input_request_id(snapshot.task_id, key),
+                "method": "elicitation/create",
+                "params": params,
+            }
+        )
+
+
+async def follow(
+    ctx: RequestContext, services: Services, task_id: str, wait_s: float | None
+) -> TaskSnapshot:
+    """Watch a task until it is terminal (or `wait_s` passes), relaying progress and, where the
+    client can take them, its questions. Returns the last snapshot read."""
+    deadline = None if wait_s is None else time.monotonic() + wait_s
+    can_ask = not ctx.modern and ctx.streaming and capabilities.can_elicit(ctx.capabilities)
+    report = progress_reporter(ctx)
+    asked: set[str] = set()
+    last_message: str | None = None
+    steps = 0
+    pause = _FIRST_POLL_S
+    while True:
+        snapshot = await find_task(services.store, task_id, ctx.principal, services.clock)
+        if snapshot is None:
+            raise task_not_found()
+        if snapshot.status in ("completed", "failed", "cancelled"):
+            return snapshot
+        if snapshot.status_message and snapshot.status_message != last_message:
+            last_message = snapshot.status_message
+            steps += 1
+            await report(steps, None, last_message)
+        if can_ask and snapshot.status == "input_required":
+            await _ask(ctx, snapshot, asked)
+        if deadline is not None and time.monotonic() >= deadline:
+            return snapshot
+        await asyncio.sleep(pause)
+        pause = min(_MAX_POLL_S, pause * 1.5)
+
+
+async def run_attached(
+    ctx: RequestContext, services: Services, task: TaskInput, workflow: str
+) -> BaseModel:
+    await services.limits.check_open_tasks(lambda: services.store.count_open(ctx.principal))
+    await services.store.create(task, workflow)
+    snapshot = await follow(ctx, services, task.task_id, services.sync_wait_s)
+    if snapshot.status in ("completed", "failed", "cancelled"):
+        return outcome(snapshot)
+    return follow_up_result(task.tool, snapshot)

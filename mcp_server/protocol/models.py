@@ -1,0 +1,221 @@
+"""The typed wire: pydantic models for every message this server reads or writes.
+
+- Core messages of both eras come from `mcp_types` (the official Python SDK's wire models):
+  `ClientCapabilities`, `Tool`, `CallToolResult`, `InitializeResult`, the 2025-11-25 `Task`...
+- The tasks extension of 2026-07-28 (`io.modelcontextprotocol/tasks`) has no models there, so
+  they are defined here from its schema: a flat `CreateTaskResult` (`Result & Task`, never a
+  nested `task`), `GetTaskResult` (`Result & DetailedTask`, `resultType: "complete"`), the
+  `tasks/update` params and the `notifications/tasks` params, with a `Literal` status.
+- Requests are parsed into models at the edge (`parse_params`): a validation error becomes
+  -32602 naming the field; responses are serialised from models (`to_wire`), camelCase on the
+  wire and snake_case in Python, absent optional fields omitted (`ttlMs` alone is sent as null).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeVar
+
+import mcp_types as core
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
+from pydantic.alias_generators import to_camel
+
+from mcp_server.protocol.errors import McpError, invalid_params
+from mcp_server.protocol.wire import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_PROTOCOL_VERSION,
+)
+from workflows.task_state import TaskStatus
+
+M = TypeVar("M", bound=BaseModel)
+JsonObject = dict[str, Any]
+RequestId = str | int
+
+
+class WireModel(BaseModel):
+    """camelCase on the wire, snake_case in Python; unknown keys kept when read."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+
+def to_wire(model: BaseModel) -> JsonObject:
+    """The JSON object a model stands for on the wire."""
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _field_path(error: Any) -> str:
+    return ".".join(str(part) for part in error["loc"]) or "(root)"
+
+
+def parse_params(model: type[M], params: JsonObject, where: str = "params") -> M:
+    """`params` as `model`, or -32602 naming the first field that is wrong."""
+    try:
+        return model.model_validate(params)
+    except ValidationError as err:
+        first = err.errors()[0]
+        problems = "; ".join(f"{where}.{_field_path(e)}: {e['msg']}" for e in err.errors()[:5])
+        raise invalid_params(
+            f"Invalid {where}: {where}.{_field_path(first)}: {first['msg']}",
+            {"errors": problems.split("; ")},
+        ) from err
+
+
+# ----- 2026-07-28 request envelope -----------------------------------------------------------
+
+
+class RequestMeta(BaseModel):
+    """`params._meta` of a 2026-07-28 request: version and capabilities are required."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
+    protocol_version: str = Field(alias=META_PROTOCOL_VERSION)
+    client_capabilities: core.ClientCapabilities = Field(alias=META_CLIENT_CAPABILITIES)
+    client_info: JsonObject | None = Field(default=None, alias=META_CLIENT_INFO)
+    progress_token: str | int | None = Field(default=None, alias="progressToken")
+
+
+def request_meta(params: JsonObject) -> RequestMeta:
+    """The required `_meta` of a 2026-07-28 request: -32602 (HTTP 400) when absent or wrong."""
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        raise invalid_params("params._meta is required")
+    for key in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES):
+        if key not in meta:
+            raise invalid_params(f"params._meta[{key!r}] is required")
+    return parse_params(RequestMeta, meta, "params._meta")
+
+
+class Params(WireModel):
+    """Base of every request's params: `_meta` is read by the transport, not the handler."""
+
+    meta: JsonObject | None = Field(default=None, alias="_meta")
+
+
+class PaginatedParams(Params):
+    cursor: str | None = None
+
+
+class ToolCallParams(Params):
+    name: str
+    arguments: JsonObject | None = None
+    # MRTR retries (2026-07-28). Values are checked against the request each key answers.
+    input_responses: dict[str, Any] | None = None
+    request_state: str | None = None
+    # 2025-11-25 task augmentation; ignored at 2026-07-28, where the capability decides.
+    task: core.TaskMetadata | None = None
+
+
+class TaskIdParams(Params):
+    task_id: str = Field(min_length=1)
+
+
+class UpdateTaskParams(TaskIdParams):
+    input_responses: dict[str, Any]
+
+
+class ListenParams(Params):
+    notifications: core.SubscriptionFilter
+
+
+# ----- results ---------------------------------------------------------------------------------
+
+
+class CompleteResult(WireModel):
+    """An empty 2026-07-28 result: `{"resultType": "complete"}` (acks of update and cancel)."""
+
+    result_type: Literal["complete"] = "complete"
+
+
+class ExtTask(WireModel):
+    """The tasks extension's `Task`. `ttlMs` is required and nullable: null is sent, not
+    omitted; every other absent field is omitted."""
+
+    task_id: str
+    status: TaskStatus
+    status_message: str | None = None
+    created_at: str
+    last_updated_at: str
+    ttl_ms: int | None
+    poll_interval_ms: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _keep_null_ttl(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> JsonObject:
+        data: JsonObject = handler(self)
+        data["ttlMs" if info.by_alias else "ttl_ms"] = self.ttl_ms
+        return data
+
+
+class DetailedTask(ExtTask):
+    """`inputRequests` only when input_required, `result` only when completed, `error` only
+    when failed."""
+
+    input_requests: dict[str, JsonObject] | None = None
+    result: core.CallToolResult | None = None
+    error: core.ErrorData | None = None
+
+
+class CreateTaskResult(ExtTask):
+    result_type: Literal["task"] = "task"
+
+
+class GetTaskResult(DetailedTask):
+    result_type: Literal["complete"] = "complete"
+
+
+class InputRequiredResult(WireModel):
+    result_type: Literal["input_required"] = "input_required"
+    input_requests: dict[str, JsonObject]
+    request_state: str | None = None
+
+
+class DiscoverResult(WireModel):
+    result_type: Literal["complete"] = "complete"
+    supported_versions: list[str]
+    capabilities: core.ServerCapabilities
+    instructions: str | None = None
+    ttl_ms: int
+    cache_scope: Literal["public", "private"]
+
+
+class ListToolsResult(WireModel):
+    result_type: Literal["complete"] = "complete"
+    tools: list[core.Tool]
+    next_cursor: str | None = None
+    ttl_ms: int | None = None
+    cache_scope: Literal["public", "private"] | None = None
+
+
+# ----- the answers a client gives to input requests -------------------------------------------
+
+_RESPONSE_MODEL: dict[str, type[BaseModel]] = {
+    "elicitation/create": core.ElicitResult,
+    "sampling/createMessage": core.CreateMessageResult,
+    "roots/list": core.ListRootsResult,
+}
+
+
+def check_input_response(key: str, request: JsonObject, response: Any) -> McpError | None:
+    """A -32602 error when `response` is not a valid answer to `request`, else None."""
+    where = f"inputResponses[{key!r}]"
+    if not isinstance(response, dict):
+        return invalid_params(f"{where} must be an object")
+    model = _RESPONSE_MODEL.get(str(request.get("method")))
+    if model is None:
+        return None
+    if model is core.CreateMessageResult and isinstance(response.get("content"), list):
+        model = core.CreateMessageResultWithTools
+    try:
+        model.model_validate(response)
+    except ValidationError as err:
+        first = err.errors()[0]
+        return invalid_params(f"{where}.{_field_path(first)}: {first['msg']}")
+    return None
