@@ -19,13 +19,13 @@ from temporalio.client import Client
 
 from mcp_server import __version__
 from mcp_server.http.auth import RESOURCE_METADATA_PATH, build_authenticator
-from mcp_server.http.origin import LOOPBACK_NAMES, OriginPolicy, is_loopback
 from mcp_server.http.middleware import (
     AuthenticationMiddleware,
     BodyLimitMiddleware,
     HostOriginMiddleware,
     RequestIdMiddleware,
 )
+from mcp_server.http.origin import LOOPBACK_NAMES, OriginPolicy, is_loopback
 from mcp_server.http.sessions import SessionCodec
 from mcp_server.http.transport import SESSION_HEADER, McpEndpoint, error_response
 from mcp_server.protocol.context import Services

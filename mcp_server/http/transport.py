@@ -29,7 +29,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -65,7 +65,9 @@ KEEPALIVE_S = 15.0
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
-def error_response(error: McpError, request_id: RequestId, *, status: int | None = None) -> Response:
+def error_response(
+    error: McpError, request_id: RequestId, *, status: int | None = None
+) -> Response:
     body: dict[str, Any] = {"jsonrpc": "2.0", "error": error.to_error_object()}
     if request_id is not None:  # MCP's schema allows an absent id, never a null one
         body["id"] = request_id
@@ -161,8 +163,8 @@ class McpEndpoint:
             return error_response(error, request_id, status=200 if legacy else None)
         except Exception:
             log.exception("unhandled error in %s", request.url.path)
-            error = McpError(INTERNAL_ERROR, "Internal error")
-            return error_response(error, request_id, status=200 if legacy else None)
+            internal = McpError(INTERNAL_ERROR, "Internal error")
+            return error_response(internal, request_id, status=200 if legacy else None)
 
     def _is_legacy(self, exchange: Exchange) -> bool:
         if _is_modern(exchange.message):
@@ -242,7 +244,8 @@ class McpEndpoint:
             return Response(status_code=202)  # notifications/initialized, cancelled, ...
         entry = dispatch.lookup(method, "legacy")
         params = _params(exchange.message)
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        meta = params.get("_meta")
+        progress_token = meta.get("progressToken") if isinstance(meta, dict) else None
         ctx = RequestContext(
             request_id=exchange.request_id,
             method=method,
@@ -250,7 +253,7 @@ class McpEndpoint:
             principal=exchange.principal,
             headers=exchange.request.headers,
             version=session.version,
-            progress_token=meta.get("progressToken"),
+            progress_token=progress_token,
         )
         return await self._run(exchange, entry, ctx, params, stamp=False)
 
@@ -260,9 +263,7 @@ class McpEndpoint:
         params = _params(exchange.message)
         parsed = parse_params(InitializeParams, params)
         version = negotiate(parsed.protocol_version)
-        session_id = self.sessions.mint(
-            Session(version, parsed.capabilities, exchange.principal)
-        )
+        session_id = self.sessions.mint(Session(version, parsed.capabilities, exchange.principal))
         ctx = RequestContext(
             request_id=exchange.request_id,
             method="initialize",
@@ -271,7 +272,9 @@ class McpEndpoint:
             headers=exchange.request.headers,
             version=version,
         )
-        result = await dispatch.call(dispatch.lookup("initialize", "legacy"), ctx, self.services, params)
+        result = await dispatch.call(
+            dispatch.lookup("initialize", "legacy"), ctx, self.services, params
+        )
         body = {"jsonrpc": "2.0", "id": exchange.request_id, "result": to_wire(result)}
         return JSONResponse(body, headers={SESSION_HEADER: session_id})
 
@@ -304,7 +307,10 @@ class McpEndpoint:
     def _wrap(self, result: BaseModel, request_id: RequestId, *, stamp: bool) -> dict[str, Any]:
         body = to_wire(result)
         if stamp:
-            body["_meta"] = {**(body.get("_meta") or {}), META_SERVER_INFO: self.services.server_info}
+            body["_meta"] = {
+                **(body.get("_meta") or {}),
+                META_SERVER_INFO: self.services.server_info,
+            }
         return {"jsonrpc": "2.0", "id": request_id, "result": body}
 
     async def _run(
@@ -330,8 +336,6 @@ class McpEndpoint:
 
         async def send(message: dict[str, Any]) -> None:
             await queue.put(message)
-
-        from dataclasses import replace
 
         streaming_ctx = replace(ctx, send=send, streaming=True)
         job = asyncio.create_task(dispatch.call(entry, streaming_ctx, self.services, params))

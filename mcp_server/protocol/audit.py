@@ -21,7 +21,11 @@ from mcp_server.protocol.models import CreateTaskResult
 from mcp_server.protocol.wire import iso_now
 
 log = logging.getLogger("mcp_server.protocol.audit")
-_EVENTS = {"tools/call": "task.create", "tasks/update": "task.update", "tasks/cancel": "task.cancel"}
+_EVENTS = {
+    "tools/call": "task.create",
+    "tasks/update": "task.update",
+    "tasks/cancel": "task.cancel",
+}
 
 
 def applies(method: str, services: Services, params: Any) -> bool:

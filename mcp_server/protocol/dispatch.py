@@ -111,8 +111,7 @@ TABLE: dict[str, Method] = {
     ]
 }
 # The 2025-11-25 era's own tasks methods share names with the extension's: its table wins there.
-LEGACY__LEGACY_PLAIN, _LEGACY_TASKS = legacy.methods()
-TABLE: dict[str, Method] = {**TABLE, **{m.name: m for m in _LEGACY_TASKS}}
+LEGACY_TABLE: dict[str, Method] = {**TABLE, **{m.name: m for m in _LEGACY_TASKS}}
 
 
 def lookup(method: str, era: Era) -> Method:

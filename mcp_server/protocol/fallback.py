@@ -63,7 +63,10 @@ def progress_reporter(ctx: RequestContext) -> ProgressReporter:
         )
         notification = core.ProgressNotification(params=params)
         await ctx.send(
-            {"jsonrpc": "2.0", **notification.model_dump(mode="json", by_alias=True, exclude_none=True)}
+            {
+                "jsonrpc": "2.0",
+                **notification.model_dump(mode="json", by_alias=True, exclude_none=True),
+            }
         )
 
     return report
@@ -73,7 +76,8 @@ def follow_up_result(tool: str, snapshot: TaskSnapshot) -> core.CallToolResult:
     task_id = snapshot.task_id
     waiting = " It is waiting for an answer." if snapshot.status == "input_required" else ""
     text = (
-        f"`{tool}` is still running as task {task_id} ({snapshot.status_message or snapshot.status})."
+        f"`{tool}` is still running as task {task_id} "
+        f"({snapshot.status_message or snapshot.status})."
         f"{waiting} It keeps running on the server and nothing is lost. Later, call "
         f'`task_status` with {{"taskId": "{task_id}"}} to read its progress or result, '
         "`task_respond` to answer its question, or `task_cancel` to stop it."
@@ -107,7 +111,10 @@ async def _ask(ctx: RequestContext, snapshot: TaskSnapshot, asked: set[str]) -> 
             continue
         asked.add(key)
         params = dict(request.get("params") or {})
-        params["_meta"] = {**(params.get("_meta") or {}), RELATED_TASK: {"taskId": snapshot.task_id}}
+        params["_meta"] = {
+            **(params.get("_meta") or {}),
+            RELATED_TASK: {"taskId": snapshot.task_id},
+        }
         await ctx.send(
             {
                 "jsonrpc": "2.0",

@@ -29,9 +29,7 @@ from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tools.registry import Tool, ToolCall
 
 _TASK_ID = {"type": "string", "minLength": 1, "description": "The taskId the tool call named"}
-NOT_FOUND = (
-    "No such task: it never existed, has passed its retention, or belongs to someone else."
-)
+NOT_FOUND = "No such task: it never existed, has passed its retention, or belongs to someone else."
 
 
 async def _served_by_the_protocol_layer(call: ToolCall) -> dict[str, Any]:

@@ -58,11 +58,13 @@ def negotiate(requested: str) -> str:
 def server_capabilities() -> core.ServerCapabilities:
     return core.ServerCapabilities(
         tools=core.ToolsCapability(list_changed=True),
-        logging={},
+        logging=core.LoggingCapability(),
         tasks=core.ServerTasksCapability(
-            list={},
-            cancel={},
-            requests=core.ServerTasksRequestsCapability(tools={"call": {}}),
+            list=core.TasksListCapability(),
+            cancel=core.TasksCancelCapability(),
+            requests=core.ServerTasksRequestsCapability(
+                tools=core.TasksToolsCapability(call=core.TasksCallCapability())
+            ),
         ),
         extensions={TASKS_EXTENSION: {}},
     )
@@ -112,7 +114,9 @@ async def cancel_task(ctx: RequestContext, services: Services, params: TaskIdPar
     snapshot = await require_task(services.store, params.task_id, ctx.principal, services.clock)
     await tasks.cancel(ctx, services, params.task_id)
     if snapshot.status in ("completed", "failed"):
-        raise invalid_params(f"Cannot cancel task {params.task_id}: it is already {snapshot.status}")
+        raise invalid_params(
+            f"Cannot cancel task {params.task_id}: it is already {snapshot.status}"
+        )
     if snapshot.status != "cancelled":
         snapshot = replace(snapshot, status="cancelled", status_message="Cancellation requested")
     return cancel_task_result(snapshot)
@@ -140,4 +144,3 @@ def methods() -> tuple[list[Method], list[Method]]:
         ),
     ]
     return plain, task_methods
-

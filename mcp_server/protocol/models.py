@@ -28,11 +28,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from mcp_server.protocol.errors import McpError, invalid_params
-from mcp_server.protocol.wire import (
-    META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO,
-    META_PROTOCOL_VERSION,
-)
+from mcp_server.protocol.wire import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from workflows.task_state import TaskStatus
 
 M = TypeVar("M", bound=BaseModel)
@@ -75,9 +71,11 @@ class RequestMeta(BaseModel):
     """`params._meta` of a 2026-07-28 request: version and capabilities are required."""
 
     model_config = ConfigDict(populate_by_name=True, extra="allow")
-    protocol_version: str = Field(alias=META_PROTOCOL_VERSION)
-    client_capabilities: core.ClientCapabilities = Field(alias=META_CLIENT_CAPABILITIES)
-    client_info: JsonObject | None = Field(default=None, alias=META_CLIENT_INFO)
+    protocol_version: str = Field(alias="io.modelcontextprotocol/protocolVersion")
+    client_capabilities: core.ClientCapabilities = Field(
+        alias="io.modelcontextprotocol/clientCapabilities"
+    )
+    client_info: JsonObject | None = Field(default=None, alias="io.modelcontextprotocol/clientInfo")
     progress_token: str | int | None = Field(default=None, alias="progressToken")
 
 

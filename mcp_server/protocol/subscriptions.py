@@ -18,7 +18,6 @@ Rules implemented:
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -29,9 +28,9 @@ from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import McpError, invalid_params
 from mcp_server.protocol.models import ListenParams, to_wire
 from mcp_server.protocol.task_views import detailed_task
+from mcp_server.protocol.wire import META_SERVER_INFO, TASKS_CAPABILITY
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.errors import TaskError
-from mcp_server.protocol.wire import META_SERVER_INFO, TASKS_CAPABILITY
 from workflows.task_state import TERMINAL_STATUSES
 
 LISTEN_METHOD = "subscriptions/listen"

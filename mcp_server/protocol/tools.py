@@ -21,6 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
+from mcp_server.http.headers import check_param_headers, header_params
 from mcp_server.protocol import capabilities, fallback, followup, legacy_views
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import invalid_params, missing_capability
@@ -28,10 +31,8 @@ from mcp_server.protocol.models import InputRequiredResult, ToolCallParams, chec
 from mcp_server.protocol.request_state import PendingRound, canonical_digest
 from mcp_server.protocol.task_views import create_task_result, tool_result
 from mcp_server.protocol.wire import TASKS_CAPABILITY, iso_now
-from mcp_server.http.headers import check_param_headers, header_params
 from mcp_server.tasks.store import new_task_id
 from mcp_server.tools.registry import Tool, ToolCall
-from pydantic import BaseModel
 from workflows.task_state import TaskInput
 
 

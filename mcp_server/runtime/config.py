@@ -86,6 +86,9 @@ class Settings(BaseModel):
     max_input_responses: NonNegative = 32
     max_input_response_bytes: Positive = 256 * 1024
     max_open_tasks_per_principal: NonNegative = 1000  # 0: no quota
+    # How long a host without task support waits on a task tool before the call returns a
+    # result naming the task and the follow-up tools (well under usual host time-outs).
+    sync_wait_s: float = Field(default=45.0, gt=0, le=600)
     # tasks/get may run this many times faster than the task's pollIntervalMs, after a burst.
     poll_rate_factor: Positive = 4
     poll_burst: Positive = 20

@@ -10,16 +10,22 @@ Mapping (README "How a task maps onto Temporal"):
   no worker is alive.
 - submit_input: a signal (durable with no worker alive, survives server restarts).
 - cancel: a Temporal cancellation request (durable, a history event).
+
+Rules implemented:
+- `get(task_id, owner)` compares the owner before anything else is read: someone else's task
+  costs one `describe()`, as a missing one does. Evening out the time of every "not found",
+  and the TTL, are task access's business (access.py), the same for any store.
+- Errors are the task layer's own (errors.py): Temporal unreachable or too slow is
+  `BackendUnavailable`, any other refusal `BackendRefused`; never a JSON-RPC error.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import secrets
-import time
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -43,24 +49,24 @@ from temporalio.common import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_server.protocol.errors import (
-    INTERNAL_ERROR,
-    McpError,
-    invalid_params,
-    temporal_unavailable,
+from mcp_server.tasks.errors import (
+    ArgumentsTooLarge,
+    BackendRefused,
+    BackendUnavailable,
+    SyncTimeout,
+    TaskError,
+    TaskFailed,
 )
-from mcp_server.protocol.wire import iso_now
 from mcp_server.tasks.snapshots import (
     TaskSnapshot,
     failure_of,
-    snapshot_from_memo,
+    snapshot_of,
     with_activity_progress,
 )
 from mcp_server.tasks.ttl import ttl_after_close
 from workflows.task_state import (
     CANCEL_REQUESTED_SIGNAL,
     MEMO_KEY,
-    MEMO_VERSION,
     SEARCH_ATTRIBUTE_OWNER,
     SEARCH_ATTRIBUTE_STATUS,
     SEARCH_ATTRIBUTE_TOOL,
@@ -68,23 +74,27 @@ from workflows.task_state import (
     AuditStamp,
     SubmitInput,
     TaskInput,
-    initial_memo,
+    TaskState,
+    TaskStatus,
+    iso_timestamp,
 )
 
 INITIAL_STATUS_MESSAGE = "Queued"
 RPC_TIMEOUT = timedelta(seconds=5)
 _HISTORY_PAGES_SCANNED = 4
 _TERMINAL_CACHE_SIZE = 4096
-# Every "not found" (missing task or someone else's) is answered no sooner than this after the
-# lookup began: both wait for the same deadline, so their times cannot tell them apart.
-_NOT_FOUND_FLOOR_S = 0.005
 _UNAVAILABLE = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED}
 
 
 class TaskStore(Protocol):
+    """Where tasks live. Every method raises only `TaskError`s (errors.py)."""
+
     async def create(self, task: TaskInput, workflow: str) -> TaskSnapshot: ...
     async def get(self, task_id: str, owner: str | None = None) -> TaskSnapshot | None: ...
     async def count_open(self, owner: str) -> int: ...
+    async def list_owned(
+        self, owner: str, page_size: int, cursor: str | None
+    ) -> tuple[list[TaskSnapshot], str | None]: ...
     async def submit_input(self, task_id: str, update: SubmitInput) -> None: ...
     async def cancel(self, task_id: str, stamp: AuditStamp) -> None: ...
     async def run_sync(
@@ -93,15 +103,25 @@ class TaskStore(Protocol):
     async def health(self) -> dict[str, Any]: ...
 
 
+# How a closed execution the memo does not say the end of reads in tasks/list.
+_CLOSED_STATUS: dict[WorkflowExecutionStatus, TaskStatus] = {
+    WorkflowExecutionStatus.COMPLETED: "completed",
+    WorkflowExecutionStatus.CANCELED: "cancelled",
+    WorkflowExecutionStatus.FAILED: "failed",
+    WorkflowExecutionStatus.TERMINATED: "failed",
+    WorkflowExecutionStatus.TIMED_OUT: "failed",
+}
+
+
 def new_task_id() -> str:
     """128 random bits; the prefix lets operators tell MCP tasks apart in Temporal's UI."""
     return f"mcp-task-{secrets.token_hex(16)}"
 
 
-def _translate(err: RPCError, what: str) -> McpError:
+def _translate(err: RPCError, action: str) -> TaskError:
     if err.status in _UNAVAILABLE:
-        return temporal_unavailable(f"{what}: {err.message}")
-    return McpError(INTERNAL_ERROR, f"Temporal refused to {what}: {err.message}")
+        return BackendUnavailable("Temporal", f"{action}: {err.message}")
+    return BackendRefused("Temporal", action, err.message)
 
 
 class TemporalTaskStore:
@@ -113,16 +133,13 @@ class TemporalTaskStore:
     ) -> None:
         self._client = client
         self._clock = clock
-        self._found_s = 0.002  # how long reading an existing task takes, learnt as we go
-        # Threads that only sleep (see _not_found_after); kept apart from the default executor.
-        self._pauses = ThreadPoolExecutor(max_workers=8, thread_name_prefix="mcp-not-found")
         self._task_queue = task_queue
         self._terminal: OrderedDict[str, TaskSnapshot] = OrderedDict()
 
     # ----- create ------------------------------------------------------------------------
 
     async def _start(self, task: TaskInput, workflow: str) -> WorkflowHandle[Any, Any]:
-        memo = initial_memo(task, INITIAL_STATUS_MESSAGE)
+        memo = TaskState.initial(task, INITIAL_STATUS_MESSAGE).to_memo()
         attributes = TypedSearchAttributes(
             [
                 SearchAttributePair(
@@ -153,14 +170,12 @@ class TemporalTaskStore:
             )
         except RPCError as err:
             if err.status == RPCStatusCode.INVALID_ARGUMENT and "size" in err.message.lower():
-                raise invalid_params(
-                    f"The tool arguments are too large to store: {err.message}"
-                ) from err
+                raise ArgumentsTooLarge(err.message) from err
             raise _translate(err, "start the task") from err
 
     async def create(self, task: TaskInput, workflow: str) -> TaskSnapshot:
         await self._start(task, workflow)
-        return snapshot_from_memo(initial_memo(task, INITIAL_STATUS_MESSAGE))
+        return snapshot_of(TaskState.initial(task, INITIAL_STATUS_MESSAGE))
 
     async def run_sync(self, task: TaskInput, workflow: str, timeout_s: float) -> dict[str, Any]:
         """Run a task tool's workflow and wait for it: a tools/call without the extension."""
@@ -170,16 +185,12 @@ class TemporalTaskStore:
             return result
         except WorkflowFailureError as err:
             error, _ = failure_of(err)
-            raise McpError(error["code"], error["message"], error.get("data")) from err
+            raise TaskFailed(error["code"], error["message"], error.get("data")) from err
         except (TimeoutError, asyncio.CancelledError) as err:
             await self._terminate_quietly(handle, "the synchronous caller stopped waiting")
             if isinstance(err, asyncio.CancelledError):
                 raise
-            raise McpError(
-                INTERNAL_ERROR,
-                f"Tool {task.tool!r} did not finish within {timeout_s:g} s; call it with the "
-                "tasks extension declared to run it as a durable task",
-            ) from err
+            raise SyncTimeout(task.tool, timeout_s) from err
 
     async def _terminate_quietly(self, handle: WorkflowHandle[Any, Any], reason: str) -> None:
         try:
@@ -198,54 +209,35 @@ class TemporalTaskStore:
             raise _translate(err, "read the task") from err
 
     async def get(self, task_id: str, owner: str | None = None) -> TaskSnapshot | None:
-        """The task, or None when it does not exist or (given `owner`) is someone else's.
-
-        Both answers take the same time: each costs one `describe()` (the owner is compared
-        before anything else is read) and then waits for the same deadline.
-        """
+        """The task, or None when it does not exist, is not an MCP task, or (given `owner`) is
+        someone else's."""
         cached = self._terminal.get(task_id)
         if cached is not None and (owner is None or cached.owner == owner):
             return cached  # anyone else takes the same describe() as for a missing task
-        started = time.perf_counter()
         description = await self._describe(task_id)
-        memo = None if description is None else await description.memo_value(MEMO_KEY, None)
-        if description is None or not isinstance(memo, dict) or memo.get("v") != MEMO_VERSION:
-            # Missing, or a workflow of the namespace that is not an MCP task.
-            await self._not_found_after(started)
+        if description is None:
             return None
-        self._found_s += (time.perf_counter() - started - self._found_s) / 16  # moving average
-        if owner is not None and memo.get("owner") != owner:
-            await self._not_found_after(started)
-            return None
+        state = TaskState.from_memo(await description.memo_value(MEMO_KEY, None))
+        if state is None or (owner is not None and state.owner != owner):
+            return None  # not an MCP task (another workflow of the namespace), or not theirs
         if description.status == WorkflowExecutionStatus.RUNNING:
-            return await self._running(task_id, description, memo)
-        snapshot = await self._closed(task_id, description, memo)
+            return await self._running(task_id, description, state)
+        snapshot = await self._closed(task_id, description, state)
         self._terminal[task_id] = snapshot
         if len(self._terminal) > _TERMINAL_CACHE_SIZE:
             self._terminal.popitem(last=False)
         return snapshot
 
-    async def _not_found_after(self, started: float) -> None:
-        """Temporal answers NOT_FOUND faster than it describes a task (about 0.7 ms here), so
-        the time of a "not found" would tell a missing task from someone else's. Both wait for
-        the same deadline instead: a fixed floor, or twice a usual read if that is longer.
-        The wait is a thread's sleep: asyncio rounds its timers up to whole milliseconds from
-        the moment they are set, which would keep each path's sub-millisecond phase."""
-        deadline = started + max(_NOT_FOUND_FLOOR_S, 2 * self._found_s)
-        remaining = deadline - time.perf_counter()
-        if remaining > 0:
-            await asyncio.get_running_loop().run_in_executor(self._pauses, time.sleep, remaining)
-
     async def _running(
-        self, task_id: str, description: WorkflowExecutionDescription, memo: dict[str, Any]
+        self, task_id: str, description: WorkflowExecutionDescription, state: TaskState
     ) -> TaskSnapshot:
         answered, cancel_requested, newest_event = await self._unprocessed(task_id)
         if newest_event > description.history_length:
             # The workflow moved on between the two reads: take the fresher memo.
             fresher = await self._describe(task_id)
             if fresher is not None and fresher.status == WorkflowExecutionStatus.RUNNING:
-                memo = await fresher.memo_value(MEMO_KEY, memo)
-        snapshot = snapshot_from_memo(memo)
+                state = TaskState.from_memo(await fresher.memo_value(MEMO_KEY, None)) or state
+        snapshot = snapshot_of(state)
         pending = {k: v for k, v in snapshot.input_requests.items() if k not in answered}
         status, message = snapshot.status, snapshot.status_message
         if status == "input_required" and not pending:
@@ -305,11 +297,13 @@ class TemporalTaskStore:
         return answered, cancel_requested, newest
 
     async def _closed(
-        self, task_id: str, description: WorkflowExecutionDescription, memo: dict[str, Any]
+        self, task_id: str, description: WorkflowExecutionDescription, state: TaskState
     ) -> TaskSnapshot:
-        base = snapshot_from_memo(memo)
+        base = snapshot_of(state)
         closed_at = (
-            iso_now(description.close_time) if description.close_time else base.last_updated_at
+            iso_timestamp(description.close_time)
+            if description.close_time
+            else base.last_updated_at
         )
         base = replace(
             base,
@@ -321,7 +315,7 @@ class TemporalTaskStore:
         if status == WorkflowExecutionStatus.CANCELED:
             # The workflow's last word (e.g. how much was done), or plainly "Cancelled" when it
             # never got to say it (a cancellation of a task no worker ever picked up).
-            said = memo.get("status") == "cancelled" and base.status_message
+            said = state.status == "cancelled" and base.status_message
             return replace(base, status="cancelled", status_message=said or "Cancelled")
         handle = self._client.get_workflow_handle(task_id, run_id=description.run_id)
         try:
@@ -350,6 +344,37 @@ class TemporalTaskStore:
             return (await self._client.count_workflows(query, rpc_timeout=RPC_TIMEOUT)).count
         except RPCError as err:
             raise _translate(err, "count open tasks") from err
+
+    async def list_owned(
+        self, owner: str, page_size: int, cursor: str | None
+    ) -> tuple[list[TaskSnapshot], str | None]:
+        """One page of `owner`'s tasks, newest first, from the visibility store (the memo,
+        no history read). `cursor` is the opaque token of the previous page; a malformed one
+        is a ValueError."""
+        token = base64.urlsafe_b64decode(cursor.encode("ascii")) if cursor else None
+        query = f'{SEARCH_ATTRIBUTE_OWNER}="{owner}"'
+        pages = self._client.list_workflows(
+            query, page_size=page_size, next_page_token=token, rpc_timeout=RPC_TIMEOUT
+        )
+        try:
+            await pages.fetch_next_page()
+        except RPCError as err:
+            if err.status == RPCStatusCode.INVALID_ARGUMENT:
+                raise ValueError(err.message) from err
+            raise _translate(err, "list tasks") from err
+        snapshots: list[TaskSnapshot] = []
+        for execution in pages.current_page or []:
+            state = TaskState.from_memo(await execution.memo_value(MEMO_KEY, None))
+            if state is None or state.owner != owner:
+                continue
+            snapshot = snapshot_of(state)
+            closed = _CLOSED_STATUS.get(execution.status) if execution.status else None
+            if closed is not None and snapshot.status not in ("completed", "cancelled"):
+                snapshot = replace(snapshot, status=closed, input_requests={})
+            snapshots.append(snapshot)
+        next_token = pages.next_page_token
+        next_cursor = base64.urlsafe_b64encode(next_token).decode("ascii") if next_token else None
+        return snapshots, next_cursor
 
     async def cancel(self, task_id: str, stamp: AuditStamp) -> None:
         handle = self._client.get_workflow_handle(task_id)
