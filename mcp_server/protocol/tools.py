@@ -7,8 +7,9 @@ Rules implemented:
 - A capability the tool needs (e.g. elicitation for a task that asks) is checked before anything
   runs: -32021.
 - MRTR: input a tool needs before it runs is asked with an InputRequiredResult whose
-  `requestState` is HMAC-protected, expires, and binds tool, arguments and principal. MRTR rounds
-  finish before a task is created; `requestState` never reaches a CreateTaskResult.
+  `requestState` is HMAC-protected, expires, and binds tool, arguments and principal; a later
+  round may depend on earlier answers (mrtr.py). MRTR rounds finish before a task is created;
+  `requestState` never reaches a CreateTaskResult.
 - A legacy `params.task` is ignored: only the per-request capability decides.
 - CreateTaskResult is returned only when this request declared the extension.
 """
@@ -18,10 +19,9 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_server.http.headers import check_param_headers, header_params
-from mcp_server.protocol import capabilities
+from mcp_server.protocol import capabilities, mrtr
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import invalid_params, missing_capability
-from mcp_server.protocol.request_state import PendingRound, canonical_digest
 from mcp_server.protocol.task_views import create_task_result
 from mcp_server.protocol.wire import TASKS_CAPABILITY, declares_tasks, iso_now
 from mcp_server.tasks.store import new_task_id
@@ -48,44 +48,16 @@ def _prelude_answers(
     ctx: RequestContext, services: Services, tool: Tool, arguments: dict[str, Any]
 ) -> dict[str, Any] | dict[str, dict[str, Any]]:
     """Answers to every input the tool needs up front, or an InputRequiredResult to send."""
-    requests = tool.prelude(arguments) if tool.prelude else {}
-    if not requests:
-        return {}
-    for request in requests.values():
-        capabilities.require(
-            ctx.capabilities,
-            capabilities.required_for_input(request),
-            f"tool {tool.name!r} needs to ask the client for input",
-        )
-    digest = canonical_digest(arguments)
-    answers: dict[str, Any] = {}
-    state = ctx.params.get("requestState")
-    if state is not None:
-        pending = services.request_state.decode(state)
-        if (pending.tool, pending.arguments_digest, pending.principal) != (
-            tool.name,
-            digest,
-            ctx.principal,
-        ):
-            raise invalid_params("requestState belongs to a different call; call the tool again")
-        answers.update({k: v for k, v in pending.answers.items() if k in requests})
-    responses = ctx.params.get("inputResponses")
-    if responses is not None and not isinstance(responses, dict):
-        raise invalid_params("params.inputResponses must be an object")
-    if responses:
-        services.limits.check_input_responses(responses)
-    for key, response in (responses or {}).items():
-        if key not in requests:
-            continue  # unknown keys are ignored
-        error = capabilities.check_input_response(key, requests[key], response)
-        if error is not None:
-            raise error
-        answers[key] = response
-    missing = {key: request for key, request in requests.items() if key not in answers}
-    if not missing:
-        return answers
-    token = services.request_state.encode(PendingRound(tool.name, digest, ctx.principal, answers))
-    return {"resultType": "input_required", "inputRequests": missing, "requestState": token}
+    call = mrtr.Round(
+        tool,
+        arguments,
+        ctx.capabilities,
+        ctx.principal,
+        request_state=ctx.params.get("requestState"),
+        input_responses=ctx.params.get("inputResponses"),
+    )
+    outcome = mrtr.gather(call, services.request_state, services.limits)
+    return outcome.answers if isinstance(outcome, mrtr.Gathered) else outcome.wire()
 
 
 async def call_tool(ctx: RequestContext, services: Services) -> dict[str, Any]:

@@ -1,5 +1,7 @@
-"""The fixture tools the official conformance suite calls (shared/spec/conformance.md), plus the
-diagnostic tools of its `server-stateless` and `http-custom-header-server-validation` scenarios.
+"""The fixture tools the official conformance suite calls (shared/spec/conformance.md): those of
+the tasks scenarios, the diagnostic tools of `server-stateless` and
+`http-custom-header-server-validation`, and (conformance_mrtr.py) those of
+`input-required-result-*`.
 
 The first tool listed accepts `{}` and runs synchronously: the header-validation scenario calls
 `tools[0]` with empty arguments and expects a result.
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp_server.tools import conformance_mrtr
 from mcp_server.tools.registry import SyncHandler, Tool, ToolCall, ToolRegistry
 from workflows import conformance
 from workflows.results import text_result
@@ -206,3 +209,4 @@ def register(registry: ToolRegistry) -> None:
             handler=_header_param,
         )
     )
+    conformance_mrtr.register(registry)
