@@ -2,8 +2,11 @@
 `mcp-tasks dev --toolset conformance`, one test per scenario.
 
 Every check must be SUCCESS. The only other statuses accepted are listed below by check id, with
-the reason; a check that newly turns SKIPPED, WARNING or FAILURE fails the test. Node 22 and the
-suite are installed into `.conformance/` by `make conformance-deps` (part of `make test`).
+the status and the reason; a check that newly turns SKIPPED, INFO, WARNING or FAILURE fails the
+test. Accepted non-SUCCESS checks are only those the suite itself skips or reports as
+informational, and those of the prompts and resources families, which this server does not
+offer. Node 22 and the suite are installed into `.conformance/` by `make conformance-deps` (part
+of `make test`).
 """
 
 from __future__ import annotations
@@ -47,16 +50,93 @@ CORE_SCENARIOS = [
     "http-header-validation",
     "dns-rebinding-protection",
     "http-custom-header-server-validation",
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-error",
+    "json-schema-2020-12",
+    "server-sse-multiple-streams",
+    "caching",
+    "input-required-result-basic-elicitation",
+    "input-required-result-basic-sampling",
+    "input-required-result-basic-list-roots",
+    "input-required-result-request-state",
+    "input-required-result-multiple-input-requests",
+    "input-required-result-multi-round",
+    "input-required-result-missing-input-response",
+    "input-required-result-non-tool-request",
+    "input-required-result-result-type",
+    "input-required-result-unsupported-methods",
+    "input-required-result-tampered-state",
+    "input-required-result-capability-check",
+    "input-required-result-ignore-extra-params",
+    "input-required-result-validate-input",
 ]
-ALLOWED: dict[str, dict[str, str]] = {
+_NO_PROMPTS = "this server offers no prompts (the prompts family does not apply)"
+_NO_RESOURCES = "this server offers no resources (the resources family does not apply)"
+# scenario -> check id -> (the status accepted instead of SUCCESS, why). A FAILURE listed here
+# is also handed to the suite as an expected failure, so it exits 0; if it ever passes, the
+# suite calls the entry stale and the test fails until it is removed.
+ALLOWED: dict[str, dict[str, tuple[str, str]]] = {
     "tasks-status-notifications": {
-        "tasks-status-notifications": "the suite itself always skips it (pending a rewrite)",
+        "tasks-status-notifications": (
+            "SKIPPED",
+            "the suite itself always skips it (pending a rewrite)",
+        ),
     },
     "server-stateless": {
-        "sep-2575-server-sends-prompts-list-changed-on-subscription": "this server offers no "
-        "prompts, so it declares no prompts.listChanged and the suite skips the check",
+        "sep-2575-server-sends-prompts-list-changed-on-subscription": (
+            "SKIPPED",
+            f"{_NO_PROMPTS}, so it declares no prompts.listChanged and the suite skips the check",
+        ),
+    },
+    "server-sse-multiple-streams": {
+        "server-sse-streams-functional": (
+            "INFO",
+            "tools/list is answered with JSON, which the suite reports as INFO (SSE optional)",
+        ),
+    },
+    "caching": {
+        "sep-2549-prompts-list-caching-hints": (
+            "FAILURE",
+            f"prompts/list is -32601: {_NO_PROMPTS}",
+        ),
+        "sep-2549-resources-list-caching-hints": (
+            "FAILURE",
+            f"resources/list is -32601: {_NO_RESOURCES}",
+        ),
+        "sep-2549-resources-templates-list-caching-hints": (
+            "FAILURE",
+            f"resources/templates/list is -32601: {_NO_RESOURCES}",
+        ),
+        "sep-2549-resources-read-caching-hints": (
+            "SKIPPED",
+            f"the suite skips resources/read when resources/list lists nothing: {_NO_RESOURCES}",
+        ),
+    },
+    "input-required-result-non-tool-request": {
+        "sep-2322-non-tool-incomplete": (
+            "FAILURE",
+            f"it asks prompts/get for test_input_required_result_prompt: {_NO_PROMPTS}",
+        ),
     },
 }
+
+
+def _expected_failures(out: Path) -> Path:
+    """The suite's baseline file: every FAILURE accepted in ALLOWED, as scenario:check-id."""
+    entries = [
+        f"  - {scenario}:{check}"
+        for scenario, checks in ALLOWED.items()
+        for check, (status, _) in checks.items()
+        if status == "FAILURE"
+    ]
+    baseline = out / "expected-failures.yml"
+    baseline.write_text("server:\n" + "\n".join(entries) + "\n")
+    return baseline
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +155,8 @@ async def server_url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
 
 async def run_scenario(url: str, scenario: str, out: Path) -> tuple[int, list[dict[str, str]], str]:
     args = [str(NODE), str(SUITE), "server", "--url", url, "--scenario", scenario, "-o", str(out)]
+    if any(status == "FAILURE" for status, _ in ALLOWED.get(scenario, {}).values()):
+        args += ["--expected-failures", str(_expected_failures(out))]
     if scenario in CORE_SCENARIOS:
         args += ["--spec-version", "2026-07-28"]
     env = {**os.environ, "PATH": f"{NODE.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -95,7 +177,7 @@ async def test_every_check_of_the_scenario_succeeds(
     unexpected = [
         f"{c['id']}: {c['status']} {c.get('errorMessage', '')}"
         for c in checks
-        if c["status"] != "SUCCESS" and not (c["status"] == "SKIPPED" and c["id"] in allowed)
+        if c["status"] != "SUCCESS" and allowed.get(c["id"], ("SUCCESS",))[0] != c["status"]
     ]
     assert checks, f"{scenario} reported no checks:\n{output[-2000:]}"
     assert not unexpected, "\n".join(unexpected)

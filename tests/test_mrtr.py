@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from mcp_server.protocol import errors
 from mcp_server.protocol.errors import McpError
 from mcp_server.protocol.request_state import PendingRound, RequestStateCodec
+from mcp_server.tools.registry import InputRequests, PreludeRound, Tool, ToolCall
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, McpClient
 
 ALICE = {"name": {"action": "accept", "content": {"name": "Alice"}}}
+EVERY_INPUT: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
 
 
 async def test_input_is_gathered_synchronously_then_the_task_is_created(mcp: McpClient) -> None:
@@ -90,3 +94,151 @@ def test_a_state_signed_with_another_key_is_rejected() -> None:
     token = RequestStateCodec(b"a" * 32).encode(PendingRound("t", "d", "p", {}))
     with pytest.raises(McpError):
         RequestStateCodec(b"b" * 32).decode(token)
+
+
+# Several rounds: what round 2 asks depends on round 1's answer (test_input_required_result_*).
+
+MULTI_ROUND = "test_input_required_result_multi_round"
+
+
+def _accept(**content: object) -> dict[str, object]:
+    return {"action": "accept", "content": content}
+
+
+async def test_round_two_asks_what_round_one_answered_and_round_three_completes(
+    mcp: McpClient,
+) -> None:
+    first = (await mcp.call_tool(MULTI_ROUND)).result
+    assert list(first["inputRequests"]) == ["step1"]
+    extra = {
+        "inputResponses": {"step1": _accept(name="Alice")},
+        "requestState": first["requestState"],
+    }
+    second = (await mcp.call_tool(MULTI_ROUND, extra=extra)).result
+    assert second["resultType"] == "input_required" and list(second["inputRequests"]) == ["step2"]
+    assert "Alice" in second["inputRequests"]["step2"]["params"]["message"]
+    assert second["requestState"] != first["requestState"]
+    extra = {
+        "inputResponses": {"step2": _accept(color="blue")},
+        "requestState": second["requestState"],
+    }
+    done = (await mcp.call_tool(MULTI_ROUND, extra=extra)).result
+    assert done["resultType"] == "complete"
+    assert done["content"][0]["text"] == "Alice's favorite color is blue"
+
+
+async def test_an_answer_to_a_question_not_yet_asked_is_ignored(mcp: McpClient) -> None:
+    first = (await mcp.call_tool(MULTI_ROUND)).result
+    extra = {
+        "inputResponses": {"step2": _accept(color="blue")},
+        "requestState": first["requestState"],
+    }
+    again = (await mcp.call_tool(MULTI_ROUND, extra=extra)).result
+    assert again["resultType"] == "input_required" and list(again["inputRequests"]) == ["step1"]
+
+
+async def test_an_invalid_answer_in_a_later_round_is_invalid_params(mcp: McpClient) -> None:
+    first = (await mcp.call_tool(MULTI_ROUND)).result
+    extra = {
+        "inputResponses": {"step1": _accept(name="Alice")},
+        "requestState": first["requestState"],
+    }
+    second = (await mcp.call_tool(MULTI_ROUND, extra=extra)).result
+    bad = {"inputResponses": {"step2": {"action": "maybe"}}, "requestState": second["requestState"]}
+    reply = await mcp.call_tool(MULTI_ROUND, extra=bad)
+    assert reply.error["code"] == errors.INVALID_PARAMS
+
+
+async def test_a_later_rounds_state_is_bound_to_its_tool(mcp: McpClient) -> None:
+    first = (await mcp.call_tool(MULTI_ROUND)).result
+    extra = {
+        "inputResponses": {"step1": _accept(name="Alice")},
+        "requestState": first["requestState"],
+    }
+    second = (await mcp.call_tool(MULTI_ROUND, extra=extra)).result
+    replay = {"inputResponses": ALICE, "requestState": second["requestState"]}
+    reply = await mcp.call_tool("test_tool_with_task", extra=replay)
+    assert reply.error["code"] == errors.INVALID_PARAMS
+
+
+async def test_a_round_asks_only_through_capabilities_this_request_declares(
+    mcp: McpClient,
+) -> None:
+    sampling_only = await mcp.call_tool(
+        "test_input_required_result_capabilities", capabilities={"sampling": {}}
+    )
+    methods = {r["method"] for r in sampling_only.result["inputRequests"].values()}
+    assert methods == {"sampling/createMessage"}
+    nothing = await mcp.call_tool("test_input_required_result_capabilities", capabilities={})
+    assert nothing.error["code"] == errors.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert nothing.error["data"]["requiredCapabilities"] == {"elicitation": {}}
+
+
+async def test_answers_to_every_request_of_one_round_complete_the_call(mcp: McpClient) -> None:
+    tool = "test_input_required_result_multiple_inputs"
+    first = (await mcp.call_tool(tool, capabilities=EVERY_INPUT)).result
+    assert set(first["inputRequests"]) == {"user_name", "greeting", "client_roots"}
+    answers = {
+        "user_name": _accept(name="Alice"),
+        "greeting": {"role": "assistant", "content": {"type": "text", "text": "Hi!"}, "model": "m"},
+        "client_roots": {"roots": [{"uri": "file:///work"}]},
+    }
+    extra = {"inputResponses": answers, "requestState": first["requestState"]}
+    done = (await mcp.call_tool(tool, extra=extra, capabilities=EVERY_INPUT)).result
+    assert done["content"][0]["text"] == "Received name Alice, greeting 'Hi!', roots file:///work"
+
+
+async def test_a_partial_answer_keeps_the_answered_part_and_asks_the_rest(mcp: McpClient) -> None:
+    tool = "test_input_required_result_multiple_inputs"
+    first = (await mcp.call_tool(tool, capabilities=EVERY_INPUT)).result
+    extra = {
+        "inputResponses": {"user_name": _accept(name="Bo")},
+        "requestState": first["requestState"],
+    }
+    second = (await mcp.call_tool(tool, extra=extra, capabilities=EVERY_INPUT)).result
+    assert set(second["inputRequests"]) == {"greeting", "client_roots"}
+    roots = {
+        "client_roots": {"roots": []},
+        "greeting": {"role": "assistant", "content": {"type": "text", "text": "Yo"}, "model": "m"},
+    }
+    extra = {"inputResponses": roots, "requestState": second["requestState"]}
+    done = (await mcp.call_tool(tool, extra=extra, capabilities=EVERY_INPUT)).result
+    assert "name Bo" in done["content"][0]["text"]
+
+
+async def test_a_number_as_an_answer_is_invalid_params(mcp: McpClient) -> None:
+    reply = await mcp.call_tool(
+        "test_input_required_result_elicitation", extra={"inputResponses": {"user_name": 12345}}
+    )
+    assert reply.error["code"] == errors.INVALID_PARAMS
+
+
+def test_a_prelude_that_sees_answers_gets_them_with_the_capabilities() -> None:
+    seen: list[PreludeRound] = []
+
+    def prelude(arguments: dict[str, Any], so_far: PreludeRound) -> InputRequests:
+        seen.append(so_far)
+        return {} if "a" in so_far.answers else {"a": {"method": "roots/list", "params": {}}}
+
+    tool = Tool("t", "d", {"type": "object"}, handler=_never, prelude=prelude)
+    assert list(tool.still_needed({}, PreludeRound({"roots": {}}, {}))) == ["a"]
+    assert tool.still_needed({}, PreludeRound({}, {"a": {"roots": []}})) == {}
+    assert seen[0].client_capabilities == {"roots": {}}
+
+
+def test_a_prelude_of_the_arguments_alone_is_not_asked_twice_for_an_answered_key() -> None:
+    both = {"a": {"method": "roots/list"}, "b": {"method": "roots/list"}}
+    tool = Tool("t", "d", {"type": "object"}, handler=_never, prelude=lambda arguments: both)
+    assert list(tool.still_needed({}, PreludeRound({}, {"a": {"roots": []}}))) == ["b"]
+
+
+def test_a_prelude_taking_three_arguments_is_refused_at_registration() -> None:
+    def prelude(a: object, b: object, c: object) -> InputRequests:
+        return {}
+
+    with pytest.raises(ValueError, match="prelude takes"):
+        Tool("t", "d", {"type": "object"}, handler=_never, prelude=prelude)  # type: ignore[arg-type]
+
+
+async def _never(call: ToolCall) -> dict[str, Any]:
+    raise AssertionError("not called")

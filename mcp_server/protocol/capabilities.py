@@ -22,11 +22,16 @@ _CAPABILITY_OF_INPUT = {
 }
 
 
-def _declared(capabilities: core.ClientCapabilities) -> dict[str, Any]:
+Declared = core.ClientCapabilities | dict[str, Any]
+
+
+def _declared(capabilities: Declared) -> dict[str, Any]:
+    if isinstance(capabilities, dict):
+        return capabilities
     return capabilities.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def missing(declared: core.ClientCapabilities, required: dict[str, Any]) -> dict[str, Any]:
+def missing(declared: Declared, required: dict[str, Any]) -> dict[str, Any]:
     """The part of `required` that `declared` does not cover ({} when all is there)."""
     have_all = _declared(declared)
     absent: dict[str, Any] = {}
@@ -47,7 +52,7 @@ def missing(declared: core.ClientCapabilities, required: dict[str, Any]) -> dict
     return absent
 
 
-def require(declared: core.ClientCapabilities, required: dict[str, Any], why: str) -> None:
+def require(declared: Declared, required: dict[str, Any], why: str) -> None:
     lacking = missing(declared, required)
     if lacking:
         raise missing_capability(lacking, why)

@@ -24,11 +24,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from mcp_server.http.headers import check_param_headers, header_params
-from mcp_server.protocol import capabilities, fallback, followup, legacy_views
+from mcp_server.protocol import capabilities, fallback, followup, legacy_views, mrtr
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import invalid_params, missing_capability
-from mcp_server.protocol.models import InputRequiredResult, ToolCallParams, check_input_response
-from mcp_server.protocol.request_state import PendingRound, canonical_digest
+from mcp_server.protocol.models import InputRequiredResult, ToolCallParams
 from mcp_server.protocol.task_views import create_task_result, tool_result
 from mcp_server.protocol.wire import TASKS_CAPABILITY, iso_now
 from mcp_server.tasks.store import new_task_id
@@ -50,43 +49,21 @@ def _prelude_answers(
     arguments: dict[str, Any],
     params: ToolCallParams,
 ) -> dict[str, Any] | InputRequiredResult:
-    """Answers to every input the tool needs up front, or an InputRequiredResult to send."""
-    requests = tool.prelude(arguments) if tool.prelude else {}
-    if not requests:
-        return {}
-    for request in requests.values():
-        capabilities.require(
-            ctx.capabilities,
-            capabilities.required_for_input(request),
-            f"tool {tool.name!r} needs to ask the client for input",
-        )
-    digest = canonical_digest(arguments)
-    answers: dict[str, Any] = {}
-    state = params.request_state
-    if state is not None:
-        pending = services.request_state.decode(state)
-        if (pending.tool, pending.arguments_digest, pending.principal) != (
-            tool.name,
-            digest,
-            ctx.principal,
-        ):
-            raise invalid_params("requestState belongs to a different call; call the tool again")
-        answers.update({k: v for k, v in pending.answers.items() if k in requests})
-    responses = params.input_responses
-    if responses:
-        services.limits.check_input_responses(responses)
-    for key, response in (responses or {}).items():
-        if key not in requests:
-            continue  # unknown keys are ignored
-        error = check_input_response(key, requests[key], response)
-        if error is not None:
-            raise error
-        answers[key] = response
-    missing = {key: request for key, request in requests.items() if key not in answers}
-    if not missing:
-        return answers
-    token = services.request_state.encode(PendingRound(tool.name, digest, ctx.principal, answers))
-    return InputRequiredResult(input_requests=missing, request_state=token)
+    """Answers to every input the tool needs up front, or the InputRequiredResult to send."""
+    call = mrtr.Round(
+        tool,
+        arguments,
+        ctx.capabilities_dict(),
+        ctx.principal,
+        request_state=params.request_state,
+        input_responses=params.input_responses,
+    )
+    outcome = mrtr.gather(call, services.request_state, services.limits)
+    if isinstance(outcome, mrtr.Gathered):
+        return outcome.answers
+    return InputRequiredResult(
+        input_requests=outcome.input_requests, request_state=outcome.request_state
+    )
 
 
 async def call_tool(ctx: RequestContext, services: Services, params: ToolCallParams) -> BaseModel:

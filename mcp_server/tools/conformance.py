@@ -1,5 +1,7 @@
-"""The fixture tools the official conformance suite calls (shared/spec/conformance.md), plus the
-diagnostic tools of its `server-stateless` and `http-custom-header-server-validation` scenarios.
+"""The fixture tools the official conformance suite calls (shared/spec/conformance.md): those of
+the tasks scenarios, the diagnostic tools of `server-stateless` and
+`http-custom-header-server-validation`, the content fixtures of `tools-call-*`, the schema of
+`json-schema-2020-12`, and (conformance_mrtr.py) those of `input-required-result-*`.
 
 The first tool listed accepts `{}` and runs synchronously: the header-validation scenario calls
 `tools[0]` with empty arguments and expects a result.
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp_server.tools import conformance_mrtr
 from mcp_server.tools.registry import SyncHandler, Tool, ToolCall, ToolRegistry
 from workflows import conformance
 from workflows.results import text_result
@@ -56,6 +59,82 @@ def _trigger_tool_change(registry: ToolRegistry) -> SyncHandler:
 
 async def _header_param(call: ToolCall) -> dict[str, Any]:
     return text_result(f"Region {call.arguments['region']} echoed from Mcp-Param-Region")
+
+
+# A 1x1 red PNG and eight samples of 8-bit mono silence as a WAV file.
+_RED_PIXEL_PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+)
+_SILENT_WAV = "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA=="
+_IMAGE = {"type": "image", "data": _RED_PIXEL_PNG, "mimeType": "image/png"}
+
+
+def _fixed(*content: dict[str, Any], is_error: bool = False) -> SyncHandler:
+    """A handler that always returns `content`."""
+
+    async def handler(call: ToolCall) -> dict[str, Any]:
+        return {"resultType": "complete", "content": list(content), "isError": is_error}
+
+    return handler
+
+
+def _embedded(uri: str, mime_type: str, text: str) -> dict[str, Any]:
+    return {"type": "resource", "resource": {"uri": uri, "mimeType": mime_type, "text": text}}
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+_CONTENT_FIXTURES = {
+    "test_simple_text": _fixed(_text("This is a simple text response for testing.")),
+    "test_image_content": _fixed(_IMAGE),
+    "test_audio_content": _fixed({"type": "audio", "data": _SILENT_WAV, "mimeType": "audio/wav"}),
+    "test_embedded_resource": _fixed(
+        _embedded("test://embedded-resource", "text/plain", "This is an embedded resource content.")
+    ),
+    "test_multiple_content_types": _fixed(
+        _text("Multiple content types test:"),
+        _IMAGE,
+        _embedded(
+            "test://mixed-content-resource", "application/json", '{"test":"data","value":123}'
+        ),
+    ),
+    "test_error_handling": _fixed(
+        _text("This tool intentionally returns an error for testing"), is_error=True
+    ),
+}
+
+# Keywords of JSON Schema 2020-12 that tools/list must pass through untouched: $schema, $defs,
+# $anchor, $ref, allOf/anyOf, if/then/else, additionalProperties.
+_JSON_SCHEMA_2020_12: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+
+async def _json_schema_tool(call: ToolCall) -> dict[str, Any]:
+    contact = call.arguments.get("phone") or call.arguments.get("email")
+    return text_result(f"Valid contact for {call.arguments.get('name', 'someone')}: {contact}")
 
 
 def _sampling_prelude(arguments: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -206,3 +285,16 @@ def register(registry: ToolRegistry) -> None:
             handler=_header_param,
         )
     )
+    for name, handler in _CONTENT_FIXTURES.items():
+        registry.add(
+            Tool(name, f"Conformance fixture of tools-call ({name}).", _EMPTY, handler=handler)
+        )
+    registry.add(
+        Tool(
+            "json_schema_2020_12_tool",
+            "Tool with JSON Schema 2020-12 features",
+            _JSON_SCHEMA_2020_12,
+            handler=_json_schema_tool,
+        )
+    )
+    conformance_mrtr.register(registry)

@@ -13,9 +13,10 @@ A toolset is a module with `register(registry: ToolRegistry) -> None`.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from jsonschema import Draft202012Validator
 
@@ -50,8 +51,46 @@ class ToolCall:
 
 
 SyncHandler = Callable[[ToolCall], Awaitable[dict[str, Any]]]
-# Input requests a tool needs answered before it runs (MRTR), by key.
-Prelude = Callable[[dict[str, Any]], dict[str, dict[str, Any]]]
+
+# Input requests (MRTR) by the key their answers come back under, e.g.
+# {"name": {"method": "elicitation/create", "params": {...}}}.
+InputRequests = dict[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class PreludeRound:
+    """What a prelude of several rounds sees besides the arguments."""
+
+    # This request's capabilities (each request declares its own; nothing is remembered).
+    client_capabilities: dict[str, Any]
+    # Answers gathered in earlier rounds, by the keys they were asked under.
+    answers: dict[str, Any]
+
+
+# The input a tool needs before it runs (MRTR), in one of two forms:
+# - `prelude(arguments)` returns every input request at once; they are asked in one round
+#   (those already answered are not asked again);
+# - `prelude(arguments, so_far: PreludeRound)` returns the requests it still needs given the
+#   answers so far, so a later round can depend on an earlier answer, and what is asked can
+#   depend on the client's capabilities. Returning an answered key asks it again.
+# Either way `{}` lets the tool run. A prelude must be a pure function of its inputs: to
+# validate a retry, the server recomputes the round the retry answers.
+Prelude = (
+    Callable[[dict[str, Any]], InputRequests]
+    | Callable[[dict[str, Any], PreludeRound], InputRequests]
+)
+
+
+def _sees_answers(prelude: Prelude) -> bool:
+    """Whether `prelude` is of the second form (takes the answers so far)."""
+    signature = inspect.signature(prelude)
+    for arity in (2, 1):
+        try:
+            signature.bind(*[None] * arity)
+        except TypeError:
+            continue
+        return arity == 2
+    raise ValueError("a prelude takes (arguments) or (arguments, so_far)")
 
 
 @dataclass(frozen=True)
@@ -78,6 +117,8 @@ class Tool:
     secret_arguments: frozenset[str] = frozenset()
     # Handed to the workflow as TaskInput.tool_config (one workflow type, several tools).
     workflow_config: dict[str, Any] = field(default_factory=dict)
+    # Whether `prelude` is of the form that sees the answers so far (set from its signature).
+    _prelude_sees_answers: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.task_support == "never" and self.handler is None:
@@ -91,6 +132,22 @@ class Tool:
         if self.input_schema.get("type") != "object":
             raise ValueError(f"tool {self.name!r}: inputSchema must have type 'object'")
         Draft202012Validator.check_schema(self.input_schema)
+        if self.prelude is not None:
+            try:
+                sees_answers = _sees_answers(self.prelude)
+            except ValueError as exc:
+                raise ValueError(f"tool {self.name!r}: {exc}") from None
+            object.__setattr__(self, "_prelude_sees_answers", sees_answers)
+
+    def still_needed(self, arguments: dict[str, Any], so_far: PreludeRound) -> InputRequests:
+        """The input requests the tool still needs before it can run ({} when none)."""
+        if self.prelude is None:
+            return {}
+        if self._prelude_sees_answers:
+            multi = cast(Callable[[dict[str, Any], PreludeRound], InputRequests], self.prelude)
+            return multi(arguments, so_far)
+        single = cast(Callable[[dict[str, Any]], InputRequests], self.prelude)
+        return {k: r for k, r in single(arguments).items() if k not in so_far.answers}
 
     def capabilities_for(self, arguments: dict[str, Any]) -> dict[str, Any]:
         required = self.required_capabilities
