@@ -325,3 +325,55 @@ def test_every_problem_of_a_pipeline_is_reported_at_once(tmp_path: Path) -> None
     assert message == (
         "deploy.toml: steps[0].run (step 'a'): is required; steps[1].name: is required"
     )
+
+
+async def test_a_host_without_tasks_finishes_a_deploy_through_the_follow_up_tools(
+    fresh_stack: StackFactory, pipelines_dir: Path
+) -> None:
+    """A 2025-11-25 host that knows no tasks and cannot take questions mid-call (JSON only):
+    the call returns a follow-up result naming the task; a later turn reads the question,
+    approves it, and reads the finished deploy, all through ordinary tools."""
+    from tests.legacy_client import LegacyClient
+
+    name, log = pipeline(pipelines_dir, THREE_STEPS)
+    async with fresh_stack(sync_wait_s=1.0) as stack:
+        host = LegacyClient(stack.http, stack.url, accept="application/json")
+        await host.initialize()
+        first = await host.request(
+            "tools/call", {"name": "deploy", "arguments": {"pipeline": name}}
+        )
+        follow_up = first.result["structuredContent"]
+        task_id = follow_up["taskId"]
+        assert follow_up["followUpTools"] == ["task_status", "task_respond", "task_cancel"]
+        assert task_id in first.result["content"][0]["text"] and not first.result["isError"]
+
+        async def status() -> dict[str, Any]:
+            reply = await host.request(
+                "tools/call", {"name": "task_status", "arguments": {"taskId": task_id}}
+            )
+            return reply.result
+
+        deadline = time.monotonic() + 15
+        while (waiting := await status())["structuredContent"]["status"] != "input_required":
+            assert time.monotonic() < deadline, waiting
+            await asyncio.sleep(0.2)
+        assert "Go on with b?" in waiting["content"][0]["text"]
+        answered = await host.request(
+            "tools/call",
+            {
+                "name": "task_respond",
+                "arguments": {"taskId": task_id, "action": "accept", "content": {"approve": True}},
+            },
+        )
+        assert not answered.result["isError"], answered.result
+        while "steps" not in (done := await status()).get("structuredContent", {}):
+            assert time.monotonic() < deadline, done
+            await asyncio.sleep(0.2)
+        assert [s["status"] for s in done["structuredContent"]["steps"]] == ["succeeded"] * 3
+        assert journal(log) == ["a", "b", "c"]
+        stranger = LegacyClient(stack.http, stack.url)
+        await stranger.initialize()
+        other = await stranger.request(
+            "tools/call", {"name": "task_cancel", "arguments": {"taskId": "mcp-task-" + "0" * 32}}
+        )
+        assert other.result["isError"] is True

@@ -88,3 +88,37 @@ def _check(document: str, definition: str, instance: Any) -> None:
     assert not errors, f"response is not a valid {definition}: " + "; ".join(
         f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:5]
     )
+
+
+LEGACY = "mcp-2025-11-25.schema.json"
+_LEGACY_RESULTS = {
+    "initialize": "InitializeResult",
+    "ping": "EmptyResult",
+    "logging/setLevel": "EmptyResult",
+    "tools/list": "ListToolsResult",
+    "tasks/get": "GetTaskResult",
+    "tasks/list": "ListTasksResult",
+    "tasks/cancel": "CancelTaskResult",
+}
+_LEGACY_MESSAGES = {
+    "elicitation/create": "ElicitRequest",
+    "notifications/progress": "ProgressNotification",
+}
+
+
+def assert_valid_legacy(message: Any, method: str | None = None) -> None:
+    """A message of the 2025-11-25 era: a response (to `method`, when known) or a request or
+    notification the server sent on a response stream."""
+    if "method" in message:
+        _check(LEGACY, _LEGACY_MESSAGES[message["method"]], message)
+        return
+    if "error" in message:
+        _check(LEGACY, "JSONRPCErrorResponse", message)
+        return
+    _check(LEGACY, "JSONRPCResultResponse", message)
+    result = message["result"]
+    if method == "tools/call":
+        definition = "CreateTaskResult" if "task" in result else "CallToolResult"
+        _check(LEGACY, definition, result)
+    elif method in _LEGACY_RESULTS:
+        _check(LEGACY, _LEGACY_RESULTS[method], result)

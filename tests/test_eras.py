@@ -1,0 +1,198 @@
+"""Both protocol eras on one endpoint: the 2025-11-25 handshake, its sessions and its own task
+support, beside 2026-07-28 (real HTTP, real Temporal, a real worker)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_server.protocol import errors
+from tests.conftest import Stack
+from tests.legacy_client import LegacyClient
+from tests.mcp_client import McpClient
+
+ACCEPT_CONFIRM = {"action": "accept", "content": {"confirm": True}}
+
+
+async def _confirm(request: dict[str, Any]) -> dict[str, Any]:
+    assert request["method"] == "elicitation/create"
+    return ACCEPT_CONFIRM
+
+
+async def legacy(stack: Stack, **kwargs: Any) -> LegacyClient:
+    client = LegacyClient(stack.http, stack.url, **kwargs)
+    await client.initialize()
+    return client
+
+
+async def test_initialize_negotiates_2025_11_25_and_mints_a_session(stack: Stack) -> None:
+    client = LegacyClient(stack.http, stack.url)
+    result = await client.initialize()
+    assert result["protocolVersion"] == "2025-11-25"
+    assert result["capabilities"]["tasks"]["requests"]["tools"]["call"] == {}
+    assert result["serverInfo"]["name"] == "mcp-tasks-temporal"
+    assert client.session_id and client.session_id.isascii()
+
+
+async def test_an_unknown_version_is_answered_with_the_newest_handshake_version(
+    stack: Stack,
+) -> None:
+    client = LegacyClient(stack.http, stack.url)
+    assert (await client.initialize("2024-01-01"))["protocolVersion"] == "2025-11-25"
+    older = LegacyClient(stack.http, stack.url)
+    assert (await older.initialize("2025-06-18"))["protocolVersion"] == "2025-06-18"
+
+
+async def test_ping_list_and_a_synchronous_call_work_in_a_session(stack: Stack) -> None:
+    client = await legacy(stack)
+    assert (await client.request("ping")).result == {}
+    assert (await client.request("logging/setLevel", {"level": "info"})).result == {}
+    tools = {t["name"]: t for t in (await client.request("tools/list")).result["tools"]}
+    assert tools["slow_compute"]["execution"] == {"taskSupport": "optional"}
+    assert "execution" not in tools["greet"] and "task_status" in tools
+    reply = await client.request("tools/call", {"name": "greet", "arguments": {"name": "Ada"}})
+    assert reply.result["content"][0]["text"] == "Hello, Ada!"
+
+
+async def test_a_request_without_a_session_or_with_a_forged_one_is_refused(stack: Stack) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Content-Type": "application/json", "MCP-Protocol-Version": "2025-11-25"}
+    missing = await stack.http.post(stack.url, json=body, headers=headers)
+    assert missing.status_code == 400
+    forged = await stack.http.post(
+        stack.url, json=body, headers={**headers, "Mcp-Session-Id": "eyJ2IjoiMSJ9.AAAA"}
+    )
+    assert forged.status_code == 404
+
+
+async def test_a_session_is_deleted_with_204_and_nothing_else_is_lost(stack: Stack) -> None:
+    client = await legacy(stack)
+    response = await stack.http.delete(stack.url, headers=client.headers())
+    assert response.status_code == 204
+
+
+async def test_a_2026_request_is_unaffected_and_initialize_with_meta_is_not_found(
+    mcp: McpClient,
+) -> None:
+    reply = await mcp.rpc("initialize", {"protocolVersion": "2025-11-25"})
+    assert (reply.status, reply.error["code"]) == (404, errors.METHOD_NOT_FOUND)
+    assert (await mcp.call_tool("greet", {"name": "Bo"})).result["content"][0]["text"] == (
+        "Hello, Bo!"
+    )
+
+
+async def test_2026_only_methods_are_not_found_in_a_session(stack: Stack) -> None:
+    client = await legacy(stack)
+    for method in ("server/discover", "tasks/update", "subscriptions/listen"):
+        reply = await client.request(method, {})
+        assert reply.error["code"] == errors.METHOD_NOT_FOUND
+
+
+# ----- 2025-11-25 tasks ------------------------------------------------------------------
+
+
+async def test_a_2025_task_is_created_read_listed_and_its_result_awaited(stack: Stack) -> None:
+    client = await legacy(stack)
+    created = await client.request(
+        "tools/call",
+        {"name": "slow_compute", "arguments": {"seconds": 0.5, "label": "old"}, "task": {}},
+    )
+    task = created.result["task"]
+    assert task["status"] == "working" and "ttl" in task and task["pollInterval"] > 0
+    got = (await client.request("tasks/get", {"taskId": task["taskId"]})).result
+    assert got["taskId"] == task["taskId"] and "ttlMs" not in got
+    listed = (await client.request("tasks/list")).result["tasks"]
+    assert task["taskId"] in [t["taskId"] for t in listed]
+    done = await client.request("tasks/result", {"taskId": task["taskId"]})
+    assert "old" in done.result["content"][0]["text"]
+    related = done.result["_meta"]["io.modelcontextprotocol/related-task"]
+    assert related == {"taskId": task["taskId"]}
+
+
+async def test_tasks_result_sends_the_question_as_elicitation_and_routes_the_answer(
+    stack: Stack,
+) -> None:
+    client = await legacy(stack, on_request=_confirm)
+    created = await client.request(
+        "tools/call", {"name": "confirm_delete", "arguments": {"filename": "a.txt"}, "task": {}}
+    )
+    task_id = created.result["task"]["taskId"]
+    done = await client.request("tasks/result", {"taskId": task_id})
+    assert done.result["content"][0]["text"] == "Deleted a.txt"
+    (asked,) = [m for m in done.messages if m.get("method") == "elicitation/create"]
+    assert asked["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"] == task_id
+
+
+async def test_tasks_list_pages_through_the_callers_tasks(stack: Stack) -> None:
+    client = await legacy(stack)
+    created = await client.request(
+        "tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}, "task": {}}
+    )
+    ids = [t["taskId"] for t in (await client.request("tasks/list")).result["tasks"]]
+    assert created.result["task"]["taskId"] in ids
+
+
+async def test_a_2025_cancel_answers_the_cancelled_task(stack: Stack) -> None:
+    client = await legacy(stack)
+    created = await client.request(
+        "tools/call", {"name": "slow_compute", "arguments": {"seconds": 60}, "task": {}}
+    )
+    task_id = created.result["task"]["taskId"]
+    cancelled = (await client.request("tasks/cancel", {"taskId": task_id})).result
+    assert cancelled["status"] == "cancelled" and cancelled["taskId"] == task_id
+    missing = await client.request("tasks/get", {"taskId": "mcp-task-" + "0" * 32})
+    assert missing.error["code"] == errors.INVALID_PARAMS
+
+
+# ----- hosts without task support --------------------------------------------------------
+
+
+async def test_a_host_without_tasks_gets_the_result_and_its_questions_as_elicitations(
+    stack: Stack,
+) -> None:
+    client = await legacy(stack, on_request=_confirm)
+    reply = await client.request(
+        "tools/call", {"name": "confirm_delete", "arguments": {"filename": "b.txt"}}
+    )
+    assert reply.result["content"][0]["text"] == "Deleted b.txt"
+    assert [m["method"] for m in reply.messages if "id" in m] == ["elicitation/create"]
+
+
+async def test_progress_is_streamed_from_status_messages_when_asked(stack: Stack) -> None:
+    client = await legacy(stack)
+    reply = await client.request(
+        "tools/call",
+        {
+            "name": "slow_compute",
+            "arguments": {"seconds": 0.5, "label": "p"},
+            "_meta": {"progressToken": "tok-1"},
+        },
+    )
+    progress = [m for m in reply.messages if m.get("method") == "notifications/progress"]
+    assert progress and progress[0]["params"]["progressToken"] == "tok-1"
+    assert any("Computing" in m["params"]["message"] for m in progress)
+    assert "p" in reply.result["content"][0]["text"]
+
+
+async def test_the_docs_routes_are_gone(stack: Stack) -> None:
+    for path in ("/docs", "/redoc", "/openapi.json"):
+        response = await stack.http.get(stack.url.replace("/mcp", path))
+        assert response.status_code == 404, path
+
+
+async def test_every_response_carries_a_request_id(stack: Stack) -> None:
+    response = await stack.http.get(
+        stack.url.replace("/mcp", "/healthz"), headers={"X-Request-Id": "abc-123"}
+    )
+    assert response.headers["x-request-id"] == "abc-123"
+    fresh = await stack.http.post(stack.url, content=b"{}", headers={"Content-Type": "text/plain"})
+    assert len(fresh.headers["x-request-id"]) == 16
+
+
+async def test_a_json_only_client_still_gets_a_plain_answer(stack: Stack) -> None:
+    client = await legacy(stack)
+    body = {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": "slow_compute", "arguments": {"seconds": 0.2}}}  # fmt: skip
+    headers = {**client.headers(), "Accept": "application/json"}
+    response = await stack.http.post(stack.url, json=body, headers=headers)
+    assert response.headers["content-type"].startswith("application/json")
+    assert isinstance(response.json()["result"]["content"], list)
