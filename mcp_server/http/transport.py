@@ -49,7 +49,7 @@ from mcp_server.protocol.errors import (
     McpError,
 )
 from mcp_server.protocol.legacy import InitializeParams, negotiate
-from mcp_server.protocol.models import parse_params, request_meta, to_wire
+from mcp_server.protocol.models import parse_params, request_meta, to_message, to_wire
 from mcp_server.protocol.wire import (
     HANDSHAKE_VERSIONS,
     META_PROTOCOL_VERSION,
@@ -76,10 +76,10 @@ def error_response(
     )
 
 
-def _sse(message: dict[str, Any] | None) -> bytes:
+def _sse(message: BaseModel | dict[str, Any] | None) -> bytes:
     if message is None:
         return b": keep-alive\n\n"
-    data = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    data = json.dumps(to_message(message), separators=(",", ":"), ensure_ascii=False)
     return f"event: message\ndata: {data}\n\n".encode()
 
 

@@ -217,3 +217,50 @@ def check_input_response(key: str, request: JsonObject, response: Any) -> McpErr
         first = err.errors()[0]
         return invalid_params(f"{where}.{_field_path(first)}: {first['msg']}")
     return None
+
+
+# ----- messages on a stream --------------------------------------------------------------------
+
+
+class Notification(BaseModel):
+    """A JSON-RPC notification whose params are a model."""
+
+    jsonrpc: Literal["2.0"] = "2.0"
+    method: str
+    params: BaseModel
+
+
+class Response(BaseModel):
+    """A JSON-RPC response whose result is a model."""
+
+    jsonrpc: Literal["2.0"] = "2.0"
+    id: RequestId
+    result: BaseModel
+
+
+class SubscriptionMeta(WireModel):
+    subscription_id: RequestId = Field(alias="io.modelcontextprotocol/subscriptionId")
+
+
+class AcknowledgedParams(WireModel):
+    notifications: core.SubscriptionFilter
+    meta: JsonObject = Field(alias="_meta")
+
+
+class TaskNotificationParams(DetailedTask):
+    meta: JsonObject = Field(alias="_meta")
+
+
+class EmptyNotificationParams(WireModel):
+    meta: JsonObject = Field(alias="_meta")
+
+
+class ListenResult(CompleteResult):
+    meta: JsonObject = Field(alias="_meta")
+
+
+def to_message(message: BaseModel | JsonObject) -> JsonObject:
+    """A JSON-RPC message as JSON: models serialised (nested params and results too)."""
+    if isinstance(message, dict):
+        return message
+    return message.model_dump(mode="json", by_alias=True, exclude_none=True, serialize_as_any=True)

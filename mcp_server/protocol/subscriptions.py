@@ -23,14 +23,27 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import mcp_types as core
+from pydantic import BaseModel
+
 from mcp_server.protocol import capabilities
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import McpError, invalid_params
-from mcp_server.protocol.models import ListenParams, to_wire
+from mcp_server.protocol.models import (
+    AcknowledgedParams,
+    EmptyNotificationParams,
+    ListenParams,
+    ListenResult,
+    Notification,
+    Response,
+    TaskNotificationParams,
+    to_wire,
+)
 from mcp_server.protocol.task_views import detailed_task
 from mcp_server.protocol.wire import META_SERVER_INFO, TASKS_CAPABILITY
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.errors import TaskError
+from mcp_server.tasks.snapshots import TaskSnapshot
 from workflows.task_state import TERMINAL_STATUSES
 
 LISTEN_METHOD = "subscriptions/listen"
@@ -52,25 +65,25 @@ class Subscription:
     def _meta(self) -> dict[str, Any]:
         return {SUBSCRIPTION_ID: self.ctx.request_id}
 
-    def _notification(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        return {"jsonrpc": "2.0", "method": method, "params": {**params, "_meta": self._meta()}}
-
-    def acknowledgement(self) -> dict[str, Any]:
-        honoured: dict[str, Any] = {}
-        if self.tools:
-            honoured["toolsListChanged"] = True
+    def acknowledgement(self) -> Notification:
+        honoured = core.SubscriptionFilter(tools_list_changed=True if self.tools else None)
         if self.task_ids:
-            honoured["taskIds"] = list(self.task_ids)
-        return self._notification(
-            "notifications/subscriptions/acknowledged", {"notifications": honoured}
-        )
+            honoured = core.SubscriptionFilter.model_validate(
+                {**to_wire(honoured), "taskIds": list(self.task_ids)}
+            )
+        params = AcknowledgedParams(notifications=honoured, _meta=self._meta())
+        return Notification(method="notifications/subscriptions/acknowledged", params=params)
 
-    def final_response(self) -> dict[str, Any]:
+    def task_notification(self, snapshot: TaskSnapshot) -> Notification:
+        fields = detailed_task(snapshot).model_dump()
+        params = TaskNotificationParams(**fields, _meta=self._meta())
+        return Notification(method="notifications/tasks", params=params)
+
+    def final_response(self) -> Response:
         meta = {**self._meta(), META_SERVER_INFO: self.services.server_info}
-        result = {"resultType": "complete", "_meta": meta}
-        return {"jsonrpc": "2.0", "id": self.ctx.request_id, "result": result}
+        return Response(id=self.ctx.request_id, result=ListenResult(_meta=meta))
 
-    async def messages(self) -> AsyncIterator[dict[str, Any] | None]:
+    async def messages(self) -> AsyncIterator[BaseModel | None]:
         """The stream's messages in order; None asks for a keep-alive comment."""
         yield self.acknowledgement()
         # Only a stream that asked for tool-list changes listens for them: for any other, the
@@ -86,7 +99,7 @@ class Subscription:
                 unsubscribe()
         yield self.final_response()
 
-    async def _updates(self) -> AsyncIterator[dict[str, Any] | None]:
+    async def _updates(self) -> AsyncIterator[BaseModel | None]:
         watching = list(self.task_ids)
         sent: dict[str, dict[str, Any]] = {}
         deadline = time.monotonic() + MAX_LISTEN_S
@@ -106,7 +119,7 @@ class Subscription:
                 if view != sent.get(task_id):
                     sent[task_id] = view
                     last_message = time.monotonic()
-                    yield self._notification("notifications/tasks", view)
+                    yield self.task_notification(snapshot)
                 if snapshot.status in TERMINAL_STATUSES:
                     watching.remove(task_id)
             if not (watching or self.tools):
@@ -119,7 +132,10 @@ class Subscription:
             if self._tools_changed.is_set():
                 self._tools_changed.clear()
                 last_message = time.monotonic()
-                yield self._notification("notifications/tools/list_changed", {})
+                yield Notification(
+                    method="notifications/tools/list_changed",
+                    params=EmptyNotificationParams(_meta=self._meta()),
+                )
             elif time.monotonic() - last_message >= KEEPALIVE_S:
                 last_message = time.monotonic()
                 yield None
@@ -127,7 +143,7 @@ class Subscription:
 
 async def listen(
     ctx: RequestContext, services: Services, params: ListenParams
-) -> AsyncIterator[dict[str, Any] | None]:
+) -> AsyncIterator[BaseModel | None]:
     """Validate a listen request (errors here are ordinary JSON-RPC errors, not a stream) and
     return its messages: JSON-RPC messages, and None where a keep-alive comment is due."""
     wanted = params.notifications
