@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from mcp_server.runtime.devserver import free_port
+from mcp_server.tools.registry import ToolCall, load_toolsets
 from tests.dev_process import DevProcess, reaped
 
 pytestmark = pytest.mark.conformance
@@ -45,6 +46,8 @@ TASK_SCENARIOS = [
     "tasks-required-task-error",
     "tasks-mrtr-composition",
 ]
+# Not yet: tools-call-with-progress, until the transport sends what a handler hands to
+# ToolCall.report_progress as notifications/progress on the request's own SSE stream.
 CORE_SCENARIOS = [
     "server-stateless",
     "http-header-validation",
@@ -182,3 +185,18 @@ async def test_every_check_of_the_scenario_succeeds(
     assert checks, f"{scenario} reported no checks:\n{output[-2000:]}"
     assert not unexpected, "\n".join(unexpected)
     assert returncode == 0, output[-2000:]
+
+
+async def test_the_progress_fixture_reports_0_50_and_100_of_100() -> None:
+    reported: list[tuple[float, float | None]] = []
+
+    async def record(progress: float, total: float | None, message: str | None) -> None:
+        reported.append((progress, total))
+
+    tool = load_toolsets("conformance").get("test_tool_with_progress")
+    assert tool is not None and tool.handler is not None
+    call = ToolCall(tool.name, {}, {}, {}, report_progress=record)
+    async with asyncio.timeout(5):
+        result = await tool.handler(call)
+    assert reported == [(0, 100), (50, 100), (100, 100)]
+    assert result["resultType"] == "complete"

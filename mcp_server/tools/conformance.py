@@ -1,7 +1,7 @@
 """The fixture tools the official conformance suite calls (shared/spec/conformance.md): those of
 the tasks scenarios, the diagnostic tools of `server-stateless` and
-`http-custom-header-server-validation`, the content fixtures of `tools-call-*`, the schema of
-`json-schema-2020-12`, and (conformance_mrtr.py) those of `input-required-result-*`.
+`http-custom-header-server-validation`, the content and progress fixtures of `tools-call-*`, the
+schema of `json-schema-2020-12`, and (conformance_mrtr.py) those of `input-required-result-*`.
 
 The first tool listed accepts `{}` and runs synchronously: the header-validation scenario calls
 `tools[0]` with empty arguments and expects a result.
@@ -9,6 +9,7 @@ The first tool listed accepts `{}` and runs synchronously: the header-validation
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from mcp_server.tools import conformance_mrtr
@@ -130,6 +131,15 @@ _JSON_SCHEMA_2020_12: dict[str, Any] = {
     "else": {"required": ["email"]},
     "additionalProperties": False,
 }
+
+
+async def _tool_with_progress(call: ToolCall) -> dict[str, Any]:
+    # 0, 50 and 100 of 100, about 50 ms apart, as tools-call-with-progress expects.
+    for step, progress in enumerate((0.0, 50.0, 100.0)):
+        if step:
+            await asyncio.sleep(0.05)
+        await call.report_progress(progress, 100.0, f"{progress:g}% done")
+    return text_result("test_tool_with_progress finished after reporting 0, 50 and 100 of 100")
 
 
 async def _json_schema_tool(call: ToolCall) -> dict[str, Any]:
@@ -289,6 +299,14 @@ def register(registry: ToolRegistry) -> None:
         registry.add(
             Tool(name, f"Conformance fixture of tools-call ({name}).", _EMPTY, handler=handler)
         )
+    registry.add(
+        Tool(
+            "test_tool_with_progress",
+            "Reports progress 0, 50 and 100 of 100 (when the request has a progressToken).",
+            _EMPTY,
+            handler=_tool_with_progress,
+        )
+    )
     registry.add(
         Tool(
             "json_schema_2020_12_tool",

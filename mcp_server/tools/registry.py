@@ -29,11 +29,12 @@ DEFAULT_TTL_MS = 60 * 60 * 1000
 DEFAULT_POLL_INTERVAL_MS = 1000
 
 
+# report_progress(progress, total, message): one `notifications/progress` (wire §1.9).
 ProgressReporter = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
 async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
-    del progress, total, message
+    """Where progress goes when nobody listens (no progressToken, or no stream to send it on)."""
 
 
 @dataclass(frozen=True)
@@ -45,9 +46,9 @@ class ToolCall:
     client_capabilities: dict[str, Any]
     # Answers gathered by MRTR rounds (keys of the tool's `prelude`).
     input_responses: dict[str, Any]
-    # Sends `notifications/progress` on the call's response stream when the request asked for
-    # progress (a `progressToken`); does nothing otherwise.
-    report_progress: ProgressReporter = field(default=_no_progress)
+    # Sends `notifications/progress` on this request's own response stream when the request
+    # carries `_meta.progressToken`; otherwise does nothing, so a handler may always call it.
+    report_progress: ProgressReporter = _no_progress
 
 
 SyncHandler = Callable[[ToolCall], Awaitable[dict[str, Any]]]
