@@ -46,8 +46,6 @@ TASK_SCENARIOS = [
     "tasks-required-task-error",
     "tasks-mrtr-composition",
 ]
-# Not yet: tools-call-with-progress, until the transport sends what a handler hands to
-# ToolCall.report_progress as notifications/progress on the request's own SSE stream.
 CORE_SCENARIOS = [
     "server-stateless",
     "http-header-validation",
@@ -60,6 +58,7 @@ CORE_SCENARIOS = [
     "tools-call-embedded-resource",
     "tools-call-mixed-content",
     "tools-call-error",
+    "tools-call-with-progress",
     "json-schema-2020-12",
     "server-sse-multiple-streams",
     "caching",
