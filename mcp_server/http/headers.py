@@ -25,7 +25,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from mcp_server.protocol.errors import HEADER_MISMATCH, McpError
-from mcp_server.protocol.wire import NAMED_PARAM_BY_METHOD
 
 _BASE64_SENTINEL = re.compile(r"^=\?base64\?(.*)\?=$", re.DOTALL)
 _OWS = " \t"
@@ -77,8 +76,10 @@ def check_protocol_version(headers: HeaderSource, meta_version: str) -> None:
         )
 
 
-def check_name(headers: HeaderSource, method: str, params: Mapping[str, Any]) -> None:
-    field = NAMED_PARAM_BY_METHOD.get(method)
+def check_name(
+    headers: HeaderSource, field: str | None, method: str, params: Mapping[str, Any]
+) -> None:
+    """`field` is the param the method routes in Mcp-Name (its dispatch-table entry says)."""
     if field is None:
         return
     body_value = params.get(field)

@@ -49,7 +49,15 @@ from mcp_server.protocol.errors import (
     McpError,
 )
 from mcp_server.protocol.legacy import InitializeParams, negotiate
-from mcp_server.protocol.models import parse_params, request_meta, to_message, to_wire
+from mcp_server.protocol.models import (
+    Response as ResultResponse,
+)
+from mcp_server.protocol.models import (
+    error_message,
+    parse_params,
+    request_meta,
+    to_message,
+)
 from mcp_server.protocol.wire import (
     HANDSHAKE_VERSIONS,
     META_PROTOCOL_VERSION,
@@ -68,9 +76,7 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 def error_response(
     error: McpError, request_id: RequestId, *, status: int | None = None
 ) -> Response:
-    body: dict[str, Any] = {"jsonrpc": "2.0", "error": error.to_error_object()}
-    if request_id is not None:  # MCP's schema allows an absent id, never a null one
-        body["id"] = request_id
+    body = to_message(error_message(error, request_id))
     return JSONResponse(
         body, status_code=status or error.http_status, headers=error.headers or None
     )
@@ -198,7 +204,7 @@ class McpEndpoint:
                 "initialize)",
                 {"supported": list(SUPPORTED_VERSIONS), "requested": meta.protocol_version},
             )
-        headers.check_name(request.headers, method, params)
+        headers.check_name(request.headers, entry.name_param, method, params)
         ctx = RequestContext(
             request_id=exchange.request_id,
             method=method,
@@ -275,7 +281,7 @@ class McpEndpoint:
         result = await dispatch.call(
             dispatch.lookup("initialize", "legacy"), ctx, self.services, params
         )
-        body = {"jsonrpc": "2.0", "id": exchange.request_id, "result": to_wire(result)}
+        body = self._wrap(result, exchange.request_id, stamp=False)
         return JSONResponse(body, headers={SESSION_HEADER: session_id})
 
     async def _client_response(self, exchange: Exchange, session: Session) -> None:
@@ -305,13 +311,16 @@ class McpEndpoint:
     # ----- running a method -----------------------------------------------------------------
 
     def _wrap(self, result: BaseModel, request_id: RequestId, *, stamp: bool) -> dict[str, Any]:
-        body = to_wire(result)
+        """The JSON-RPC response; at 2026-07-28 its result carries `serverInfo` in `_meta`."""
+        assert request_id is not None
+        message = to_message(ResultResponse(id=request_id, result=result))
         if stamp:
+            body = message["result"]
             body["_meta"] = {
                 **(body.get("_meta") or {}),
                 META_SERVER_INFO: self.services.server_info,
             }
-        return {"jsonrpc": "2.0", "id": request_id, "result": body}
+        return message
 
     async def _run(
         self,

@@ -5,11 +5,11 @@ A host without task support (2026-07-28 without the extension for a tool that al
 - The task is created exactly as for a task-aware client (durable, owned by the caller), and
   the call waits for it, at most `Services.sync_wait_s` (well under usual host time-outs).
 - While it waits: each new statusMessage goes out as `notifications/progress` when the request
-  carries a `progressToken`; at 2025-11-25, each question the task asks goes out as an
-  `elicitation/create` request to the client when it declared elicitation, on the response
-  stream, related to the task. Its id names the task and the input key
-  (`input_request_id`), so the client's response may reach any replica and is delivered to the
-  workflow as a `tasks/update` would be.
+  carries a `progressToken`; at 2025-11-25, each question the task asks goes out as a request
+  to the client (`elicitation/create`, `sampling/createMessage`, `roots/list`) when the session
+  declared the capability it needs, on the response stream, related to the task. Its id names
+  the task and the input key (`input_request_id`), so the client's response may reach any
+  replica and is delivered to the workflow as a `tasks/update` would be.
 - When the task ends in time, the call returns its result (a failed task is its JSON-RPC error).
 - When it does not, the call returns an ordinary result that names the taskId and the
   follow-up tools (`task_status`, `task_respond`, `task_cancel`). The task is never stopped
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Any, get_args
 
 import mcp_types as core
 from pydantic import BaseModel
@@ -31,10 +31,12 @@ from mcp_server.protocol.errors import McpError, task_not_found
 from mcp_server.protocol.task_views import RELATED_TASK, tool_result
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.snapshots import TaskSnapshot
-from mcp_server.tools.registry import ProgressReporter
+from mcp_server.tools.registry import Logger, ProgressReporter
 from workflows.task_state import TaskInput
 
 INPUT_REQUEST_PREFIX = "mcp-input:"
+# Log levels from least to most severe (RFC 5424 order, as the LoggingLevel type lists them).
+LOG_LEVELS: tuple[str, ...] = get_args(core.LoggingLevel)
 _FIRST_POLL_S = 0.05
 _MAX_POLL_S = 1.0
 
@@ -72,6 +74,27 @@ def progress_reporter(ctx: RequestContext) -> ProgressReporter:
     return report
 
 
+def log_sender(ctx: RequestContext, threshold: str | None) -> Logger:
+    """Sends `notifications/message` for this request at `threshold` and above; nothing at all
+    when `threshold` is None (the request asked for no log messages)."""
+
+    async def log(level: str, data: Any) -> None:
+        if threshold is None or LOG_LEVELS.index(level) < LOG_LEVELS.index(threshold):
+            return
+        params = core.LoggingMessageNotificationParams.model_validate(
+            {"level": level, "data": data}
+        )
+        notification = core.LoggingMessageNotification(params=params)
+        await ctx.send(
+            {
+                "jsonrpc": "2.0",
+                **notification.model_dump(mode="json", by_alias=True, exclude_none=True),
+            }
+        )
+
+    return log
+
+
 def follow_up_result(tool: str, snapshot: TaskSnapshot) -> core.CallToolResult:
     task_id = snapshot.task_id
     waiting = " It is waiting for an answer." if snapshot.status == "input_required" else ""
@@ -104,10 +127,20 @@ def outcome(snapshot: TaskSnapshot) -> core.CallToolResult:
     return core.CallToolResult(content=[core.TextContent(type="text", text=text)], is_error=True)
 
 
+def _can_answer(ctx: RequestContext, request: dict[str, Any]) -> bool:
+    """Whether the session declared what `request` needs (elicitation in its mode, sampling,
+    roots). A question it cannot take stays outstanding, for `task_respond`."""
+    try:
+        needed = capabilities.required_for_input(request)
+    except ValueError:
+        return False
+    return not capabilities.missing(ctx.capabilities, needed)
+
+
 async def _ask(ctx: RequestContext, snapshot: TaskSnapshot, asked: set[str]) -> None:
     """Send the task's new questions to a 2025-11-25 client as server-to-client requests."""
     for key, request in snapshot.input_requests.items():
-        if key in asked or request.get("method") != "elicitation/create":
+        if key in asked or not _can_answer(ctx, request):
             continue
         asked.add(key)
         params = dict(request.get("params") or {})
@@ -119,7 +152,7 @@ async def _ask(ctx: RequestContext, snapshot: TaskSnapshot, asked: set[str]) -> 
             {
                 "jsonrpc": "2.0",
                 "id": input_request_id(snapshot.task_id, key),
-                "method": "elicitation/create",
+                "method": request["method"],
                 "params": params,
             }
         )
@@ -131,7 +164,7 @@ async def follow(
     """Watch a task until it is terminal (or `wait_s` passes), relaying progress and, where the
     client can take them, its questions. Returns the last snapshot read."""
     deadline = None if wait_s is None else time.monotonic() + wait_s
-    can_ask = not ctx.modern and ctx.streaming and capabilities.can_elicit(ctx.capabilities)
+    can_ask = not ctx.modern and ctx.streaming
     report = progress_reporter(ctx)
     asked: set[str] = set()
     last_message: str | None = None

@@ -238,6 +238,19 @@ class Response(BaseModel):
     result: BaseModel
 
 
+class ErrorResponse(BaseModel):
+    """A JSON-RPC error response. MCP allows an absent id (when it is unknown), never null."""
+
+    jsonrpc: Literal["2.0"] = "2.0"
+    id: RequestId | None = None
+    error: core.ErrorData
+
+
+def error_message(error: McpError, request_id: RequestId | None) -> ErrorResponse:
+    data = core.ErrorData(code=error.code, message=error.message, data=error.data)
+    return ErrorResponse(id=request_id, error=data)
+
+
 class SubscriptionMeta(WireModel):
     subscription_id: RequestId = Field(alias="io.modelcontextprotocol/subscriptionId")
 

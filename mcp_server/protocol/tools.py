@@ -15,6 +15,10 @@ Rules implemented:
   and questions on the response stream, and gets either the result or, past the wait, a result
   that names the task and the follow-up tools. The task itself is never stopped for that.
 - The server's own follow-up tools (`task_status`, `task_respond`, `task_cancel`) are served here.
+- A synchronous tool's log messages (`notifications/message`) go out on the call's stream: at
+  2026-07-28 only when `_meta` names a `logLevel`, at that level and above (none without one);
+  at 2025-11-25 at every level, since `logging/setLevel` would be session state that this
+  stateless server does not keep.
 """
 
 from __future__ import annotations
@@ -34,12 +38,24 @@ from mcp_server.tasks.store import new_task_id
 from mcp_server.tools.registry import Tool, ToolCall
 from workflows.task_state import TaskInput
 
+# A 2026-07-28 request's opt-in to log messages (deprecated, still honoured): the least severe
+# level it wants.
+META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+
 
 def _tool(services: Services, params: ToolCallParams) -> tuple[Tool, dict[str, Any]]:
     tool = services.registry.get(params.name)
     if tool is None:
         raise invalid_params(f"Unknown tool: {params.name}")
     return tool, dict(params.arguments or {})
+
+
+def _log_threshold(ctx: RequestContext, params: ToolCallParams) -> str | None:
+    """The least severe level the caller wants log messages at, or None for none."""
+    if not ctx.modern:
+        return fallback.LOG_LEVELS[0]
+    level = (params.meta or {}).get(META_LOG_LEVEL)
+    return level if level in fallback.LOG_LEVELS else None
 
 
 def _prelude_answers(
@@ -95,6 +111,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
             ctx.capabilities_dict(),
             prelude,
             report_progress=fallback.progress_reporter(ctx),
+            log=fallback.log_sender(ctx, _log_threshold(ctx, params)),
         )
         return tool_result(await tool.handler(call))
     assert tool.workflow is not None

@@ -19,17 +19,6 @@ META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 
-# Only tools/call, prompts/get and resources/read may answer with an InputRequiredResult.
-# The tasks extension adds `params.taskId` as the routed name of its three methods.
-NAMED_PARAM_BY_METHOD = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
-
 TASKS_CAPABILITY: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
 
 

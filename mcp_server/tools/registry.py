@@ -37,6 +37,14 @@ async def _no_progress(progress: float, total: float | None, message: str | None
     """Where progress goes when nobody listens (no progressToken, or no stream to send it on)."""
 
 
+# log(level, data): one `notifications/message` (level "debug" ... "emergency"; data any JSON).
+Logger = Callable[[str, Any], Awaitable[None]]
+
+
+async def _no_log(level: str, data: Any) -> None:
+    """Where log messages go when nobody asked for them (or there is no stream to send on)."""
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """What a synchronous tool handler receives."""
@@ -49,6 +57,9 @@ class ToolCall:
     # Sends `notifications/progress` on this request's own response stream when the request
     # carries `_meta.progressToken`; otherwise does nothing, so a handler may always call it.
     report_progress: ProgressReporter = _no_progress
+    # Sends `notifications/message` on this request's own response stream when the client asked
+    # for log messages at that level; otherwise does nothing, so a handler may always call it.
+    log: Logger = _no_log
 
 
 SyncHandler = Callable[[ToolCall], Awaitable[dict[str, Any]]]

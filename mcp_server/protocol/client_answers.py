@@ -1,0 +1,56 @@
+"""A client's response to a request this server sent it, on any transport (HTTP, stdio).
+
+At 2025-11-25 a task's question goes to a host without task support as an `elicitation/create`
+request whose id names the task and the question (`fallback.input_request_id`). Its response:
+- with a `result`: the result (without `_meta`) is delivered to the task exactly as a
+  `tasks/update` would deliver it, so the response may reach any replica;
+- an error, an id this server never issued, or an answer the task refuses: logged and dropped.
+  The task keeps waiting and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import mcp_types as core
+
+from mcp_server.http.headers import HeaderSource
+from mcp_server.protocol import fallback, tasks
+from mcp_server.protocol.context import RequestContext, Services
+from mcp_server.protocol.errors import McpError
+
+log = logging.getLogger("mcp_server.protocol.client_answers")
+
+
+async def deliver(
+    services: Services,
+    message: dict[str, Any],
+    request_id: str | int | None,
+    *,
+    principal: str,
+    capabilities: core.ClientCapabilities,
+    version: str,
+    headers: HeaderSource,
+) -> None:
+    """Route the response `message` (id `request_id`) from `principal` to the task it answers."""
+    routed = fallback.parse_input_request_id(request_id)
+    result = message.get("result")
+    if routed is None or not isinstance(result, dict):
+        if "error" in message:
+            log.info("client declined input request %s: %s", request_id, message["error"])
+        return
+    task_id, key = routed
+    ctx = RequestContext(
+        request_id=str(request_id),
+        method="tasks/update",
+        capabilities=capabilities,
+        principal=principal,
+        headers=headers,
+        version=version,
+    )
+    answer = {k: v for k, v in result.items() if k != "_meta"}
+    try:
+        await tasks.submit_answers(ctx, services, task_id, {key: answer})
+    except McpError as error:
+        log.info("answer to %s not delivered: %s", request_id, error.message)
