@@ -38,6 +38,7 @@ from mcp_server.protocol.errors import (
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
+    from_task_error,
 )
 from mcp_server.protocol.wire import (
     META_CLIENT_CAPABILITIES,
@@ -45,6 +46,7 @@ from mcp_server.protocol.wire import (
     META_SERVER_INFO,
     SUPPORTED_VERSIONS,
 )
+from mcp_server.tasks.errors import TaskError
 
 log = logging.getLogger("mcp_server.http.transport")
 
@@ -179,6 +181,8 @@ class McpEndpoint:
             return await self._dispatch(request, message, request_id, principal)
         except McpError as error:
             return error_response(error, request_id)
+        except TaskError as err:
+            return error_response(from_task_error(err), request_id)
         except Exception:
             log.exception("unhandled error in %s", request.url.path)
             return error_response(McpError(INTERNAL_ERROR, "Internal error"), request_id)

@@ -4,11 +4,24 @@ Rules implemented (wire reference §1.5, §2.12):
 - -32020..-32022 are the spec's own codes; -32002 and -32042 are never emitted.
 - Each code maps to the HTTP status the Streamable HTTP transport requires:
   -32601 -> 404, -32020/-32021/-32022 and missing `_meta` (-32602) -> 400.
+- The task layer's errors become JSON-RPC errors here only (`from_task_error`): an unreachable
+  backend is a deliberate 503 with `Retry-After` and `data.retryAfterMs`, arguments too large
+  to store and a task not found are -32602, anything else the backend refuses is -32603.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+from mcp_server.tasks.errors import (
+    ArgumentsTooLarge,
+    BackendUnavailable,
+    SyncTimeout,
+    TaskError,
+    TaskFailed,
+    TaskNotFound,
+)
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -80,12 +93,28 @@ def missing_capability(required: dict[str, Any], what: str) -> McpError:
     )
 
 
-def temporal_unavailable(detail: str) -> McpError:
-    """Temporal cannot be reached: a deliberate 503 the client may retry."""
-    return McpError(
-        INTERNAL_ERROR,
-        f"The task backend (Temporal) is unavailable: {detail}",
-        {"retryAfterMs": 2000},
-        http_status=503,
-        headers={"Retry-After": "2"},
-    )
+def from_task_error(err: TaskError) -> McpError:
+    """The JSON-RPC error a client receives for an error of the task layer."""
+    if isinstance(err, TaskNotFound):
+        return task_not_found()
+    if isinstance(err, ArgumentsTooLarge):
+        return invalid_params(str(err))
+    if isinstance(err, TaskFailed):
+        return McpError(err.code, err.message, err.data)
+    if isinstance(err, BackendUnavailable):
+        # A deliberate 503 the client may retry.
+        retry_after_s = math.ceil(err.retry_after_s)
+        return McpError(
+            INTERNAL_ERROR,
+            str(err),
+            {"retryAfterMs": int(err.retry_after_s * 1000)},
+            http_status=503,
+            headers={"Retry-After": str(retry_after_s)},
+        )
+    if isinstance(err, SyncTimeout):
+        return McpError(
+            INTERNAL_ERROR,
+            f"{err}; call it with the tasks extension declared to run it as a durable task",
+        )
+    # BackendRefused, or an error this mapping does not know yet: the server's fault.
+    return McpError(INTERNAL_ERROR, str(err))

@@ -30,6 +30,7 @@ from mcp_server.protocol.errors import McpError, invalid_params
 from mcp_server.protocol.task_views import detailed_task
 from mcp_server.protocol.tasks import find_task
 from mcp_server.protocol.wire import META_SERVER_INFO, TASKS_CAPABILITY, TERMINAL_STATUSES
+from mcp_server.tasks.errors import TaskError
 
 LISTEN_METHOD = "subscriptions/listen"
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
@@ -93,7 +94,7 @@ class Subscription:
             for task_id in list(watching):
                 try:
                     snapshot = await find_task(self.ctx, self.services, task_id)
-                except McpError:
+                except (McpError, TaskError):
                     return  # Temporal unreachable: end the stream, the client listens again
                 if snapshot is None:
                     watching.remove(task_id)

@@ -10,6 +10,10 @@ Mapping (README "How a task maps onto Temporal"):
   no worker is alive.
 - submit_input: a signal (durable with no worker alive, survives server restarts).
 - cancel: a Temporal cancellation request (durable, a history event).
+
+Rules implemented:
+- Errors are the task layer's own (errors.py): Temporal unreachable or too slow is
+  `BackendUnavailable`, any other refusal `BackendRefused`; never a JSON-RPC error.
 """
 
 from __future__ import annotations
@@ -43,13 +47,15 @@ from temporalio.common import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_server.protocol.errors import (
-    INTERNAL_ERROR,
-    McpError,
-    invalid_params,
-    temporal_unavailable,
-)
 from mcp_server.protocol.wire import iso_now
+from mcp_server.tasks.errors import (
+    ArgumentsTooLarge,
+    BackendRefused,
+    BackendUnavailable,
+    SyncTimeout,
+    TaskError,
+    TaskFailed,
+)
 from mcp_server.tasks.snapshots import (
     TaskSnapshot,
     failure_of,
@@ -82,6 +88,8 @@ _UNAVAILABLE = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED}
 
 
 class TaskStore(Protocol):
+    """Where tasks live. Every method raises only `TaskError`s (errors.py)."""
+
     async def create(self, task: TaskInput, workflow: str) -> TaskSnapshot: ...
     async def get(self, task_id: str, owner: str | None = None) -> TaskSnapshot | None: ...
     async def count_open(self, owner: str) -> int: ...
@@ -98,10 +106,10 @@ def new_task_id() -> str:
     return f"mcp-task-{secrets.token_hex(16)}"
 
 
-def _translate(err: RPCError, what: str) -> McpError:
+def _translate(err: RPCError, action: str) -> TaskError:
     if err.status in _UNAVAILABLE:
-        return temporal_unavailable(f"{what}: {err.message}")
-    return McpError(INTERNAL_ERROR, f"Temporal refused to {what}: {err.message}")
+        return BackendUnavailable("Temporal", f"{action}: {err.message}")
+    return BackendRefused("Temporal", action, err.message)
 
 
 class TemporalTaskStore:
@@ -153,9 +161,7 @@ class TemporalTaskStore:
             )
         except RPCError as err:
             if err.status == RPCStatusCode.INVALID_ARGUMENT and "size" in err.message.lower():
-                raise invalid_params(
-                    f"The tool arguments are too large to store: {err.message}"
-                ) from err
+                raise ArgumentsTooLarge(err.message) from err
             raise _translate(err, "start the task") from err
 
     async def create(self, task: TaskInput, workflow: str) -> TaskSnapshot:
@@ -170,16 +176,12 @@ class TemporalTaskStore:
             return result
         except WorkflowFailureError as err:
             error, _ = failure_of(err)
-            raise McpError(error["code"], error["message"], error.get("data")) from err
+            raise TaskFailed(error["code"], error["message"], error.get("data")) from err
         except (TimeoutError, asyncio.CancelledError) as err:
             await self._terminate_quietly(handle, "the synchronous caller stopped waiting")
             if isinstance(err, asyncio.CancelledError):
                 raise
-            raise McpError(
-                INTERNAL_ERROR,
-                f"Tool {task.tool!r} did not finish within {timeout_s:g} s; call it with the "
-                "tasks extension declared to run it as a durable task",
-            ) from err
+            raise SyncTimeout(task.tool, timeout_s) from err
 
     async def _terminate_quietly(self, handle: WorkflowHandle[Any, Any], reason: str) -> None:
         try:

@@ -1,0 +1,77 @@
+"""What can go wrong with a task, in the task layer's own words (no JSON-RPC here).
+
+Rules implemented:
+- The task store and task access raise only `TaskError`s; the protocol layer alone turns them
+  into JSON-RPC errors (`mcp_server.protocol.errors.from_task_error`).
+- A backend that cannot be reached says when to retry (`retry_after_s`); one that answers but
+  refuses says what it refused. Both name the backend, so an operator knows where to look.
+- A synchronous run reports how the tool's workflow ended (`TaskFailed`, with the JSON-RPC-ish
+  error object the task itself ends with) or that it did not end in time (`SyncTimeout`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DEFAULT_RETRY_AFTER_S = 2.0
+
+
+class TaskError(Exception):
+    """Base of every error of the task layer."""
+
+
+class TaskNotFound(TaskError):
+    """No such task for this caller: it never existed, has expired, or is someone else's."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(f"Task not found: {task_id}")
+        self.task_id = task_id
+
+
+class BackendUnavailable(TaskError):
+    """The backend cannot be reached (or did not answer in time): worth retrying later."""
+
+    def __init__(
+        self, backend: str, detail: str, retry_after_s: float = DEFAULT_RETRY_AFTER_S
+    ) -> None:
+        super().__init__(f"The task backend ({backend}) is unavailable: {detail}")
+        self.backend = backend
+        self.detail = detail
+        self.retry_after_s = retry_after_s
+
+
+class BackendRefused(TaskError):
+    """The backend answered, and refused (any error other than unreachable)."""
+
+    def __init__(self, backend: str, action: str, detail: str) -> None:
+        super().__init__(f"{backend} refused to {action}: {detail}")
+        self.backend = backend
+        self.action = action
+        self.detail = detail
+
+
+class ArgumentsTooLarge(TaskError):
+    """The tool's arguments exceed what the backend stores with a task."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"The tool arguments are too large to store: {detail}")
+        self.detail = detail
+
+
+class TaskFailed(TaskError):
+    """A synchronously run tool's workflow ended failed, with this error object."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class SyncTimeout(TaskError):
+    """A synchronously run tool did not finish within its time; its workflow was stopped."""
+
+    def __init__(self, tool: str, timeout_s: float) -> None:
+        super().__init__(f"Tool {tool!r} did not finish within {timeout_s:g} s")
+        self.tool = tool
+        self.timeout_s = timeout_s
