@@ -2,12 +2,21 @@
 
 Shared by the MCP server (which reads the memo through `describe()`, no worker needed) and the
 workflows (which write it). Pure data: safe to import inside the workflow sandbox.
+
+Rules implemented:
+- `TaskState` is the memo's one typed model: `to_memo()` and `from_memo()` are the only code
+  that knows its keys. Running workflows keep the memos they wrote, so the keys never change
+  meaning; a new shape bumps `MEMO_VERSION`, and memos of any earlier version stay readable.
+- A memo without a readable task state (another workflow of the namespace, a newer version,
+  a malformed value) is not an MCP task: `from_memo()` returns None.
+- Timestamps are ISO 8601 UTC with milliseconds, e.g. 2026-08-01T10:30:00.123Z.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Literal, get_args
 
 MEMO_KEY = "mcp"
 MEMO_VERSION = 1
@@ -22,6 +31,20 @@ SEARCH_ATTRIBUTE_STATUS = "McpStatus"
 SEARCH_ATTRIBUTE_TOOL = "McpTool"
 SEARCH_ATTRIBUTE_OWNER = "McpOwner"
 SEARCH_ATTRIBUTES = (SEARCH_ATTRIBUTE_STATUS, SEARCH_ATTRIBUTE_TOOL, SEARCH_ATTRIBUTE_OWNER)
+
+TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
+TASK_STATUSES: tuple[TaskStatus, ...] = get_args(TaskStatus)
+TERMINAL_STATUSES: frozenset[TaskStatus] = frozenset({"completed", "failed", "cancelled"})
+
+
+def iso_timestamp(moment: datetime) -> str:
+    """`moment` as the task state writes it: UTC, millisecond precision, a `Z` suffix."""
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def parse_timestamp(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 @dataclass
@@ -61,17 +84,80 @@ class AuditStamp:
     request_id: str = ""
 
 
-def initial_memo(task: TaskInput, status_message: str) -> dict[str, Any]:
-    return {
-        "v": MEMO_VERSION,
-        "taskId": task.task_id,
-        "tool": task.tool,
-        "owner": task.owner,
-        "createdAt": task.created_at,
-        "lastUpdatedAt": task.created_at,
-        "ttlMs": task.ttl_ms,
-        "pollIntervalMs": task.poll_interval_ms,
-        "status": "working",
-        "statusMessage": status_message,
-        "inputRequests": {},
-    }
+@dataclass(frozen=True)
+class TaskState:
+    """What `tasks/get` needs to know about a task, as its workflow last published it."""
+
+    task_id: str
+    tool: str
+    owner: str
+    created_at: str
+    last_updated_at: str
+    ttl_ms: int | None
+    poll_interval_ms: int | None
+    status: TaskStatus = "working"
+    status_message: str | None = None
+    input_requests: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def initial(cls, task: TaskInput, status_message: str) -> TaskState:
+        """The state a task starts with, written by the server with the workflow's start."""
+        return cls(
+            task_id=task.task_id,
+            tool=task.tool,
+            owner=task.owner,
+            created_at=task.created_at,
+            last_updated_at=task.created_at,
+            ttl_ms=task.ttl_ms,
+            poll_interval_ms=task.poll_interval_ms,
+            status_message=status_message,
+        )
+
+    def to_memo(self) -> dict[str, Any]:
+        return {
+            "v": MEMO_VERSION,
+            "taskId": self.task_id,
+            "tool": self.tool,
+            "owner": self.owner,
+            "createdAt": self.created_at,
+            "lastUpdatedAt": self.last_updated_at,
+            "ttlMs": self.ttl_ms,
+            "pollIntervalMs": self.poll_interval_ms,
+            "status": self.status,
+            "statusMessage": self.status_message,
+            "inputRequests": dict(self.input_requests),
+        }
+
+    @classmethod
+    def from_memo(cls, memo: object) -> TaskState | None:
+        """The state in a memo written by any version up to this one; None if there is none."""
+        if not isinstance(memo, dict):
+            return None
+        version = memo.get("v")
+        if not isinstance(version, int) or isinstance(version, bool):
+            return None
+        if not 1 <= version <= MEMO_VERSION:
+            return None
+        task_id, created_at = memo.get("taskId"), memo.get("createdAt")
+        status = memo.get("status") or "working"
+        if not (isinstance(task_id, str) and isinstance(created_at, str)):
+            return None
+        if status not in TASK_STATUSES:
+            return None
+        message, requests = memo.get("statusMessage"), memo.get("inputRequests")
+        return cls(
+            task_id=task_id,
+            tool=str(memo.get("tool", "")),
+            owner=str(memo.get("owner", "")),
+            created_at=created_at,
+            last_updated_at=str(memo.get("lastUpdatedAt") or created_at),
+            ttl_ms=_optional_int(memo.get("ttlMs")),
+            poll_interval_ms=_optional_int(memo.get("pollIntervalMs")),
+            status=status,
+            status_message=message if isinstance(message, str) else None,
+            input_requests=dict(requests) if isinstance(requests, dict) else {},
+        )
+
+
+def _optional_int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -2,9 +2,10 @@
 
 A tool's workflow subclasses `TaskWorkflow`, implements `execute()`, and is declared with
 `@task_workflow("name")`. The base gives it:
-- the task state (status, statusMessage, inputRequests, pollIntervalMs) mirrored into the memo
-  and the `McpStatus` search attribute at every change, so `tasks/get` can answer from
-  `describe()` with no worker alive;
+- the task state (`TaskState`: status, statusMessage, inputRequests, pollIntervalMs) mirrored
+  into the memo (`TaskState.to_memo()`, its one shape) and the `McpStatus` search attribute at
+  every change, so `tasks/get` can answer from `describe()` with no worker alive; a change
+  issues exactly the Temporal commands it always did, so running workflows keep replaying;
 - `ask()` / `ask_all()`, which park the workflow at `input_required` until `tasks/update`
   answers (keys unique for the task's whole life);
 - `report()` for progress in `statusMessage`;
@@ -17,6 +18,7 @@ A tool's workflow subclasses `TaskWorkflow`, implements `execute()`, and is decl
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -35,7 +37,9 @@ from workflows.task_state import (
     AuditStamp,
     SubmitInput,
     TaskInput,
-    initial_memo,
+    TaskState,
+    TaskStatus,
+    iso_timestamp,
 )
 
 STATUS_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_STATUS)
@@ -74,7 +78,8 @@ class TaskWorkflow:
     initial_status_message = "Queued"
 
     def __init__(self) -> None:
-        self._memo: dict[str, Any] = {}
+        # The state mirrored into the memo; set when run() starts, before anything awaits.
+        self._state: TaskState | None = None
         self._outstanding: dict[str, dict[str, Any]] = {}
         self._answers: dict[str, Any] = {}
         self._issued_keys: set[str] = set()
@@ -93,9 +98,9 @@ class TaskWorkflow:
 
     def report(self, message: str, *, poll_interval_ms: int | None = None) -> None:
         """Publish a new statusMessage (and optionally a new pollIntervalMs)."""
-        self._memo["statusMessage"] = message
+        self._change(status_message=message)
         if poll_interval_ms is not None:
-            self._memo["pollIntervalMs"] = poll_interval_ms
+            self._change(poll_interval_ms=poll_interval_ms)
         self._publish()
 
     def fresh_key(self, base: str) -> str:
@@ -135,8 +140,8 @@ class TaskWorkflow:
             raise ValueError(f"input request keys {reused} were already used in this task")
         self._issued_keys.update(requests)
         self._outstanding.update(requests)
-        previous_message = self._memo.get("statusMessage")
-        self._memo["statusMessage"] = status_message or "Waiting for input"
+        previous_message = self._current.status_message
+        self._change(status_message=status_message or "Waiting for input")
         self._publish()
         # Why wait_condition and not a loop: the condition is re-evaluated only after a signal
         # changes state, and the wait itself survives worker restarts by replay.
@@ -148,11 +153,11 @@ class TaskWorkflow:
             for key in requests:
                 self._outstanding.pop(key, None)
                 self._answers.pop(key, None)
-            self._memo["statusMessage"] = previous_message or "Working"
+            self._change(status_message=previous_message or "Working")
             self._publish()
             raise
         answers = {key: self._answers.pop(key) for key in requests}
-        self._memo["statusMessage"] = previous_message or "Working"
+        self._change(status_message=previous_message or "Working")
         self._publish()
         return answers
 
@@ -180,7 +185,7 @@ class TaskWorkflow:
     @workflow.query(name=STATE_QUERY)
     def state(self) -> dict[str, Any]:
         """The live state, for operators (`temporal workflow query --name mcp.state`)."""
-        return dict(self._memo)
+        return self._state.to_memo() if self._state is not None else {}
 
     # ----- the run wrapper --------------------------------------------------------------
 
@@ -196,13 +201,13 @@ class TaskWorkflow:
             reverse=True,
         )
         # The starter wrote this memo with the start; keep it as our base without re-upserting.
-        self._memo = initial_memo(task, self.initial_status_message)
+        self._state = TaskState.initial(task, self.initial_status_message)
         try:
             result = bounded(await self.execute(task))
         except BaseException as err:
             if is_cancelled_exception(err):
                 self._outstanding.clear()
-                self._memo["statusMessage"] = self.cancel_message
+                self._change(status_message=self.cancel_message)
                 self._publish(status="cancelled")
                 raise
             if self._secrets and isinstance(err, FailureError):
@@ -210,20 +215,33 @@ class TaskWorkflow:
             raise
         self._outstanding.clear()
         summary = _first_line(result)
-        self._memo["statusMessage"] = f"Completed: {summary}" if summary else "Completed"
+        self._change(status_message=f"Completed: {summary}" if summary else "Completed")
         self._publish(status="completed")
         return result
 
-    def _publish(self, status: str | None = None) -> None:
+    @property
+    def _current(self) -> TaskState:
+        assert self._state is not None, "the task state exists once run() has started"
+        return self._state
+
+    def _change(self, **changes: Any) -> None:
+        """Change the task state in memory; `_publish()` makes it visible."""
+        self._state = replace(self._current, **changes)
+
+    def _publish(self, status: TaskStatus | None = None) -> None:
+        # Exactly one upsert_memo per call (and one upsert_search_attributes when the status
+        # changes): running workflows replay these commands, so their number and order stay.
         if status is None:
             status = "input_required" if self._outstanding else "working"
-        changed_status = status != self._memo.get("status")
-        self._memo["status"] = status
-        self._memo["inputRequests"] = dict(self._outstanding)
+        changed_status = status != self._current.status
+        self._change(status=status, input_requests=dict(self._outstanding))
         if self._secrets:
-            self._memo = self._scrub(self._memo)
-        self._memo["lastUpdatedAt"] = _iso(workflow.now())
-        workflow.upsert_memo({MEMO_KEY: self._memo})
+            self._change(
+                status_message=self._scrub(self._current.status_message),
+                input_requests=self._scrub(self._current.input_requests),
+            )
+        self._change(last_updated_at=iso_timestamp(workflow.now()))
+        workflow.upsert_memo({MEMO_KEY: self._current.to_memo()})
         if changed_status:
             workflow.upsert_search_attributes([STATUS_KEY.value_set(status)])
 
@@ -258,10 +276,6 @@ def _first_line(result: dict[str, Any]) -> str:
     text = str(first.get("text", "")) if first.get("type") == "text" else ""
     line = text.strip().split("\n", 1)[0]
     return line if len(line) <= 200 else line[:199] + "…"
-
-
-def _iso(moment: Any) -> str:
-    return str(moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z")
 
 
 def task_workflow(name: str) -> Callable[[type[W]], type[W]]:

@@ -1,6 +1,7 @@
 """Task snapshots: what `tasks/get` shows, built from what Temporal reports (no calls to it).
 
-- The state the workflow mirrors into its memo becomes a TaskSnapshot.
+- The state the workflow mirrors into its memo (`TaskState`, read by `TaskState.from_memo`)
+  becomes a TaskSnapshot.
 - A workflow that did not complete becomes a JSON-RPC error object and an honest
   statusMessage: the tool's own protocol error, a termination, a timeout, or the innermost
   message of any other failure.
@@ -19,7 +20,7 @@ from temporalio.exceptions import ApplicationError, TerminatedError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 from mcp_server.protocol.errors import INTERNAL_ERROR
-from workflows.task_state import PROTOCOL_ERROR_TYPE
+from workflows.task_state import PROTOCOL_ERROR_TYPE, TaskState, TaskStatus
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class TaskSnapshot:
 
     task_id: str
     owner: str
-    status: str
+    status: TaskStatus
     status_message: str | None
     created_at: str
     last_updated_at: str
@@ -86,15 +87,15 @@ def with_activity_progress(
     return message
 
 
-def snapshot_from_memo(memo: dict[str, Any]) -> TaskSnapshot:
+def snapshot_of(state: TaskState) -> TaskSnapshot:
     return TaskSnapshot(
-        task_id=str(memo["taskId"]),
-        owner=str(memo.get("owner", "")),
-        status=str(memo.get("status", "working")),
-        status_message=memo.get("statusMessage"),
-        created_at=str(memo["createdAt"]),
-        last_updated_at=str(memo.get("lastUpdatedAt") or memo["createdAt"]),
-        ttl_ms=memo.get("ttlMs"),
-        poll_interval_ms=memo.get("pollIntervalMs"),
-        input_requests=dict(memo.get("inputRequests") or {}),
+        task_id=state.task_id,
+        owner=state.owner,
+        status=state.status,
+        status_message=state.status_message,
+        created_at=state.created_at,
+        last_updated_at=state.last_updated_at,
+        ttl_ms=state.ttl_ms,
+        poll_interval_ms=state.poll_interval_ms,
+        input_requests=dict(state.input_requests),
     )

@@ -47,7 +47,6 @@ from temporalio.common import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_server.protocol.wire import iso_now
 from mcp_server.tasks.errors import (
     ArgumentsTooLarge,
     BackendRefused,
@@ -59,14 +58,13 @@ from mcp_server.tasks.errors import (
 from mcp_server.tasks.snapshots import (
     TaskSnapshot,
     failure_of,
-    snapshot_from_memo,
+    snapshot_of,
     with_activity_progress,
 )
 from mcp_server.tasks.ttl import ttl_after_close
 from workflows.task_state import (
     CANCEL_REQUESTED_SIGNAL,
     MEMO_KEY,
-    MEMO_VERSION,
     SEARCH_ATTRIBUTE_OWNER,
     SEARCH_ATTRIBUTE_STATUS,
     SEARCH_ATTRIBUTE_TOOL,
@@ -74,7 +72,8 @@ from workflows.task_state import (
     AuditStamp,
     SubmitInput,
     TaskInput,
-    initial_memo,
+    TaskState,
+    iso_timestamp,
 )
 
 INITIAL_STATUS_MESSAGE = "Queued"
@@ -130,7 +129,7 @@ class TemporalTaskStore:
     # ----- create ------------------------------------------------------------------------
 
     async def _start(self, task: TaskInput, workflow: str) -> WorkflowHandle[Any, Any]:
-        memo = initial_memo(task, INITIAL_STATUS_MESSAGE)
+        memo = TaskState.initial(task, INITIAL_STATUS_MESSAGE).to_memo()
         attributes = TypedSearchAttributes(
             [
                 SearchAttributePair(
@@ -166,7 +165,7 @@ class TemporalTaskStore:
 
     async def create(self, task: TaskInput, workflow: str) -> TaskSnapshot:
         await self._start(task, workflow)
-        return snapshot_from_memo(initial_memo(task, INITIAL_STATUS_MESSAGE))
+        return snapshot_of(TaskState.initial(task, INITIAL_STATUS_MESSAGE))
 
     async def run_sync(self, task: TaskInput, workflow: str, timeout_s: float) -> dict[str, Any]:
         """Run a task tool's workflow and wait for it: a tools/call without the extension."""
@@ -211,17 +210,18 @@ class TemporalTaskStore:
         started = time.perf_counter()
         description = await self._describe(task_id)
         memo = None if description is None else await description.memo_value(MEMO_KEY, None)
-        if description is None or not isinstance(memo, dict) or memo.get("v") != MEMO_VERSION:
+        state = TaskState.from_memo(memo)
+        if description is None or state is None:
             # Missing, or a workflow of the namespace that is not an MCP task.
             await self._not_found_after(started)
             return None
         self._found_s += (time.perf_counter() - started - self._found_s) / 16  # moving average
-        if owner is not None and memo.get("owner") != owner:
+        if owner is not None and state.owner != owner:
             await self._not_found_after(started)
             return None
         if description.status == WorkflowExecutionStatus.RUNNING:
-            return await self._running(task_id, description, memo)
-        snapshot = await self._closed(task_id, description, memo)
+            return await self._running(task_id, description, state)
+        snapshot = await self._closed(task_id, description, state)
         self._terminal[task_id] = snapshot
         if len(self._terminal) > _TERMINAL_CACHE_SIZE:
             self._terminal.popitem(last=False)
@@ -239,15 +239,15 @@ class TemporalTaskStore:
             await asyncio.get_running_loop().run_in_executor(self._pauses, time.sleep, remaining)
 
     async def _running(
-        self, task_id: str, description: WorkflowExecutionDescription, memo: dict[str, Any]
+        self, task_id: str, description: WorkflowExecutionDescription, state: TaskState
     ) -> TaskSnapshot:
         answered, cancel_requested, newest_event = await self._unprocessed(task_id)
         if newest_event > description.history_length:
             # The workflow moved on between the two reads: take the fresher memo.
             fresher = await self._describe(task_id)
             if fresher is not None and fresher.status == WorkflowExecutionStatus.RUNNING:
-                memo = await fresher.memo_value(MEMO_KEY, memo)
-        snapshot = snapshot_from_memo(memo)
+                state = TaskState.from_memo(await fresher.memo_value(MEMO_KEY, None)) or state
+        snapshot = snapshot_of(state)
         pending = {k: v for k, v in snapshot.input_requests.items() if k not in answered}
         status, message = snapshot.status, snapshot.status_message
         if status == "input_required" and not pending:
@@ -307,11 +307,13 @@ class TemporalTaskStore:
         return answered, cancel_requested, newest
 
     async def _closed(
-        self, task_id: str, description: WorkflowExecutionDescription, memo: dict[str, Any]
+        self, task_id: str, description: WorkflowExecutionDescription, state: TaskState
     ) -> TaskSnapshot:
-        base = snapshot_from_memo(memo)
+        base = snapshot_of(state)
         closed_at = (
-            iso_now(description.close_time) if description.close_time else base.last_updated_at
+            iso_timestamp(description.close_time)
+            if description.close_time
+            else base.last_updated_at
         )
         base = replace(
             base,
@@ -323,7 +325,7 @@ class TemporalTaskStore:
         if status == WorkflowExecutionStatus.CANCELED:
             # The workflow's last word (e.g. how much was done), or plainly "Cancelled" when it
             # never got to say it (a cancellation of a task no worker ever picked up).
-            said = memo.get("status") == "cancelled" and base.status_message
+            said = state.status == "cancelled" and base.status_message
             return replace(base, status="cancelled", status_message=said or "Cancelled")
         handle = self._client.get_workflow_handle(task_id, run_id=description.run_id)
         try:
