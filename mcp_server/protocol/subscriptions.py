@@ -28,8 +28,8 @@ from mcp_server.protocol import capabilities
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import McpError, invalid_params
 from mcp_server.protocol.task_views import detailed_task
-from mcp_server.protocol.tasks import find_task
 from mcp_server.protocol.wire import META_SERVER_INFO, TASKS_CAPABILITY, TERMINAL_STATUSES
+from mcp_server.tasks.access import find_task
 from mcp_server.tasks.errors import TaskError
 
 LISTEN_METHOD = "subscriptions/listen"
@@ -93,7 +93,9 @@ class Subscription:
         while (watching or self.tools) and time.monotonic() < deadline:
             for task_id in list(watching):
                 try:
-                    snapshot = await find_task(self.ctx, self.services, task_id)
+                    snapshot = await find_task(
+                        self.services.store, task_id, self.ctx.principal, self.services.clock
+                    )
                 except (McpError, TaskError):
                     return  # Temporal unreachable: end the stream, the client listens again
                 if snapshot is None:
@@ -138,7 +140,8 @@ async def prepare(ctx: RequestContext, services: Services) -> Subscription:
         if len(task_ids) > MAX_TASK_IDS:
             raise invalid_params(f"notifications.taskIds may list at most {MAX_TASK_IDS} tasks")
         for task_id in dict.fromkeys(task_ids):
-            if await find_task(ctx, services, task_id) is not None:
+            found = await find_task(services.store, task_id, ctx.principal, services.clock)
+            if found is not None:
                 honoured.append(task_id)
     return Subscription(ctx, services, honoured, wanted.get("toolsListChanged") is True)
 

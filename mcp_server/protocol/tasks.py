@@ -7,45 +7,24 @@ exist, has passed its TTL, or belongs to another principal answers the same -326
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from mcp_server.protocol import capabilities
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import invalid_params, task_not_found
 from mcp_server.protocol.task_views import get_task_result
-from mcp_server.protocol.wire import TASKS_CAPABILITY, TERMINAL_STATUSES, parse_iso
+from mcp_server.protocol.wire import TASKS_CAPABILITY, TERMINAL_STATUSES
+from mcp_server.tasks.access import find_task
 from mcp_server.tasks.snapshots import TaskSnapshot
-from mcp_server.tasks.ttl import kept_for
 from workflows.task_state import AuditStamp, SubmitInput
 
 ACK: dict[str, Any] = {"resultType": "complete"}
-MAX_TASK_ID_LENGTH = 256
 
 
 def _require_extension(ctx: RequestContext) -> None:
     capabilities.require(
         ctx.capabilities, TASKS_CAPABILITY, f"{ctx.method} belongs to the tasks extension"
     )
-
-
-async def find_task(ctx: RequestContext, services: Services, task_id: str) -> TaskSnapshot | None:
-    """The task if it exists, belongs to this principal and is within its TTL; else None."""
-    if len(task_id) > MAX_TASK_ID_LENGTH or not task_id.isprintable():
-        return None
-    snapshot = await services.store.get(task_id, owner=ctx.principal)
-    if snapshot is None:
-        return None
-    if snapshot.ttl_ms is not None:
-        # A closed task's ttlMs already includes its grace; a task still running at its TTL is
-        # about to be closed by Temporal (execution timeout) and gets the same grace.
-        readable_ms = snapshot.ttl_ms
-        if snapshot.status not in TERMINAL_STATUSES:
-            readable_ms = kept_for(snapshot.ttl_ms)
-        expires = parse_iso(snapshot.created_at) + timedelta(milliseconds=readable_ms)
-        if services.clock() >= expires:
-            return None
-    return snapshot
 
 
 def _task_id(ctx: RequestContext) -> str:
@@ -58,7 +37,7 @@ def _task_id(ctx: RequestContext) -> str:
 
 
 async def _lookup(ctx: RequestContext, services: Services, task_id: str) -> TaskSnapshot:
-    snapshot = await find_task(ctx, services, task_id)
+    snapshot = await find_task(services.store, task_id, ctx.principal, services.clock)
     if snapshot is None:
         raise task_not_found()
     return snapshot

@@ -12,6 +12,9 @@ Mapping (README "How a task maps onto Temporal"):
 - cancel: a Temporal cancellation request (durable, a history event).
 
 Rules implemented:
+- `get(task_id, owner)` compares the owner before anything else is read: someone else's task
+  costs one `describe()`, as a missing one does. Evening out the time of every "not found",
+  and the TTL, are task access's business (access.py), the same for any store.
 - Errors are the task layer's own (errors.py): Temporal unreachable or too slow is
   `BackendUnavailable`, any other refusal `BackendRefused`; never a JSON-RPC error.
 """
@@ -20,10 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import time
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -80,14 +81,15 @@ INITIAL_STATUS_MESSAGE = "Queued"
 RPC_TIMEOUT = timedelta(seconds=5)
 _HISTORY_PAGES_SCANNED = 4
 _TERMINAL_CACHE_SIZE = 4096
-# Every "not found" (missing task or someone else's) is answered no sooner than this after the
-# lookup began: both wait for the same deadline, so their times cannot tell them apart.
-_NOT_FOUND_FLOOR_S = 0.005
 _UNAVAILABLE = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED}
 
 
 class TaskStore(Protocol):
-    """Where tasks live. Every method raises only `TaskError`s (errors.py)."""
+    """Where tasks live. Every method raises only `TaskError`s (errors.py).
+
+    `get` compares the owner before reading anything else, and reads a task that is still
+    running afresh each time: task access (access.py) learns the backend's pace from those.
+    """
 
     async def create(self, task: TaskInput, workflow: str) -> TaskSnapshot: ...
     async def get(self, task_id: str, owner: str | None = None) -> TaskSnapshot | None: ...
@@ -120,9 +122,6 @@ class TemporalTaskStore:
     ) -> None:
         self._client = client
         self._clock = clock
-        self._found_s = 0.002  # how long reading an existing task takes, learnt as we go
-        # Threads that only sleep (see _not_found_after); kept apart from the default executor.
-        self._pauses = ThreadPoolExecutor(max_workers=8, thread_name_prefix="mcp-not-found")
         self._task_queue = task_queue
         self._terminal: OrderedDict[str, TaskSnapshot] = OrderedDict()
 
@@ -199,26 +198,17 @@ class TemporalTaskStore:
             raise _translate(err, "read the task") from err
 
     async def get(self, task_id: str, owner: str | None = None) -> TaskSnapshot | None:
-        """The task, or None when it does not exist or (given `owner`) is someone else's.
-
-        Both answers take the same time: each costs one `describe()` (the owner is compared
-        before anything else is read) and then waits for the same deadline.
-        """
+        """The task, or None when it does not exist, is not an MCP task, or (given `owner`) is
+        someone else's."""
         cached = self._terminal.get(task_id)
         if cached is not None and (owner is None or cached.owner == owner):
             return cached  # anyone else takes the same describe() as for a missing task
-        started = time.perf_counter()
         description = await self._describe(task_id)
-        memo = None if description is None else await description.memo_value(MEMO_KEY, None)
-        state = TaskState.from_memo(memo)
-        if description is None or state is None:
-            # Missing, or a workflow of the namespace that is not an MCP task.
-            await self._not_found_after(started)
+        if description is None:
             return None
-        self._found_s += (time.perf_counter() - started - self._found_s) / 16  # moving average
-        if owner is not None and state.owner != owner:
-            await self._not_found_after(started)
-            return None
+        state = TaskState.from_memo(await description.memo_value(MEMO_KEY, None))
+        if state is None or (owner is not None and state.owner != owner):
+            return None  # not an MCP task (another workflow of the namespace), or not theirs
         if description.status == WorkflowExecutionStatus.RUNNING:
             return await self._running(task_id, description, state)
         snapshot = await self._closed(task_id, description, state)
@@ -226,17 +216,6 @@ class TemporalTaskStore:
         if len(self._terminal) > _TERMINAL_CACHE_SIZE:
             self._terminal.popitem(last=False)
         return snapshot
-
-    async def _not_found_after(self, started: float) -> None:
-        """Temporal answers NOT_FOUND faster than it describes a task (about 0.7 ms here), so
-        the time of a "not found" would tell a missing task from someone else's. Both wait for
-        the same deadline instead: a fixed floor, or twice a usual read if that is longer.
-        The wait is a thread's sleep: asyncio rounds its timers up to whole milliseconds from
-        the moment they are set, which would keep each path's sub-millisecond phase."""
-        deadline = started + max(_NOT_FOUND_FLOOR_S, 2 * self._found_s)
-        remaining = deadline - time.perf_counter()
-        if remaining > 0:
-            await asyncio.get_running_loop().run_in_executor(self._pauses, time.sleep, remaining)
 
     async def _running(
         self, task_id: str, description: WorkflowExecutionDescription, state: TaskState

@@ -1,0 +1,96 @@
+"""Who may read a task, and how long a "not found" takes (wire §2.12), for any `TaskStore`.
+
+Rules implemented:
+- A task is found only by its owner and only within its TTL (ttl.py). Anything else is "not
+  found", alike whether the task never existed, is someone else's, or has expired; a taskId
+  too long or not printable is not found without asking the store.
+- The owner is compared before anything else is read (the store's `get(task_id, owner)`).
+- Every "not found" is answered at one common deadline measured from the start of the lookup:
+  `NOT_FOUND_FLOOR_S`, or the usual time of reading a running task when that is longer (a
+  slow backend; such a read costs about two lookups of someone else's task). Without it, the
+  time of the answer tells a missing task from someone else's: Temporal answers NOT_FOUND
+  0.7-1.5 ms sooner than it describes a task.
+- The usual time is learnt from found lookups of running tasks only, which every store reads
+  afresh (a closed task may come from a cache). Never from "not found" answers: a foreign
+  lookup is slower than a missing one, so learning from them would move the next deadline
+  by the kind of the last lookup, and time would tell it again.
+- The deadline is kept to within microseconds, without threads: asyncio wakes a sleeper up to
+  a millisecond late (its selector rounds timeouts up to whole milliseconds), by an amount
+  that depends on when the sleep began, which would keep each kind of lookup's own phase. So
+  the wait sleeps until just before the deadline, then yields to the event loop (every other
+  task keeps running) until the deadline has passed: at most `_SPIN_S` of busy waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from datetime import datetime
+from weakref import WeakKeyDictionary
+
+from mcp_server.tasks.snapshots import TaskSnapshot
+from mcp_server.tasks.store import TaskStore
+from mcp_server.tasks.ttl import is_expired
+from workflows.task_state import TERMINAL_STATUSES
+
+MAX_TASK_ID_LENGTH = 256
+NOT_FOUND_FLOOR_S = 0.005
+# Longer than asyncio's worst lateness on an idle loop (1 ms plus scheduling), so the sleep
+# ends before the deadline and the busy wait alone decides when the answer leaves.
+_SPIN_S = 0.002
+
+
+class NotFoundDeadline:
+    """When a "not found" may be answered, learnt from how long reading a task takes."""
+
+    def __init__(self, floor_s: float = NOT_FOUND_FLOOR_S) -> None:
+        self.floor_s = floor_s
+        self._usual_s = 0.0
+
+    def after(self, started: float) -> float:
+        """The deadline of a lookup that began at `started` (`time.perf_counter()`)."""
+        return started + max(self.floor_s, self._usual_s)
+
+    def learn(self, elapsed_s: float) -> None:
+        self._usual_s += (elapsed_s - self._usual_s) / 16  # a moving average
+
+
+# One deadline per store, living as long as it: a store is made once, in the app's lifespan.
+_deadlines: WeakKeyDictionary[TaskStore, NotFoundDeadline] = WeakKeyDictionary()
+
+
+def deadline_of(store: TaskStore) -> NotFoundDeadline:
+    """The not-found deadline of this store (one per store, made on first use)."""
+    deadline = _deadlines.get(store)
+    if deadline is None:
+        deadline = _deadlines[store] = NotFoundDeadline()
+    return deadline
+
+
+async def wait_until(deadline: float) -> None:
+    """Return as soon as `time.perf_counter()` has passed `deadline` (see the module's rules)."""
+    early = deadline - _SPIN_S - time.perf_counter()
+    if early > 0:
+        await asyncio.sleep(early)
+    # A busy wait on purpose (an Event would wake as late as the sleep above); each round
+    # yields to the event loop, so other requests are served meanwhile.
+    while time.perf_counter() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(0)
+
+
+async def find_task(
+    store: TaskStore, task_id: str, owner: str, clock: Callable[[], datetime]
+) -> TaskSnapshot | None:
+    """The task if it exists, belongs to `owner` and is within its TTL; else None, at the
+    common deadline of every "not found"."""
+    started = time.perf_counter()
+    deadline = deadline_of(store)
+    if len(task_id) <= MAX_TASK_ID_LENGTH and task_id.isprintable():
+        snapshot = await store.get(task_id, owner=owner)
+        if snapshot is not None and not is_expired(snapshot, clock()):
+            if snapshot.status not in TERMINAL_STATUSES:
+                deadline.learn(time.perf_counter() - started)
+            return snapshot
+    await wait_until(deadline.after(started))
+    return None
