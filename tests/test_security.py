@@ -9,8 +9,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,8 @@ from mcp_server.protocol import errors
 from mcp_server.protocol.limits import PollLimiter
 from mcp_server.runtime.cli import add_token
 from mcp_server.runtime.config import Settings
-from mcp_server.tasks.store import TemporalTaskStore
+from mcp_server.tasks.access import find_task
+from mcp_server.tasks.store import TemporalTaskStore, new_task_id
 from tests.conftest import Stack
 from tests.mcp_client import McpClient
 
@@ -34,6 +36,9 @@ StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 NOT_FOUND = {"code": errors.INVALID_PARAMS, "message": errors.TASK_NOT_FOUND_MESSAGE}
 ISSUER = "https://auth.example.test"
 AUDIENCE = "https://mcp.example.test/mcp"
+# How far apart the median times of a foreign and a missing "not found" may be.
+HTTP_TOLERANCE_S = 0.0005
+STORE_TOLERANCE_S = 0.0003
 
 
 def as_client(stack: Stack, token: str) -> McpClient:
@@ -147,18 +152,36 @@ async def test_a_foreign_task_answers_in_the_same_time_as_a_missing_one(
     else:  # completed, and read once by its owner: the server now holds it in memory
         task_id = await alice.create_task("slow_compute", {"seconds": 0})
         await alice.wait_terminal(task_id)
-    timings: dict[str, list[float]] = {"foreign": [], "missing": []}
-    for round_ in range(-20, 120):  # 20 warm-up rounds let the server's latency estimate settle
-        for kind, target in (("foreign", task_id), ("missing", f"mcp-task-{round_ + 20:032x}")):
-            started = time.perf_counter()
-            assert (await bob.rpc("tasks/get", {"taskId": target})).error == NOT_FOUND
-            if round_ >= 0:
-                timings[kind].append(time.perf_counter() - started)
-    foreign, missing = (statistics.median(timings[k]) for k in ("foreign", "missing"))
-    # Both "not found" answers wait for the same deadline. Without it, the difference measured
-    # 0.8-1.5 ms here.
-    assert abs(foreign - missing) < 0.0008, (foreign * 1000, missing * 1000)
+
+    async def not_found(target: str) -> None:
+        assert (await bob.rpc("tasks/get", {"taskId": target})).error == NOT_FOUND
+
+    gap = await median_gap(not_found, task_id, rounds=200)
+    # Both "not found" answers leave at the same deadline. Measured on a busy 2-core machine
+    # (load 2.3-3.3): 0.00-0.07 ms apart with it, 1.47-1.86 ms without it.
+    assert abs(gap) < HTTP_TOLERANCE_S, f"{gap * 1000:.3f} ms"
     await alice.cancel_task(task_id)
+
+
+async def median_gap(
+    lookup: Callable[[str], Awaitable[None]], foreign_task: str, rounds: int
+) -> float:
+    """The median, over `rounds` pairs, of (time of a foreign lookup - time of a missing one).
+
+    The two lookups of a pair run back to back, in an order that alternates, so that the load
+    of a busy machine weighs on both alike; 20 pairs first warm up the connection and caches.
+    """
+    gaps = []
+    for round_ in range(-20, rounds):
+        took = {}
+        pair = [("foreign", foreign_task), ("missing", new_task_id())]
+        for kind, target in pair if round_ % 2 else reversed(pair):
+            started = time.perf_counter()
+            await lookup(target)
+            took[kind] = time.perf_counter() - started
+        if round_ >= 0:
+            gaps.append(took["foreign"] - took["missing"])
+    return statistics.median(gaps)
 
 
 # ----- jwt ---------------------------------------------------------------------------------
@@ -455,7 +478,7 @@ async def test_secret_arguments_never_reach_status_input_requests_memo_or_errors
     assert "[redacted]" in failed["statusMessage"]
 
 
-async def test_the_store_answers_foreign_and_missing_lookups_in_the_same_time(
+async def test_task_access_answers_foreign_and_missing_lookups_in_the_same_time(
     mcp: McpClient, temporal_client: Client, stack: Stack
 ) -> None:
     """The same property without HTTP in between, where the difference is not drowned in noise."""
@@ -463,14 +486,12 @@ async def test_the_store_answers_foreign_and_missing_lookups_in_the_same_time(
     task_id = await mcp.create_task("confirm_delete", {"filename": "store-timing"})
     await mcp.wait_status(task_id, "input_required", within=5)
     stranger = Principal("stranger").digest
-    timings: dict[str, list[float]] = {"foreign": [], "missing": []}
-    for round_ in range(-20, 150):  # warm-up rounds let the latency estimate settle
-        for kind, target in (("foreign", task_id), ("missing", f"mcp-task-{round_ + 20:032x}")):
-            started = time.perf_counter()
-            assert await store.get(target, owner=stranger) is None
-            if round_ >= 0:
-                timings[kind].append(time.perf_counter() - started)
-    foreign, missing = (statistics.median(timings[k]) for k in ("foreign", "missing"))
-    # Measured here: 0.66-0.77 ms apart without the common deadline, 0.015-0.043 ms with it.
-    assert abs(foreign - missing) < 0.0003, (foreign * 1000, missing * 1000)
+
+    async def not_found(target: str) -> None:
+        assert await find_task(store, target, stranger, lambda: datetime.now(UTC)) is None
+
+    gap = await median_gap(not_found, task_id, rounds=200)
+    # Measured on a busy 2-core machine (load 2.3-3.3): 0.000-0.001 ms apart with the common
+    # deadline, 1.47-1.70 ms without it (0.66-0.77 ms on a quiet one).
+    assert abs(gap) < STORE_TOLERANCE_S, f"{gap * 1000:.3f} ms"
     await mcp.cancel_task(task_id)

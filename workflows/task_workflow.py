@@ -2,9 +2,10 @@
 
 A tool's workflow subclasses `TaskWorkflow`, implements `execute()`, and is declared with
 `@task_workflow("name")`. The base gives it:
-- the task state (status, statusMessage, inputRequests, pollIntervalMs) mirrored into the memo
-  and the `McpStatus` search attribute at every change, so `tasks/get` can answer from
-  `describe()` with no worker alive;
+- the task state (`TaskState`: status, statusMessage, inputRequests, pollIntervalMs) mirrored
+  into the memo (`TaskState.to_memo()`, its one shape) and the `McpStatus` search attribute at
+  every change, so `tasks/get` can answer from `describe()` with no worker alive; a change
+  issues exactly the Temporal commands it always did, so running workflows keep replaying;
 - `ask()` / `ask_all()`, which park the workflow at `input_required` until `tasks/update`
   answers (keys unique for the task's whole life);
 - `report()` for progress in `statusMessage`;

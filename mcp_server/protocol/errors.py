@@ -17,7 +17,6 @@ from typing import Any
 from mcp_server.tasks.errors import (
     ArgumentsTooLarge,
     BackendUnavailable,
-    SyncTimeout,
     TaskError,
     TaskFailed,
     TaskNotFound,
@@ -110,11 +109,6 @@ def from_task_error(err: TaskError) -> McpError:
             {"retryAfterMs": int(err.retry_after_s * 1000)},
             http_status=503,
             headers={"Retry-After": str(retry_after_s)},
-        )
-    if isinstance(err, SyncTimeout):
-        return McpError(
-            INTERNAL_ERROR,
-            f"{err}; call it with the tasks extension declared to run it as a durable task",
         )
     # BackendRefused, or an error this mapping does not know yet: the server's fault.
     return McpError(INTERNAL_ERROR, str(err))

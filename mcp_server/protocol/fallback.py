@@ -27,9 +27,10 @@ from pydantic import BaseModel
 
 from mcp_server.protocol import capabilities
 from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import McpError, task_not_found
+from mcp_server.protocol.errors import task_not_found
 from mcp_server.protocol.task_views import RELATED_TASK, tool_result
 from mcp_server.tasks.access import find_task
+from mcp_server.tasks.errors import TaskFailed
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tools.registry import Logger, ProgressReporter
 from workflows.task_state import TaskInput
@@ -122,7 +123,7 @@ def outcome(snapshot: TaskSnapshot) -> core.CallToolResult:
         return tool_result(snapshot.result)
     if snapshot.status == "failed" and snapshot.error is not None:
         error = snapshot.error
-        raise McpError(int(error["code"]), str(error["message"]), error.get("data"))
+        raise TaskFailed(int(error["code"]), str(error["message"]), error.get("data"))
     text = f"Task {snapshot.task_id} was cancelled: {snapshot.status_message or 'Cancelled'}"
     return core.CallToolResult(content=[core.TextContent(type="text", text=text)], is_error=True)
 
@@ -189,11 +190,12 @@ async def follow(
 
 
 async def run_attached(
-    ctx: RequestContext, services: Services, task: TaskInput, workflow: str
+    ctx: RequestContext, services: Services, task: TaskInput, workflow: str, wait_s: float
 ) -> BaseModel:
+    """Run the task and wait at most `wait_s` (the tool's own bound, or the server's)."""
     await services.limits.check_open_tasks(lambda: services.store.count_open(ctx.principal))
     await services.store.create(task, workflow)
-    snapshot = await follow(ctx, services, task.task_id, services.sync_wait_s)
+    snapshot = await follow(ctx, services, task.task_id, min(wait_s, services.sync_wait_s))
     if snapshot.status in ("completed", "failed", "cancelled"):
         return outcome(snapshot)
     return follow_up_result(task.tool, snapshot)

@@ -129,7 +129,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         tool_config=tool.workflow_config,
     )
     if not as_task:
-        return await fallback.run_attached(ctx, services, task, tool.workflow)
+        return await fallback.run_attached(ctx, services, task, tool.workflow, tool.sync_timeout_s)
     await services.limits.check_open_tasks(lambda: services.store.count_open(ctx.principal))
     snapshot = await services.store.create(task, tool.workflow)
     if ctx.modern:

@@ -7,8 +7,9 @@ Rules implemented:
 - The owner is compared before anything else is read (the store's `get(task_id, owner)`).
 - Every "not found" is answered at one common deadline measured from the start of the lookup:
   `NOT_FOUND_FLOOR_S`, or the usual time of reading a running task when that is longer (a
-  slow backend; such a read costs about two lookups of someone else's task). Without it, the time of the answer tells a missing task from someone else's:
-  Temporal answers NOT_FOUND about 0.7 ms sooner than it describes a task.
+  slow backend; such a read costs about two lookups of someone else's task). Without it, the
+  time of the answer tells a missing task from someone else's: Temporal answers NOT_FOUND
+  0.7-1.5 ms sooner than it describes a task.
 - The usual time is learnt from found lookups of running tasks only, which every store reads
   afresh (a closed task may come from a cache). Never from "not found" answers: a foreign
   lookup is slower than a missing one, so learning from them would move the next deadline
@@ -60,7 +61,8 @@ class NotFoundDeadline:
 _deadlines: WeakKeyDictionary[TaskStore, NotFoundDeadline] = WeakKeyDictionary()
 
 
-def _deadline_of(store: TaskStore) -> NotFoundDeadline:
+def deadline_of(store: TaskStore) -> NotFoundDeadline:
+    """The not-found deadline of this store (one per store, made on first use)."""
     deadline = _deadlines.get(store)
     if deadline is None:
         deadline = _deadlines[store] = NotFoundDeadline()
@@ -84,7 +86,7 @@ async def find_task(
     """The task if it exists, belongs to `owner` and is within its TTL; else None, at the
     common deadline of every "not found"."""
     started = time.perf_counter()
-    deadline = _deadline_of(store)
+    deadline = deadline_of(store)
     if len(task_id) <= MAX_TASK_ID_LENGTH and task_id.isprintable():
         snapshot = await store.get(task_id, owner=owner)
         if snapshot is not None and not is_expired(snapshot, clock()):

@@ -5,8 +5,8 @@ Rules implemented:
   into JSON-RPC errors (`mcp_server.protocol.errors.from_task_error`).
 - A backend that cannot be reached says when to retry (`retry_after_s`); one that answers but
   refuses says what it refused. Both name the backend, so an operator knows where to look.
-- A synchronous run reports how the tool's workflow ended (`TaskFailed`, with the JSON-RPC-ish
-  error object the task itself ends with) or that it did not end in time (`SyncTimeout`).
+- A task that ended failed, awaited by a caller, is `TaskFailed`, with the JSON-RPC-ish error
+  object the task itself ends with.
 """
 
 from __future__ import annotations
@@ -59,19 +59,10 @@ class ArgumentsTooLarge(TaskError):
 
 
 class TaskFailed(TaskError):
-    """A synchronously run tool's workflow ended failed, with this error object."""
+    """A task awaited by its caller ended failed, with this error object."""
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.data = data
-
-
-class SyncTimeout(TaskError):
-    """A synchronously run tool did not finish within its time; its workflow was stopped."""
-
-    def __init__(self, tool: str, timeout_s: float) -> None:
-        super().__init__(f"Tool {tool!r} did not finish within {timeout_s:g} s")
-        self.tool = tool
-        self.timeout_s = timeout_s

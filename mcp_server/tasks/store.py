@@ -21,7 +21,6 @@ Rules implemented:
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import secrets
 from collections import OrderedDict
@@ -53,9 +52,7 @@ from mcp_server.tasks.errors import (
     ArgumentsTooLarge,
     BackendRefused,
     BackendUnavailable,
-    SyncTimeout,
     TaskError,
-    TaskFailed,
 )
 from mcp_server.tasks.snapshots import (
     TaskSnapshot,
@@ -87,7 +84,11 @@ _UNAVAILABLE = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED}
 
 
 class TaskStore(Protocol):
-    """Where tasks live. Every method raises only `TaskError`s (errors.py)."""
+    """Where tasks live. Every method raises only `TaskError`s (errors.py).
+
+    `get` compares the owner before reading anything else, and reads a task that is still
+    running afresh each time: task access (access.py) learns the backend's pace from those.
+    """
 
     async def create(self, task: TaskInput, workflow: str) -> TaskSnapshot: ...
     async def get(self, task_id: str, owner: str | None = None) -> TaskSnapshot | None: ...
@@ -97,13 +98,10 @@ class TaskStore(Protocol):
     ) -> tuple[list[TaskSnapshot], str | None]: ...
     async def submit_input(self, task_id: str, update: SubmitInput) -> None: ...
     async def cancel(self, task_id: str, stamp: AuditStamp) -> None: ...
-    async def run_sync(
-        self, task: TaskInput, workflow: str, timeout_s: float
-    ) -> dict[str, Any]: ...
     async def health(self) -> dict[str, Any]: ...
 
 
-# How a closed execution the memo does not say the end of reads in tasks/list.
+# How a closed execution whose memo does not say how it ended reads in tasks/list.
 _CLOSED_STATUS: dict[WorkflowExecutionStatus, TaskStatus] = {
     WorkflowExecutionStatus.COMPLETED: "completed",
     WorkflowExecutionStatus.CANCELED: "cancelled",
@@ -176,27 +174,6 @@ class TemporalTaskStore:
     async def create(self, task: TaskInput, workflow: str) -> TaskSnapshot:
         await self._start(task, workflow)
         return snapshot_of(TaskState.initial(task, INITIAL_STATUS_MESSAGE))
-
-    async def run_sync(self, task: TaskInput, workflow: str, timeout_s: float) -> dict[str, Any]:
-        """Run a task tool's workflow and wait for it: a tools/call without the extension."""
-        handle = await self._start(task, workflow)
-        try:
-            result: dict[str, Any] = await asyncio.wait_for(handle.result(), timeout_s)
-            return result
-        except WorkflowFailureError as err:
-            error, _ = failure_of(err)
-            raise TaskFailed(error["code"], error["message"], error.get("data")) from err
-        except (TimeoutError, asyncio.CancelledError) as err:
-            await self._terminate_quietly(handle, "the synchronous caller stopped waiting")
-            if isinstance(err, asyncio.CancelledError):
-                raise
-            raise SyncTimeout(task.tool, timeout_s) from err
-
-    async def _terminate_quietly(self, handle: WorkflowHandle[Any, Any], reason: str) -> None:
-        try:
-            await handle.terminate(reason=reason, rpc_timeout=RPC_TIMEOUT)
-        except RPCError:
-            pass
 
     # ----- get ---------------------------------------------------------------------------
 
@@ -351,7 +328,10 @@ class TemporalTaskStore:
         """One page of `owner`'s tasks, newest first, from the visibility store (the memo,
         no history read). `cursor` is the opaque token of the previous page; a malformed one
         is a ValueError."""
-        token = base64.urlsafe_b64decode(cursor.encode("ascii")) if cursor else None
+        try:
+            token = base64.urlsafe_b64decode(cursor.encode("ascii")) if cursor else None
+        except (ValueError, UnicodeError) as err:
+            raise ValueError("malformed cursor") from err
         query = f'{SEARCH_ATTRIBUTE_OWNER}="{owner}"'
         pages = self._client.list_workflows(
             query, page_size=page_size, next_page_token=token, rpc_timeout=RPC_TIMEOUT

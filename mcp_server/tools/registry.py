@@ -4,7 +4,8 @@ A tool is either a synchronous function run inside the HTTP server, or a Tempora
 run as a task. Its `task_support` policy decides what `tools/call` does (wire §2.2):
 - "never": always synchronous, never a task;
 - "optional": a task when the request declares the tasks extension, otherwise the workflow is
-  run and awaited synchronously (bounded by `sync_timeout_s`);
+  run attached to the call and awaited (at most `sync_timeout_s`, and the server's
+  `sync_wait_s`); past that, the call answers a result naming the task, which runs on;
 - "required": a task; a request without the extension gets -32021.
 
 A toolset is a module with `register(registry: ToolRegistry) -> None`.

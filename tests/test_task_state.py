@@ -1,0 +1,95 @@
+"""The task state in the memo: one typed model, readable across versions, and replay-safe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.worker import Replayer
+
+from mcp_server.tools.registry import ToolRegistry
+from workflows import task_state
+from workflows.task_state import TaskInput, TaskState
+
+HISTORIES = Path(__file__).parent / "histories"
+
+# A memo exactly as the server and the workflows wrote it before TaskState existed: running
+# workflows carry memos like this one for as long as they live.
+WRITTEN_BEFORE: dict[str, Any] = {
+    "v": 1,
+    "taskId": "mcp-task-0123456789abcdef0123456789abcdef",
+    "tool": "confirm_delete",
+    "owner": "a1b2c3",
+    "createdAt": "2026-08-01T10:30:00.123Z",
+    "lastUpdatedAt": "2026-08-01T10:30:02.456Z",
+    "ttlMs": 3_600_000,
+    "pollIntervalMs": 1000,
+    "status": "input_required",
+    "statusMessage": "Delete a.txt?",
+    "inputRequests": {"confirm": {"method": "elicitation/create", "params": {}}},
+}
+
+
+def test_a_memo_written_before_the_typed_model_reads_back_to_the_same_memo() -> None:
+    state = TaskState.from_memo(WRITTEN_BEFORE)
+    assert state is not None
+    assert state.status == "input_required" and state.owner == "a1b2c3"
+    assert state.to_memo() == WRITTEN_BEFORE
+    assert list(state.to_memo()) == list(WRITTEN_BEFORE)  # same keys, in the same order
+
+
+def test_the_initial_state_is_working_with_the_starters_message() -> None:
+    task = TaskInput("mcp-task-1", "echo", {}, "2026-08-01T10:30:00.123Z", None, 500, "owner")
+    memo = TaskState.initial(task, "Queued").to_memo()
+    assert memo["v"] == task_state.MEMO_VERSION and memo["status"] == "working"
+    assert memo["lastUpdatedAt"] == memo["createdAt"] and memo["statusMessage"] == "Queued"
+    assert memo["ttlMs"] is None and memo["inputRequests"] == {}
+
+
+def test_a_memo_of_an_earlier_version_stays_readable_after_a_version_bump(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(task_state, "MEMO_VERSION", task_state.MEMO_VERSION + 1)
+    state = TaskState.from_memo(WRITTEN_BEFORE)
+    assert state is not None and state.task_id == WRITTEN_BEFORE["taskId"]
+
+
+@pytest.mark.parametrize(
+    "memo",
+    [
+        None,
+        "not a memo",
+        {**WRITTEN_BEFORE, "v": task_state.MEMO_VERSION + 1},  # from a newer server
+        {**WRITTEN_BEFORE, "v": 0},
+        {**WRITTEN_BEFORE, "v": True},
+        {key: value for key, value in WRITTEN_BEFORE.items() if key != "v"},
+        {key: value for key, value in WRITTEN_BEFORE.items() if key != "taskId"},
+        {**WRITTEN_BEFORE, "createdAt": 12},
+        {**WRITTEN_BEFORE, "status": "paused"},
+    ],
+)
+def test_a_memo_without_a_readable_task_state_is_not_a_task(memo: object) -> None:
+    assert TaskState.from_memo(memo) is None
+
+
+def test_optional_fields_missing_from_a_memo_take_their_defaults() -> None:
+    minimal = {"v": 1, "taskId": "mcp-task-1", "createdAt": "2026-08-01T10:30:00.123Z"}
+    state = TaskState.from_memo(minimal)
+    assert state is not None
+    assert (state.status, state.owner) == ("working", "")
+    assert state.last_updated_at == minimal["createdAt"]
+    assert state.ttl_ms is None and state.input_requests == {}
+
+
+@pytest.mark.parametrize("history", sorted(HISTORIES.glob("*.json")), ids=lambda path: path.stem)
+async def test_workflows_recorded_before_the_typed_memo_still_replay(
+    registry: ToolRegistry, history: Path
+) -> None:
+    """Each history was recorded with the code before `TaskState`: asking, answering, timing
+    out, reporting progress, redacting secrets, failing and being cancelled. Replaying it with
+    today's workflows proves they still issue the same commands in the same order."""
+    recorded = WorkflowHistory.from_json(history.stem, history.read_text())
+    result = await Replayer(workflows=registry.workflows).replay_workflow(recorded)
+    assert result.replay_failure is None
