@@ -14,9 +14,11 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from mcp_server.protocol import errors
 from mcp_server.protocol.wire import parse_iso
+from mcp_server.tasks.store import TemporalTaskStore
 from tests.conftest import Stack
 from tests.fixture_tools import SHORT_TTL_MS
 from tests.mcp_client import NO_CAPABILITIES, TASKS, McpClient
+from workflows.task_state import MEMO_KEY, TaskState
 
 StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 ACCEPT = {"action": "accept", "content": {"confirm": True}}
@@ -279,3 +281,21 @@ async def test_a_completed_task_says_so_with_the_first_line_of_its_result(mcp: M
     task_id = await mcp.create_task("slow_compute", {"seconds": 0, "label": "summary"})
     done = await mcp.wait_terminal(task_id)
     assert done["statusMessage"] == "Completed: Computed 'summary' in 0 s"
+
+
+async def test_a_read_racing_an_answer_that_also_ended_the_task_shows_the_end(
+    mcp: McpClient, temporal_client: Client, stack: Stack
+) -> None:
+    """describe() sees the question; before the history is read, the workflow takes the answer
+    and completes in one workflow task. The read must not show the answered question again."""
+    task_id = await mcp.create_task("confirm_delete", {"filename": "race.txt"})
+    await mcp.wait_status(task_id, "input_required", within=5)
+    handle = temporal_client.get_workflow_handle(task_id)
+    stale = await handle.describe()
+    state = TaskState.from_memo(await stale.memo_value(MEMO_KEY, None))
+    assert state is not None and state.status == "input_required"
+    await mcp.update_task(task_id, {"confirm": ACCEPT})
+    await handle.result()
+    store = TemporalTaskStore(temporal_client, stack.settings.task_queue)
+    snapshot = await store._running(task_id, stale, state)
+    assert snapshot.status == "completed" and snapshot.input_requests == {}

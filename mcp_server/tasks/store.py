@@ -212,8 +212,12 @@ class TemporalTaskStore:
         if newest_event > description.history_length:
             # The workflow moved on between the two reads: take the fresher memo.
             fresher = await self._describe(task_id)
-            if fresher is not None and fresher.status == WorkflowExecutionStatus.RUNNING:
+            if fresher is not None:
                 state = TaskState.from_memo(await fresher.memo_value(MEMO_KEY, None)) or state
+                if fresher.status != WorkflowExecutionStatus.RUNNING:
+                    # It even ended (answered and finished in one workflow task): the answered
+                    # question must not show again, so this read is the closed task's.
+                    return await self._closed(task_id, fresher, state)
         snapshot = snapshot_of(state)
         pending = {k: v for k, v in snapshot.input_requests.items() if k not in answered}
         status, message = snapshot.status, snapshot.status_message
