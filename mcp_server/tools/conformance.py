@@ -1,7 +1,10 @@
 """The fixture tools the official conformance suite calls (shared/spec/conformance.md): those of
 the tasks scenarios, the diagnostic tools of `server-stateless` and
 `http-custom-header-server-validation`, the content and progress fixtures of `tools-call-*`, the
-schema of `json-schema-2020-12`, and (conformance_mrtr.py) those of `input-required-result-*`.
+schema of `json-schema-2020-12`, the logging fixture of `tools-call-with-logging`, the task tools
+that ask the client something mid-call (`tools-call-sampling`, `tools-call-elicitation`,
+`elicitation-sep1034-defaults`, `elicitation-sep1330-enums`), and (conformance_mrtr.py) those of
+`input-required-result-*`.
 
 The first tool listed accepts `{}` and runs synchronously: the header-validation scenario calls
 `tools[0]` with empty arguments and expects a result.
@@ -20,11 +23,24 @@ from workflows.task_workflow import elicitation
 
 _EMPTY: dict[str, Any] = {"type": "object", "properties": {}}
 _ELICIT: dict[str, Any] = {"elicitation": {}}
+_SAMPLE: dict[str, Any] = {"sampling": {}}
 
 
 async def _logging_tool(call: ToolCall) -> dict[str, Any]:
-    # Log notifications go out only when a request sets _meta logLevel; this server sends none.
-    return text_result("test_logging_tool ran; no log notifications were requested")
+    # At 2026-07-28 this reaches the client only when the request's _meta names a logLevel.
+    await call.log("info", "test_logging_tool ran")
+    return text_result("test_logging_tool ran")
+
+
+async def _tool_with_logging(call: ToolCall) -> dict[str, Any]:
+    # Three info messages about 50 ms apart, as tools-call-with-logging expects.
+    for step, text in enumerate(
+        ("Tool execution started", "Tool processing data", "Tool execution completed")
+    ):
+        if step:
+            await asyncio.sleep(0.05)
+        await call.log("info", text)
+    return text_result("test_tool_with_logging sent three log messages")
 
 
 async def _greet(call: ToolCall) -> dict[str, Any]:
@@ -170,7 +186,7 @@ def register(registry: ToolRegistry) -> None:
     registry.add(
         Tool(
             "test_logging_tool",
-            "Runs and sends no log notifications.",
+            "Logs one info message (when the request asks for log messages).",
             _EMPTY,
             handler=_logging_tool,
         )
@@ -315,4 +331,72 @@ def register(registry: ToolRegistry) -> None:
             handler=_json_schema_tool,
         )
     )
+    registry.add(
+        Tool(
+            "test_tool_with_logging",
+            "Logs three info messages about 50 ms apart.",
+            _EMPTY,
+            handler=_tool_with_logging,
+        )
+    )
+    _register_asking_tools(registry)
     conformance_mrtr.register(registry)
+
+
+def _asking(
+    name: str, description: str, schema: dict[str, Any], workflow: str, needs: dict[str, Any]
+) -> Tool:
+    """A task tool that asks the client mid-call (so it needs the capability to answer); called
+    without `task`, it runs attached to the call and its question goes out on the stream."""
+    return Tool(
+        name,
+        description,
+        schema,
+        task_support="optional",
+        workflow=workflow,
+        poll_interval_ms=500,
+        required_capabilities=needs,
+    )
+
+
+def _one_string(name: str) -> dict[str, Any]:
+    return {"type": "object", "properties": {name: {"type": "string"}}, "required": [name]}
+
+
+def _register_asking_tools(registry: ToolRegistry) -> None:
+    registry.add(
+        _asking(
+            "test_sampling",
+            "Asks the client's LLM to answer `prompt` (sampling/createMessage).",
+            _one_string("prompt"),
+            "TestSampling",
+            _SAMPLE,
+        )
+    )
+    registry.add(
+        _asking(
+            "test_elicitation",
+            "Asks the user for a username and an email (elicitation/create).",
+            _one_string("message"),
+            "TestElicitation",
+            _ELICIT,
+        )
+    )
+    registry.add(
+        _asking(
+            "test_elicitation_sep1034_defaults",
+            "Asks for a form whose fields all have defaults (SEP-1034).",
+            _EMPTY,
+            "TestElicitationDefaults",
+            _ELICIT,
+        )
+    )
+    registry.add(
+        _asking(
+            "test_elicitation_sep1330_enums",
+            "Asks for a form with every enum form (SEP-1330).",
+            _EMPTY,
+            "TestElicitationEnums",
+            _ELICIT,
+        )
+    )
