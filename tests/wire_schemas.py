@@ -102,7 +102,10 @@ _LEGACY_RESULTS = {
 }
 _LEGACY_MESSAGES = {
     "elicitation/create": "ElicitRequest",
+    "sampling/createMessage": "CreateMessageRequest",
+    "roots/list": "ListRootsRequest",
     "notifications/progress": "ProgressNotification",
+    "notifications/message": "LoggingMessageNotification",
 }
 
 

@@ -1,0 +1,38 @@
+"""A tool for the tests of questions a task puts to a 2025-11-25 client mid-call: it asks the
+input request its arguments carry and returns the answer as JSON text."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp_server.tools.registry import Tool, ToolRegistry
+from workflows.results import text_result
+from workflows.task_state import TaskInput
+from workflows.task_workflow import TaskWorkflow, task_workflow
+
+
+@task_workflow("TestsAsk")
+class AskWorkflow(TaskWorkflow):
+    async def execute(self, task: TaskInput) -> dict[str, Any]:
+        answer = await self.ask("question", dict(task.arguments["request"]))
+        return text_result(json.dumps(answer, sort_keys=True))
+
+
+def register(registry: ToolRegistry) -> None:
+    registry.add_workflows([AskWorkflow])
+    schema = {
+        "type": "object",
+        "properties": {"request": {"type": "object"}},
+        "required": ["request"],
+    }
+    registry.add(
+        Tool(
+            "tests_ask",
+            "Asks the input request `request`, then returns the answer.",
+            schema,
+            task_support="optional",
+            workflow="TestsAsk",
+            poll_interval_ms=200,
+        )
+    )
