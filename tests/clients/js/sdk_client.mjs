@@ -1,0 +1,137 @@
+// The official TypeScript client (@modelcontextprotocol/client 2.x) with the official tasks
+// package (@modelcontextprotocol/ext-tasks), driven by tests/clients/test_typescript_sdk.py.
+//
+//   node sdk_client.mjs URL ERA list
+//   node sdk_client.mjs URL ERA call   TOOL ARGS_JSON [ANSWER_JSON]   plain client.callTool
+//   node sdk_client.mjs URL ERA task   TOOL ARGS_JSON [ANSWER_JSON]   ext-tasks session.callTool
+//   node sdk_client.mjs URL ERA cancel TOOL ARGS_JSON                 ext-tasks call, then cancel
+//
+// ERA is the client's own versionNegotiation: legacy (2025-11-25 initialize), auto (discover,
+// falling back to initialize) or modern (pinned to 2026-07-28). Elicitations are answered with
+// ANSWER_JSON ({action: "accept", content: ...}) by the client's own handler: the Client's
+// elicitation/create request handler for `call`, ext-tasks' onInputRequest for `task`.
+// Prints one JSON object: what the client returned, and every elicitation it was asked.
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import {
+  createApplicationInputHandler,
+  createTaskSessionFromClient,
+  toolDeclarationFromMcpTool,
+} from "@modelcontextprotocol/ext-tasks/client";
+
+const [url, era, scenario, tool, argsJson = "{}", answerJson = "null"] = process.argv.slice(2);
+const MODERN = "2026-07-28";
+const TERMINAL = new Set(["completed", "failed", "cancelled"]);
+const clientInfo = { name: "mcp-tasks-tests-ts-sdk", version: "1.0.0" };
+const capabilities = { elicitation: {}, extensions: { "io.modelcontextprotocol/tasks": {} } };
+const negotiation = { legacy: "legacy", auto: "auto", modern: { pin: MODERN } }[era];
+const args = JSON.parse(argsJson);
+const answer = JSON.parse(answerJson);
+const asked = [];
+
+function errorJson(error) {
+  return { name: error?.constructor?.name, code: error?.code, message: String(error?.message ?? error), data: error?.data };
+}
+
+// ext-tasks sends 2026-07-28 task traffic below the SDK's codecs, through a dispatcher the host
+// owns (the Inspector does the same): requests go out through the SDK's own transport, which
+// derives MCP-Protocol-Version, Mcp-Method and Mcp-Name from the body; their responses are
+// taken off the transport before the Client sees them.
+function rawDispatcher(transport) {
+  const pending = new Map();
+  let counter = 0;
+  const sdkOnMessage = transport.onmessage;
+  transport.onmessage = (message, extra) => {
+    const waiter = typeof message?.id === "string" && !("method" in message) ? pending.get(message.id) : undefined;
+    if (waiter === undefined) return sdkOnMessage?.call(transport, message, extra);
+    pending.delete(message.id);
+    waiter("error" in message ? { kind: "error", error: message.error } : { kind: "result", result: message.result });
+  };
+  return (request, options) =>
+    new Promise((resolve, reject) => {
+      const id = `ext-tasks-${++counter}`;
+      pending.set(id, resolve);
+      const message = { jsonrpc: "2.0", id, method: request.method, ...(request.params ? { params: request.params } : {}) };
+      const headers = options?.context?.headers;
+      transport.send(message, headers ? { headers } : {}).catch((error) => {
+        pending.delete(id);
+        reject(error);
+      });
+    });
+}
+
+async function taskSession(client, transport) {
+  const { tools } = await client.listTools();
+  const declarations = new Map(tools.map((t) => [t.name, toolDeclarationFromMcpTool(t)]));
+  const modern = client.getProtocolEra() === "modern";
+  return createTaskSessionFromClient(client, {
+    endpointId: "mcp-tasks-tests",
+    tools: { currentTool: (name) => declarations.get(name) },
+    ...(modern
+      ? {
+          rawDispatch: rawDispatcher(transport),
+          v2RequestFraming: { protocolVersion: client.getNegotiatedProtocolVersion(), clientInfo, clientCapabilities: capabilities },
+        }
+      : {}),
+    onInputRequest: createApplicationInputHandler({
+      elicitation: async (request) => {
+        asked.push(request.params);
+        return answer;
+      },
+      sampling: async () => {
+        throw new Error("this test client does no sampling");
+      },
+      roots: async () => ({ roots: [] }),
+    }),
+    onError: (error) => console.error("ext-tasks:", error),
+  });
+}
+
+async function untilTerminal(session, taskId, deadlineMs) {
+  const controller = session.task(taskId);
+  for (;;) {
+    const view = await controller.snapshot();
+    if (TERMINAL.has(view.status) || Date.now() > deadlineMs) return view;
+    await new Promise((resolve) => setTimeout(resolve, view.suggestedPollIntervalMs ?? 500));
+  }
+}
+
+const client = new Client(clientInfo, { capabilities, versionNegotiation: { mode: negotiation } });
+const transport = new StreamableHTTPClientTransport(new URL(url));
+const out = { asked };
+let session;
+try {
+  await client.connect(transport);
+  out.era = client.getProtocolEra();
+  out.protocolVersion = client.getNegotiatedProtocolVersion();
+  if (scenario === "list") {
+    out.tools = (await client.listTools()).tools;
+  } else if (scenario === "call") {
+    client.setRequestHandler("elicitation/create", async (request) => {
+      asked.push(request.params);
+      return answer;
+    });
+    out.result = await client.callTool({ name: tool, arguments: args });
+  } else if (scenario === "task" || scenario === "cancel") {
+    session = await taskSession(client, transport);
+    const execution = await session.callTool(tool, args, { task: { preference: "prefer" } });
+    out.kind = execution.kind;
+    out.taskId = execution.handle?.taskId;
+    if (scenario === "cancel") await execution.cancel();
+    const { outcome } = await execution.settle();
+    out.outcome = outcome.status;
+    if (outcome.status === "completed") out.result = outcome.result;
+    if (outcome.status === "failed") out.error = errorJson(outcome.error);
+    if (scenario === "cancel" && out.taskId) {
+      out.status = (await untilTerminal(session, out.taskId, Date.now() + 15000)).status;
+    }
+  } else {
+    throw new Error(`unknown scenario ${scenario}`);
+  }
+} catch (error) {
+  out.error = errorJson(error);
+  process.exitCode = 1;
+} finally {
+  await session?.close();
+  await client.close();
+}
+process.stdout.write(JSON.stringify(out));

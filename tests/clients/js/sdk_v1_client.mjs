@@ -1,0 +1,78 @@
+// The official TypeScript SDK of the 2025-11-25 era (@modelcontextprotocol/sdk 1.x), with its
+// in-core tasks (client.experimental.tasks), driven by tests/clients/test_typescript_sdk.py.
+//
+//   node sdk_v1_client.mjs URL list
+//   node sdk_v1_client.mjs URL call   TOOL ARGS_JSON [ANSWER_JSON]   client.callTool
+//   node sdk_v1_client.mjs URL task   TOOL ARGS_JSON [ANSWER_JSON]   callToolStream with a task
+//   node sdk_v1_client.mjs URL cancel TOOL ARGS_JSON                 callToolStream, cancelTask
+//
+// Elicitations (elicitation/create requests the server sends on an SSE response) are answered
+// with ANSWER_JSON by the client's own request handler. Prints one JSON object.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+
+const [url, scenario, tool, argsJson = "{}", answerJson = "null"] = process.argv.slice(2);
+const TERMINAL = new Set(["completed", "failed", "cancelled"]);
+const TASK = { ttl: 60000 };
+const args = JSON.parse(argsJson);
+const answer = JSON.parse(answerJson);
+const asked = [];
+
+function errorJson(error) {
+  return { name: error?.constructor?.name, code: error?.code, message: String(error?.message ?? error), data: error?.data };
+}
+
+const client = new Client({ name: "mcp-tasks-tests-ts-sdk-v1", version: "1.0.0" }, { capabilities: { elicitation: {} } });
+client.setRequestHandler(ElicitRequestSchema, async (request) => {
+  asked.push(request.params);
+  return answer;
+});
+const transport = new StreamableHTTPClientTransport(new URL(url));
+const out = { asked };
+try {
+  await client.connect(transport);
+  out.protocolVersion = transport.protocolVersion;
+  out.sessionId = transport.sessionId;
+  if (scenario === "list") {
+    out.tools = (await client.listTools()).tools;
+  } else if (scenario === "call") {
+    out.result = await client.callTool({ name: tool, arguments: args });
+  } else if (scenario === "task" || scenario === "cancel") {
+    const stream = client.experimental.tasks.callToolStream({ name: tool, arguments: args }, undefined, { task: TASK });
+    out.statuses = [];
+    for await (const message of stream) {
+      if (message.type === "taskCreated") {
+        out.taskId = message.task.taskId;
+        if (scenario === "cancel") {
+          await client.experimental.tasks.cancelTask(out.taskId);
+          break;
+        }
+      } else if (message.type === "taskStatus") {
+        out.statuses.push(message.task.status);
+      } else if (message.type === "result") {
+        out.result = message.result;
+      } else if (message.type === "error") {
+        out.error = errorJson(message.error);
+      }
+    }
+    if (scenario === "cancel" && out.taskId) {
+      const deadline = Date.now() + 15000;
+      for (;;) {
+        const task = await client.experimental.tasks.getTask(out.taskId);
+        out.status = task.status;
+        if (TERMINAL.has(task.status) || Date.now() > deadline) break;
+        await new Promise((resolve) => setTimeout(resolve, task.pollInterval ?? 500));
+      }
+    }
+  } else {
+    throw new Error(`unknown scenario ${scenario}`);
+  }
+} catch (error) {
+  out.error = errorJson(error);
+  process.exitCode = 1;
+} finally {
+  await transport.terminateSession().catch(() => {});
+  await client.close();
+}
+process.stdout.write(JSON.stringify(out));

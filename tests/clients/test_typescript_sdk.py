@@ -1,0 +1,179 @@
+"""The official TypeScript clients against the real server, as Node 22 subprocesses:
+
+- @modelcontextprotocol/client 2.x (js/sdk_client.mjs) in each `versionNegotiation` mode:
+  `{pin: "2026-07-28"}`, `"auto"` (discover, falling back to initialize) and `"legacy"`;
+  tasks through @modelcontextprotocol/ext-tasks (SEP-2663 tasks at 2026-07-28, the in-core
+  tasks of 2025-11-25 on a legacy connection), questions answered by its onInputRequest.
+- @modelcontextprotocol/sdk 1.x (js/sdk_v1_client.mjs), a 2025-11-25 client with the in-core
+  tasks of that revision (`client.experimental.tasks`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.clients.node_runner import NEEDS_2025_ERA, run_node
+from tests.conftest import Stack
+
+pytestmark = pytest.mark.clients
+
+MODERN = pytest.param("modern", id="2026-07-28")
+AUTO = pytest.param("auto", id="auto")
+LEGACY = pytest.param("legacy", id="legacy", marks=NEEDS_2025_ERA)
+ALL_ERAS = [MODERN, AUTO, LEGACY]
+EXPECTED_VERSION = {"modern": "2026-07-28", "auto": "2026-07-28", "legacy": "2025-11-25"}
+
+
+async def sdk(stack: Stack, era: str, scenario: str, *args: Any) -> dict[str, Any]:
+    """Run js/sdk_client.mjs; `args` are TOOL, ARGUMENTS and the elicitation ANSWER."""
+    encoded = [a if isinstance(a, str) else json.dumps(a) for a in args]
+    run = await run_node("sdk_client.mjs", stack.url, era, scenario, *encoded)
+    output: dict[str, Any] = run.json()
+    assert run.exit_code == 0, output
+    assert output["protocolVersion"] == EXPECTED_VERSION[era]
+    return output
+
+
+async def sdk_v1(stack: Stack, scenario: str, *args: Any) -> dict[str, Any]:
+    """Run js/sdk_v1_client.mjs (2025-11-25 only)."""
+    encoded = [a if isinstance(a, str) else json.dumps(a) for a in args]
+    run = await run_node("sdk_v1_client.mjs", stack.url, scenario, *encoded)
+    output: dict[str, Any] = run.json()
+    assert run.exit_code == 0, output
+    assert output["protocolVersion"] == "2025-11-25"
+    assert output["sessionId"], "a 2025-11-25 server hands out an Mcp-Session-Id"
+    return output
+
+
+def text_of(result: dict[str, Any]) -> str:
+    text: str = result["content"][0]["text"]
+    return text
+
+
+ACCEPT_CONFIRM = {"action": "accept", "content": {"confirm": True}}
+REJECT = {"action": "accept", "content": {"decision": "reject", "reason": "out of budget"}}
+COLOUR = {"action": "accept", "content": {"colour": "violet"}}
+DEMO_TOOLS = {"greet", "slow_compute", "confirm_delete", "request_approval", "echo"}
+
+
+# --- @modelcontextprotocol/client 2.x -------------------------------------------------------
+
+
+@pytest.mark.parametrize("era", ALL_ERAS)
+async def test_the_ts_client_lists_the_conformance_and_demo_tools(stack: Stack, era: str) -> None:
+    output = await sdk(stack, era, "list")
+    assert DEMO_TOOLS <= {tool["name"] for tool in output["tools"]}
+
+
+@pytest.mark.parametrize("era", ALL_ERAS)
+async def test_the_ts_client_calls_greet_synchronously(stack: Stack, era: str) -> None:
+    output = await sdk(stack, era, "call", "greet", {"name": "Lin"})
+    assert text_of(output["result"]) == "Hello, Lin!"
+
+
+@pytest.mark.parametrize("era", ALL_ERAS)
+async def test_the_ts_client_answers_a_synchronous_elicitation_through_its_handler(
+    stack: Stack, era: str
+) -> None:
+    output = await sdk(stack, era, "call", "test_streaming_elicitation", {}, COLOUR)
+    assert [asked["message"] for asked in output["asked"]] == ["Pick a colour"]
+    assert text_of(output["result"]) == "Elicitation answered: accept {'colour': 'violet'}"
+
+
+@pytest.mark.parametrize("era", ALL_ERAS)
+async def test_ext_tasks_runs_slow_compute_as_a_task_to_completion(stack: Stack, era: str) -> None:
+    output = await sdk(stack, era, "task", "slow_compute", {"seconds": 1, "label": "ts"})
+    assert output["kind"] == "task"
+    assert output["outcome"] == "completed"
+    assert text_of(output["result"]) == "Computed 'ts' in 1 s"
+    final = await stack.mcp.wait_status(output["taskId"], "completed", within=5)
+    assert final["result"]["structuredContent"] == {"label": "ts", "seconds": 1}
+
+
+@pytest.mark.parametrize("era", ALL_ERAS)
+async def test_ext_tasks_answers_a_task_question_through_on_input_request(
+    stack: Stack, era: str
+) -> None:
+    output = await sdk(stack, era, "task", "confirm_delete", {"filename": "ts.txt"}, ACCEPT_CONFIRM)
+    assert {asked["message"] for asked in output["asked"]} == {"Delete ts.txt?"}
+    assert output["outcome"] == "completed"
+    assert text_of(output["result"]) == "Deleted ts.txt"
+
+
+@pytest.mark.parametrize("era", ALL_ERAS)
+async def test_ext_tasks_delivers_a_rejection_to_request_approval(stack: Stack, era: str) -> None:
+    output = await sdk(stack, era, "task", "request_approval", {"message": "Merge?"}, REJECT)
+    assert {asked["message"] for asked in output["asked"]} == {"Merge?"}
+    assert output["result"]["structuredContent"]["decision"] == "rejected"
+    assert output["result"]["structuredContent"]["reason"] == "out of budget"
+
+
+@pytest.mark.parametrize("era", ALL_ERAS)
+async def test_ext_tasks_cancels_a_running_task(stack: Stack, era: str) -> None:
+    output = await sdk(stack, era, "cancel", "slow_compute", {"seconds": 60})
+    assert output["kind"] == "task"
+    assert output["outcome"] == "cancelled"
+    assert output["status"] == "cancelled"
+    await stack.mcp.wait_status(output["taskId"], "cancelled", within=5)
+
+
+# --- @modelcontextprotocol/sdk 1.x: the 2025-11-25 era only -----------------------------------
+
+
+@NEEDS_2025_ERA
+async def test_the_v1_sdk_lists_tools_with_their_task_support(stack: Stack) -> None:
+    output = await sdk_v1(stack, "list")
+    tools = {tool["name"]: tool for tool in output["tools"]}
+    assert DEMO_TOOLS <= set(tools)
+    assert tools["confirm_delete"]["execution"]["taskSupport"] == "required"
+    assert tools["slow_compute"]["execution"]["taskSupport"] == "optional"
+
+
+@NEEDS_2025_ERA
+async def test_the_v1_sdk_calls_greet_synchronously(stack: Stack) -> None:
+    output = await sdk_v1(stack, "call", "greet", {"name": "Lin"})
+    assert text_of(output["result"]) == "Hello, Lin!"
+
+
+@NEEDS_2025_ERA
+async def test_the_v1_sdk_answers_an_elicitation_sent_on_the_call_stream(stack: Stack) -> None:
+    output = await sdk_v1(stack, "call", "test_streaming_elicitation", {}, COLOUR)
+    assert [asked["message"] for asked in output["asked"]] == ["Pick a colour"]
+    assert text_of(output["result"]) == "Elicitation answered: accept {'colour': 'violet'}"
+
+
+@NEEDS_2025_ERA
+async def test_the_v1_sdk_runs_slow_compute_as_a_task_and_fetches_its_result(
+    stack: Stack,
+) -> None:
+    output = await sdk_v1(stack, "task", "slow_compute", {"seconds": 1, "label": "v1"})
+    assert output["statuses"][-1] == "completed"
+    assert text_of(output["result"]) == "Computed 'v1' in 1 s"
+
+
+@NEEDS_2025_ERA
+async def test_the_v1_sdk_answers_a_task_question_sent_on_the_tasks_result_stream(
+    stack: Stack,
+) -> None:
+    output = await sdk_v1(stack, "task", "confirm_delete", {"filename": "v1.txt"}, ACCEPT_CONFIRM)
+    assert [asked["message"] for asked in output["asked"]] == ["Delete v1.txt?"]
+    related = output["asked"][0]["_meta"]["io.modelcontextprotocol/related-task"]
+    assert related == {"taskId": output["taskId"]}
+    assert text_of(output["result"]) == "Deleted v1.txt"
+
+
+@NEEDS_2025_ERA
+async def test_the_v1_sdk_delivers_a_rejection_to_request_approval(stack: Stack) -> None:
+    output = await sdk_v1(stack, "task", "request_approval", {"message": "Tag it?"}, REJECT)
+    assert [asked["message"] for asked in output["asked"]] == ["Tag it?"]
+    assert output["result"]["structuredContent"]["decision"] == "rejected"
+
+
+@NEEDS_2025_ERA
+async def test_the_v1_sdk_cancels_a_running_task(stack: Stack) -> None:
+    output = await sdk_v1(stack, "cancel", "slow_compute", {"seconds": 60})
+    assert output["status"] == "cancelled"
+    await stack.mcp.wait_status(output["taskId"], "cancelled", within=5)
