@@ -1,4 +1,5 @@
-"""`mcp-tasks`: `dev` (everything in one command), `server` and `worker` (each part alone)."""
+"""`mcp-tasks`: `dev` (everything in one command), `stdio` (for hosts that spawn their servers),
+`server` and `worker` (each part alone)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,12 @@ import os
 import secrets
 import signal
 import sys
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import uvicorn
 from temporalio.client import Client
@@ -27,6 +32,8 @@ from mcp_server.runtime.temporal_connection import (
     warn_if_retention_short,
 )
 from mcp_server.runtime.worker import build_worker
+from mcp_server.stdio.channel import claim_stdio
+from mcp_server.stdio.server import StdioServer
 from mcp_server.tools.registry import ToolRegistry, load_toolsets
 
 log = logging.getLogger("mcp_server.runtime.cli")
@@ -40,52 +47,105 @@ def _stop_event() -> asyncio.Event:
     return stop
 
 
-def _http_server(settings: Settings, registry: ToolRegistry, client: Client) -> HttpServer:
+@dataclass
+class Part:
+    """One thing the process runs until it is told to stop: the HTTP server, stdio, a worker."""
+
+    name: str
+    run: Callable[[], Coroutine[Any, Any, None]]
+    # How to stop it gracefully; None: cancel it.
+    stop: Callable[[], Awaitable[None]] | None = None
+    # Said when it ends by itself while nothing asked it to; None: its end ends the process.
+    ends_unexpectedly: str | None = None
+
+
+def _http_part(settings: Settings, registry: ToolRegistry, client: Client) -> Part:
     app = create_app(settings, registry, client=client)
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, log_level="warning", lifespan="on"
     )
-    return HttpServer(config)
+    server = HttpServer(config)
+
+    async def stop() -> None:
+        server.should_exit = True
+
+    return Part("HTTP server", server.serve, stop,
+                f"the HTTP server could not run on {settings.host}:{settings.port}")  # fmt: skip
 
 
-async def _serve(
-    settings: Settings, registry: ToolRegistry, client: Client, *, http: bool, worker: bool
-) -> None:
-    """Run the HTTP server and/or the worker until SIGINT/SIGTERM or until one of them fails."""
+def _worker_part(settings: Settings, registry: ToolRegistry, client: Client) -> Part:
+    worker = build_worker(client, settings, registry)
+    return Part("worker", worker.run, worker.shutdown)
+
+
+async def _serve(parts: list[Part]) -> None:
+    """Run the parts until SIGINT/SIGTERM or until one of them ends, then stop all of them in
+    order (the front first: stop taking requests, then let the worker finish what it holds)."""
     stop = _stop_event()
-    jobs: dict[str, asyncio.Task[None]] = {}
-    server = _http_server(settings, registry, client) if http else None
-    temporal_worker = build_worker(client, settings, registry) if worker else None
-    if temporal_worker is not None:
-        jobs["worker"] = asyncio.create_task(temporal_worker.run())
-    if server is not None:
-        jobs["http"] = asyncio.create_task(server.serve())
+    jobs = {part.name: asyncio.create_task(part.run()) for part in parts}
     waiter = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait([waiter, *jobs.values()], return_when=asyncio.FIRST_COMPLETED)
-    failed = [name for name, job in jobs.items() if job in done]
-    # Stop taking requests first, then let the worker finish what it holds.
-    if server is not None:
-        server.should_exit = True
-    if temporal_worker is not None and "worker" not in failed:
-        await temporal_worker.shutdown()
+    ended = [part for part in parts if jobs[part.name] in done]
+    for part in parts:
+        job = jobs[part.name]
+        if job.done():
+            continue
+        if part.stop is None:
+            job.cancel()
+        else:
+            await part.stop()
     await asyncio.gather(*jobs.values(), return_exceptions=True)
     waiter.cancel()
-    for name in failed:
-        error = jobs[name].exception()
+    for part in ended:
+        error = jobs[part.name].exception()
         if error is not None:
-            raise RuntimeError(f"the {name} stopped: {error}") from error
-        if name == "http" and not stop.is_set():
-            raise RuntimeError(f"the HTTP server could not run on {settings.host}:{settings.port}")
+            raise RuntimeError(f"the {part.name} stopped: {error}") from error
+        if part.ends_unexpectedly is not None and not stop.is_set():
+            raise RuntimeError(part.ends_unexpectedly)
 
 
 def _state_secret(data_dir: Path) -> str:
     path = data_dir / "state-secret"
-    if path.exists():
-        return path.read_text().strip()
-    secret = secrets.token_hex(32)
-    path.write_text(secret)
-    path.chmod(0o600)
+    try:
+        # Created exclusively: two processes starting at once on one data dir share one key.
+        with path.open("x") as created:
+            path.chmod(0o600)
+            created.write(secrets.token_hex(32))
+    except FileExistsError:
+        pass
+    deadline = time.monotonic() + 5
+    while not (secret := path.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.01)  # the other process is writing it
     return secret
+
+
+async def _dev_temporal(
+    args: argparse.Namespace, settings: Settings
+) -> tuple[TemporalDevServer, Settings, Client]:
+    """The embedded Temporal of the data dir (joined when one runs there, else started)."""
+    data_dir = Path(os.path.abspath(args.data_dir))
+    temporal = TemporalDevServer(
+        data_dir, port=args.temporal_port, ui=getattr(args, "ui", False),
+        ui_port=getattr(args, "ui_port", None), namespace=settings.namespace,
+    )  # fmt: skip
+    await temporal.start_or_join()
+    try:
+        settings = settings.with_(
+            temporal_address=temporal.address,
+            state_secret=settings.state_secret or _state_secret(data_dir),
+        )
+        return temporal, settings, await connect(settings)
+    except BaseException:
+        temporal.stop()
+        raise
+
+
+def _temporal_line(temporal: TemporalDevServer) -> str:
+    joined = temporal.joined
+    whose = f"joined, started by pid {joined.pid}" if joined else "started"
+    ui_port = temporal.ui_port or int(temporal.port or 0) + 1000
+    ui = f"http://{temporal.host}:{ui_port}" if temporal.ui else "off"
+    return f"Temporal {temporal.address} ({whose}); Web UI {ui}"
 
 
 async def run_dev(args: argparse.Namespace, settings: Settings) -> None:
@@ -93,32 +153,25 @@ async def run_dev(args: argparse.Namespace, settings: Settings) -> None:
     registry = load_toolsets(settings.toolset, settings.tool_modules, settings)
     if not port_is_free(settings.host, settings.port):
         raise SystemExit(f"mcp-tasks: port {settings.host}:{settings.port} is already in use")
-    data_dir = Path(os.path.abspath(args.data_dir))
-    temporal = TemporalDevServer(
-        data_dir, port=args.temporal_port, ui=args.ui, ui_port=args.ui_port,
-        namespace=settings.namespace,
-    )  # fmt: skip
-    temporal.start()
+    temporal, settings, client = await _dev_temporal(args, settings)
     try:
-        await temporal.wait_ready()
-        settings = settings.with_(
-            temporal_address=temporal.address,
-            state_secret=settings.state_secret or _state_secret(data_dir),
-        )
-        client = await connect(settings)
         longest = registry.longest_ttl_ms()
         await set_retention(client, timedelta(milliseconds=longest or 3_600_000))
-        ui_port = args.ui_port or int(temporal.port or 0) + 1000
-        ui = f"http://{temporal.host}:{ui_port}" if args.ui else "off"
         print(
             f"mcp-tasks dev: MCP endpoint http://{settings.host}:{settings.port}/mcp\n"
             f"  toolset {settings.toolset} ({len(registry.tools())} tools); "
-            f"Temporal {temporal.address} (namespace {settings.namespace}, "
-            f"task queue {settings.task_queue}); Web UI {ui}\n"
-            f"  data in {data_dir}; Ctrl-C stops everything",
+            f"{_temporal_line(temporal)} (namespace {settings.namespace}, "
+            f"task queue {settings.task_queue})\n"
+            f"  data in {temporal.data_dir}; Ctrl-C stops everything",
             flush=True,
         )
-        await _serve(settings, registry, client, http=True, worker=True)
+        await _serve(
+            [
+                _http_part(settings, registry, client),
+                _worker_part(settings, registry, client),
+                Part("Temporal dev server", temporal.watch),
+            ]
+        )
     finally:
         temporal.stop()
 
@@ -130,7 +183,43 @@ async def run_part(settings: Settings, *, http: bool, worker: bool) -> None:
     client = await connect(settings)
     await ensure_search_attributes(client)
     await warn_if_retention_short(client, registry.longest_ttl_ms())
-    await _serve(settings, registry, client, http=http, worker=worker)
+    parts = [_http_part(settings, registry, client)] if http else []
+    if worker:
+        parts.append(_worker_part(settings, registry, client))
+    await _serve(parts)
+
+
+async def run_stdio(
+    args: argparse.Namespace, settings: Settings, reader: BinaryIO, writer: BinaryIO
+) -> None:
+    """One host on stdin/stdout; logs and anything else on stderr."""
+    registry = load_toolsets(settings.toolset, settings.tool_modules, settings)
+    temporal: TemporalDevServer | None = None
+    if args.dev:
+        temporal, settings, client = await _dev_temporal(args, settings)
+    else:
+        client = await connect(settings)
+    try:
+        if temporal is not None:
+            longest = registry.longest_ttl_ms()
+            await set_retention(client, timedelta(milliseconds=longest or 3_600_000))
+        else:
+            await ensure_search_attributes(client)
+            await warn_if_retention_short(client, registry.longest_ttl_ms())
+        where = _temporal_line(temporal) if temporal else f"Temporal {settings.temporal_address}"
+        log.info("mcp-tasks stdio: toolset %s (%d tools); %s (namespace %s, task queue %s%s)",
+                 settings.toolset, len(registry.tools()), where, settings.namespace,
+                 settings.task_queue, "" if args.worker else ", no worker")  # fmt: skip
+        server = StdioServer(settings, registry, client, reader, writer)
+        parts = [Part("stdio transport", server.serve)]
+        if args.worker:
+            parts.append(_worker_part(settings, registry, client))
+        if temporal is not None:
+            parts.append(Part("Temporal dev server", temporal.watch))
+        await _serve(parts)
+    finally:
+        if temporal is not None:
+            temporal.stop()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -158,6 +247,16 @@ def _parser() -> argparse.ArgumentParser:
     dev.add_argument("--temporal-port", type=int, default=None)
     dev.add_argument("--ui", action="store_true", help="also serve Temporal's Web UI")
     dev.add_argument("--ui-port", type=int, default=None)
+    stdio = commands.add_parser(
+        "stdio", parents=[common], help="serve one MCP host that spawns this server (stdin/stdout)"
+    )
+    stdio.add_argument("--dev", action="store_true",
+                       help="use the embedded Temporal dev server of --data-dir (join it, or "
+                            "start it); without it, MCP_TASKS_TEMPORAL_ADDRESS")  # fmt: skip
+    stdio.add_argument("--data-dir", default=".mcp-tasks")
+    stdio.add_argument("--temporal-port", type=int, default=None)
+    stdio.add_argument("--no-worker", dest="worker", action="store_false",
+                       help="serve only: the tasks run on workers elsewhere")  # fmt: skip
     commands.add_parser("server", parents=[common, http], help="the MCP HTTP server alone")
     commands.add_parser("worker", parents=[common], help="the Temporal worker alone")
     token = commands.add_parser("token", help="manage the bearer tokens of --auth tokens")
@@ -183,9 +282,13 @@ def add_token(path: Path, principal: str, scopes: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    if args.command == "stdio":
+        # Before anything can print: stdout carries protocol messages and nothing else.
+        reader, writer = claim_stdio()
     logging.basicConfig(
         level=os.environ.get("MCP_TASKS_LOG_LEVEL", "INFO").upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
     )
     if args.command == "token":
         token = add_token(Path(args.file), args.principal, args.scopes)
@@ -203,6 +306,8 @@ def main(argv: list[str] | None = None) -> None:
         )
         if args.command == "dev":
             asyncio.run(run_dev(args, settings))
+        elif args.command == "stdio":
+            asyncio.run(run_stdio(args, settings, reader, writer))
         else:
             asyncio.run(
                 run_part(settings, http=args.command == "server", worker=args.command == "worker")

@@ -1,0 +1,247 @@
+"""One MCP host on stdin/stdout: both protocol eras, the same handlers as Streamable HTTP.
+
+Rules implemented (wire §1.1, §1.8 stdio; the 2025-11-25 lifecycle and cancellation):
+- A message whose `params._meta` names a protocolVersion is served as 2026-07-28: unknown
+  method -32601, params an object -32602, `_meta` -32602, version supported -32022. There are
+  no headers to check (headers.py).
+- `initialize` opens the handshake era for this connection: the negotiated version and the
+  client's capabilities are kept in memory (one process serves one host). Later messages
+  without `_meta` are served in that era. Before it, they are served as 2026-07-28, so a client
+  that forgot `_meta` gets the errors it can probe with.
+- Requests run concurrently: a long `tools/call` never holds up a `tasks/get`. Messages related
+  to a request (progress, a task's `elicitation/create` at 2025-11-25) are written as they
+  come, before its response. A request id still in flight may not be reused: -32600.
+- `notifications/cancelled {requestId}` stops that request (a `subscriptions/listen` too), and
+  no response is sent for it. A task is never stopped by it: only `tasks/cancel` does that.
+- A response from the client (to an `elicitation/create` the server sent) is delivered to the
+  task it answers exactly as on HTTP (protocol/client_answers.py).
+- Every request's principal is the local user: the anonymous principal of `--auth none`.
+- When stdin ends, the requests still running are stopped (their tasks keep running) and the
+  answers being delivered get a few seconds to reach Temporal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as core
+from pydantic import BaseModel
+
+from mcp_server.protocol import client_answers, dispatch
+from mcp_server.protocol.context import RequestContext, Services
+from mcp_server.protocol.envelope import (
+    names_protocol_version,
+    params_of,
+    parse_envelope,
+    require_supported_version,
+)
+from mcp_server.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
+from mcp_server.protocol.legacy import InitializeParams, negotiate
+from mcp_server.protocol.models import parse_params, request_meta, to_message
+from mcp_server.protocol.wire import META_SERVER_INFO
+from mcp_server.stdio.headers import BodyHeaders, body_headers
+
+log = logging.getLogger("mcp_server.stdio")
+
+RequestId = str | int
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+# How long answers already received may take to reach their tasks once stdin has ended.
+ANSWER_GRACE_S = 5.0
+
+
+@dataclass(frozen=True)
+class Handshake:
+    """What `initialize` negotiated for this connection (2025-11-25 and older)."""
+
+    version: str
+    capabilities: core.ClientCapabilities
+
+
+def error_message(error: McpError, request_id: RequestId | None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "error": error.to_error_object()}
+    if request_id is not None:  # MCP allows an absent id, never a null one
+        message["id"] = request_id
+    return message
+
+
+def _string_or_integer(value: object) -> RequestId | None:
+    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
+
+
+class StdioConnection:
+    def __init__(self, services: Services, send: Send, principal: str) -> None:
+        self.services = services
+        self.send = send
+        self.principal = principal
+        self.handshake: Handshake | None = None
+        self._in_flight: dict[RequestId, asyncio.Task[None]] = {}
+        self._answers: set[asyncio.Task[None]] = set()
+
+    async def receive(self, line: bytes | None) -> None:
+        """Take one line from stdin; a request is started, never awaited here."""
+        if line is None:
+            await self.send(error_message(McpError(INVALID_REQUEST, "Message too large"), None))
+            return
+        try:
+            message, request_id = parse_envelope(line)
+        except McpError as error:
+            await self.send(error_message(error, None))
+            return
+        method = message.get("method")
+        if method is None:
+            self._deliver_answer(message, request_id)
+        elif request_id is None:
+            self._notification(method, message)
+        elif request_id in self._in_flight:
+            reused = McpError(INVALID_REQUEST, f"Request id {request_id!r} is already in flight")
+            await self.send(error_message(reused, request_id))
+        elif method == "initialize" and not names_protocol_version(message):
+            # Served in line: what follows it is read in the era it opens.
+            reply = await self._reply(self._initialize(message, request_id), request_id)
+            if reply is not None:
+                await self.send(reply)
+        else:
+            job = asyncio.create_task(self._serve(message, method, request_id))
+            self._in_flight[request_id] = job
+
+    async def close(self) -> None:
+        jobs = list(self._in_flight.values())
+        for job in jobs:
+            job.cancel()
+        await asyncio.gather(*jobs, return_exceptions=True)
+        if self._answers:
+            await asyncio.wait(self._answers, timeout=ANSWER_GRACE_S)
+
+    # ----- requests ---------------------------------------------------------------------------
+
+    async def _serve(self, message: dict[str, Any], method: str, request_id: RequestId) -> None:
+        try:
+            reply = await self._reply(self._answer(message, method, request_id), request_id)
+        finally:
+            self._in_flight.pop(request_id, None)
+        if reply is not None:
+            await self.send(reply)
+
+    async def _reply(
+        self, answer: Awaitable[dict[str, Any] | None], request_id: RequestId
+    ) -> dict[str, Any] | None:
+        try:
+            return await answer
+        except McpError as error:
+            return error_message(error, request_id)
+        except Exception:
+            log.exception("unhandled error serving request %r", request_id)
+            return error_message(McpError(INTERNAL_ERROR, "Internal error"), request_id)
+
+    async def _answer(
+        self, message: dict[str, Any], method: str, request_id: RequestId
+    ) -> dict[str, Any] | None:
+        modern = names_protocol_version(message) or self.handshake is None
+        entry = dispatch.lookup(method, "modern" if modern else "legacy")
+        params = params_of(message)
+        ctx = (
+            self._modern(method, request_id, params)
+            if modern
+            else self._legacy(method, request_id, params)
+        )
+        if entry.stream is not None:
+            stream = await dispatch.open_stream(entry, ctx, self.services, params)
+            async for item in stream:  # its last message is the response
+                if item is not None:  # None asks HTTP for a keep-alive: nothing to do here
+                    await self.send(to_message(item))
+            return None
+        result = await dispatch.call(entry, ctx, self.services, params)
+        return self._response(result, request_id, stamp=modern)
+
+    def _modern(self, method: str, request_id: RequestId, params: dict[str, Any]) -> RequestContext:
+        meta = request_meta(params)
+        require_supported_version(meta.protocol_version)
+        return RequestContext(
+            request_id=request_id,
+            method=method,
+            capabilities=meta.client_capabilities,
+            principal=self.principal,
+            headers=body_headers(self.services.registry, method, params),
+            progress_token=meta.progress_token,
+            send=self.send,
+            streaming=True,
+        )
+
+    def _legacy(self, method: str, request_id: RequestId, params: dict[str, Any]) -> RequestContext:
+        assert self.handshake is not None
+        meta = params.get("_meta")
+        progress_token = meta.get("progressToken") if isinstance(meta, dict) else None
+        return RequestContext(
+            request_id=request_id,
+            method=method,
+            capabilities=self.handshake.capabilities,
+            principal=self.principal,
+            headers=body_headers(self.services.registry, method, params),
+            version=self.handshake.version,
+            progress_token=_string_or_integer(progress_token),
+            send=self.send,
+            streaming=True,
+        )
+
+    async def _initialize(self, message: dict[str, Any], request_id: RequestId) -> dict[str, Any]:
+        params = params_of(message)
+        parsed = parse_params(InitializeParams, params)
+        version = negotiate(parsed.protocol_version)
+        ctx = RequestContext(
+            request_id=request_id,
+            method="initialize",
+            capabilities=parsed.capabilities,
+            principal=self.principal,
+            headers=BodyHeaders(),
+            version=version,
+        )
+        entry = dispatch.lookup("initialize", "legacy")
+        result = await dispatch.call(entry, ctx, self.services, params)
+        self.handshake = Handshake(version, parsed.capabilities)
+        return self._response(result, request_id, stamp=False)
+
+    def _response(self, result: BaseModel, request_id: RequestId, *, stamp: bool) -> dict[str, Any]:
+        """The JSON-RPC response; at 2026-07-28 its result carries `serverInfo` in `_meta`."""
+        body = to_message(result)
+        if stamp:
+            body["_meta"] = {
+                **(body.get("_meta") or {}),
+                META_SERVER_INFO: self.services.server_info,
+            }
+        return {"jsonrpc": "2.0", "id": request_id, "result": body}
+
+    # ----- notifications and the client's responses -------------------------------------------
+
+    def _notification(self, method: str, message: dict[str, Any]) -> None:
+        if method != "notifications/cancelled":
+            return  # notifications/initialized, roots/list_changed...: nothing to do
+        params = message.get("params")
+        if not isinstance(params, dict):
+            return
+        target = _string_or_integer(params.get("requestId"))
+        job = self._in_flight.get(target) if target is not None else None
+        if job is not None:
+            log.info("request %r cancelled by the client: %s", target, params.get("reason"))
+            job.cancel()  # the request only: a task it created keeps running
+
+    def _deliver_answer(self, message: dict[str, Any], request_id: RequestId | None) -> None:
+        if self.handshake is None:
+            log.info("ignored a response to %r: no request was sent before initialize", request_id)
+            return
+        job = asyncio.create_task(
+            client_answers.deliver(
+                self.services,
+                message,
+                request_id,
+                principal=self.principal,
+                capabilities=self.handshake.capabilities,
+                version=self.handshake.version,
+                headers=BodyHeaders(),
+            )
+        )
+        self._answers.add(job)
+        job.add_done_callback(self._answers.discard)
