@@ -38,14 +38,15 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from mcp_server.http import headers
 from mcp_server.http.sessions import Session, SessionCodec
-from mcp_server.protocol import dispatch, fallback, tasks
+from mcp_server.protocol import client_answers, dispatch
 from mcp_server.protocol.context import RequestContext, Services
+from mcp_server.protocol.envelope import names_protocol_version as _is_modern
+from mcp_server.protocol.envelope import params_of as _params
+from mcp_server.protocol.envelope import parse_envelope as _parse_envelope
+from mcp_server.protocol.envelope import require_supported_version
 from mcp_server.protocol.errors import (
     INTERNAL_ERROR,
-    INVALID_PARAMS,
     INVALID_REQUEST,
-    PARSE_ERROR,
-    UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
 )
 from mcp_server.protocol.legacy import InitializeParams, negotiate
@@ -60,9 +61,7 @@ from mcp_server.protocol.models import (
 )
 from mcp_server.protocol.wire import (
     HANDSHAKE_VERSIONS,
-    META_PROTOCOL_VERSION,
     META_SERVER_INFO,
-    SUPPORTED_VERSIONS,
 )
 
 log = logging.getLogger("mcp_server.http.transport")
@@ -87,41 +86,6 @@ def _sse(message: BaseModel | dict[str, Any] | None) -> bytes:
         return b": keep-alive\n\n"
     data = json.dumps(to_message(message), separators=(",", ":"), ensure_ascii=False)
     return f"event: message\ndata: {data}\n\n".encode()
-
-
-def _parse_envelope(body: bytes) -> tuple[dict[str, Any], RequestId]:
-    try:
-        message = json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        raise McpError(PARSE_ERROR, f"Parse error: {exc}") from exc
-    if isinstance(message, list):
-        raise McpError(INVALID_REQUEST, "Batches are not supported: send one message per POST")
-    if not isinstance(message, dict):
-        raise McpError(INVALID_REQUEST, "A JSON-RPC message must be an object")
-    request_id = message.get("id")
-    valid_id = isinstance(request_id, str | int) and not isinstance(request_id, bool)
-    if "id" in message and not valid_id:
-        raise McpError(INVALID_REQUEST, "The request id must be a string or an integer")
-    if message.get("jsonrpc") != "2.0":
-        raise McpError(INVALID_REQUEST, 'jsonrpc must be "2.0"')
-    if "method" in message and not isinstance(message["method"], str):
-        raise McpError(INVALID_REQUEST, "method must be a string")
-    return message, request_id if valid_id else None
-
-
-def _params(message: dict[str, Any]) -> dict[str, Any]:
-    params = message.get("params", {})
-    if params is None:
-        return {}
-    if not isinstance(params, dict):
-        raise McpError(INVALID_PARAMS, "params must be an object")
-    return params
-
-
-def _is_modern(message: dict[str, Any]) -> bool:
-    params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
 
 
 @dataclass
@@ -196,14 +160,7 @@ class McpEndpoint:
         params = _params(exchange.message)
         meta = request_meta(params)
         headers.check_protocol_version(request.headers, meta.protocol_version)
-        if meta.protocol_version not in SUPPORTED_VERSIONS:
-            raise McpError(
-                UNSUPPORTED_PROTOCOL_VERSION,
-                f"Unsupported protocol version {meta.protocol_version!r}; this server supports "
-                f"{', '.join(SUPPORTED_VERSIONS)} (and {', '.join(HANDSHAKE_VERSIONS)} through "
-                "initialize)",
-                {"supported": list(SUPPORTED_VERSIONS), "requested": meta.protocol_version},
-            )
+        require_supported_version(meta.protocol_version)
         headers.check_name(request.headers, entry.name_param, method, params)
         ctx = RequestContext(
             request_id=exchange.request_id,
@@ -286,27 +243,15 @@ class McpEndpoint:
 
     async def _client_response(self, exchange: Exchange, session: Session) -> None:
         """A client's answer to a question a task asked it: delivered as tasks/update would."""
-        routed = fallback.parse_input_request_id(exchange.request_id)
-        result = exchange.message.get("result")
-        if routed is None or not isinstance(result, dict):
-            if "error" in exchange.message:
-                log.info("client declined input request %s: %s", exchange.request_id,
-                         exchange.message["error"])  # fmt: skip
-            return  # an error or an id we never issued: the task keeps waiting, nothing lost
-        task_id, key = routed
-        ctx = RequestContext(
-            request_id=str(exchange.request_id),
-            method="tasks/update",
-            capabilities=session.capabilities,
+        await client_answers.deliver(
+            self.services,
+            exchange.message,
+            exchange.request_id,
             principal=exchange.principal,
-            headers=exchange.request.headers,
+            capabilities=session.capabilities,
             version=session.version,
+            headers=exchange.request.headers,
         )
-        answer = {k: v for k, v in result.items() if k != "_meta"}
-        try:
-            await tasks.submit_answers(ctx, self.services, task_id, {key: answer})
-        except McpError as error:
-            log.info("answer to %s not delivered: %s", exchange.request_id, error.message)
 
     # ----- running a method -----------------------------------------------------------------
 
