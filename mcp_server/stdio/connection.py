@@ -41,7 +41,13 @@ from mcp_server.protocol.envelope import (
 )
 from mcp_server.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
 from mcp_server.protocol.legacy import InitializeParams, negotiate
-from mcp_server.protocol.models import parse_params, request_meta, to_message
+from mcp_server.protocol.models import (
+    Response,
+    error_message,
+    parse_params,
+    request_meta,
+    to_message,
+)
 from mcp_server.protocol.wire import META_SERVER_INFO
 from mcp_server.stdio.headers import BodyHeaders, body_headers
 
@@ -61,11 +67,8 @@ class Handshake:
     capabilities: core.ClientCapabilities
 
 
-def error_message(error: McpError, request_id: RequestId | None) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "error": error.to_error_object()}
-    if request_id is not None:  # MCP allows an absent id, never a null one
-        message["id"] = request_id
-    return message
+def _error(error: McpError, request_id: RequestId | None) -> dict[str, Any]:
+    return to_message(error_message(error, request_id))
 
 
 def _string_or_integer(value: object) -> RequestId | None:
@@ -84,12 +87,12 @@ class StdioConnection:
     async def receive(self, line: bytes | None) -> None:
         """Take one line from stdin; a request is started, never awaited here."""
         if line is None:
-            await self.send(error_message(McpError(INVALID_REQUEST, "Message too large"), None))
+            await self.send(_error(McpError(INVALID_REQUEST, "Message too large"), None))
             return
         try:
             message, request_id = parse_envelope(line)
         except McpError as error:
-            await self.send(error_message(error, None))
+            await self.send(_error(error, None))
             return
         method = message.get("method")
         if method is None:
@@ -98,7 +101,7 @@ class StdioConnection:
             self._notification(method, message)
         elif request_id in self._in_flight:
             reused = McpError(INVALID_REQUEST, f"Request id {request_id!r} is already in flight")
-            await self.send(error_message(reused, request_id))
+            await self.send(_error(reused, request_id))
         elif method == "initialize" and not names_protocol_version(message):
             # Served in line: what follows it is read in the era it opens.
             reply = await self._reply(self._initialize(message, request_id), request_id)
@@ -132,10 +135,10 @@ class StdioConnection:
         try:
             return await answer
         except McpError as error:
-            return error_message(error, request_id)
+            return _error(error, request_id)
         except Exception:
             log.exception("unhandled error serving request %r", request_id)
-            return error_message(McpError(INTERNAL_ERROR, "Internal error"), request_id)
+            return _error(McpError(INTERNAL_ERROR, "Internal error"), request_id)
 
     async def _answer(
         self, message: dict[str, Any], method: str, request_id: RequestId
@@ -206,13 +209,14 @@ class StdioConnection:
 
     def _response(self, result: BaseModel, request_id: RequestId, *, stamp: bool) -> dict[str, Any]:
         """The JSON-RPC response; at 2026-07-28 its result carries `serverInfo` in `_meta`."""
-        body = to_message(result)
+        message = to_message(Response(id=request_id, result=result))
         if stamp:
+            body = message["result"]
             body["_meta"] = {
                 **(body.get("_meta") or {}),
                 META_SERVER_INFO: self.services.server_info,
             }
-        return {"jsonrpc": "2.0", "id": request_id, "result": body}
+        return message
 
     # ----- notifications and the client's responses -------------------------------------------
 
