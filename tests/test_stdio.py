@@ -259,6 +259,37 @@ async def test_a_long_call_does_not_hold_up_a_tasks_get(host: StdioHost) -> None
     assert "long" in long.result["content"][0]["text"]
 
 
+async def test_an_attached_runs_progress_goes_to_stdout_before_its_result(
+    host: StdioHost,
+) -> None:
+    reply = await host.request(
+        "tools/call",
+        {
+            "name": "slow_compute",
+            "arguments": {"seconds": 0.5, "label": "p"},
+            "_meta": meta(progressToken="tok-1"),
+        },
+    )
+    assert "p" in reply.result["content"][0]["text"]
+    progress = [m for m in reply.messages if m["method"] == "notifications/progress"]
+    assert progress and {m["params"]["progressToken"] for m in progress} == {"tok-1"}
+
+
+async def test_a_listen_stream_is_acknowledged_on_stdout_and_ended_by_cancelled(
+    host: StdioHost,
+) -> None:
+    await host.send(
+        {"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
+         "params": {"notifications": {"toolsListChanged": True}, "_meta": meta()}}
+    )  # fmt: skip
+    acknowledged = await host.next_message()
+    assert acknowledged["method"] == "notifications/subscriptions/acknowledged"
+    assert acknowledged["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "listen-1"
+    await host.notify("notifications/cancelled", {"requestId": "listen-1"})
+    listed = await host.request("tools/list", {"_meta": meta()})
+    assert listed.result["tools"] and not listed.messages and not host._early
+
+
 async def test_protocol_errors_are_answered_with_their_codes_and_the_connection_goes_on(
     host: StdioHost,
 ) -> None:
