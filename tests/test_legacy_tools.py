@@ -6,13 +6,13 @@ request asked for). Real HTTP, real Temporal, a real worker."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from temporalio.client import Client
 
-from mcp_server.protocol import errors
 from mcp_server.protocol.fallback import parse_input_request_id
 from mcp_server.tools.registry import load_toolsets
 from tests.conftest import Stack, running_stack
@@ -122,15 +122,19 @@ async def test_the_elicitation_fixture_asks_the_callers_message_and_returns_the_
     assert "ada@example.com" in text(reply.result)
 
 
-async def test_a_tool_that_asks_what_the_session_cannot_answer_is_refused_with_32021(
+async def test_a_task_tool_needing_an_undeclared_capability_runs_and_answers_the_follow_up_at_once(
     asking: Stack,
 ) -> None:
-    client = await session(asking, {"elicitation": {}}, Host({}))
+    """At 2025-11-25 nothing is refused up front: the question can still be answered through
+    task_respond, so the call returns the follow-up as soon as the task waits on it."""
+    host = Host({})
+    client = await session(asking, {"elicitation": {}}, host)
+    started = time.monotonic()
     reply = await client.request(
         "tools/call", {"name": "test_sampling", "arguments": {"prompt": "Say hi"}}
     )
-    assert reply.error["code"] == errors.MISSING_REQUIRED_CLIENT_CAPABILITY
-    assert reply.error["data"]["requiredCapabilities"] == {"sampling": {}}
+    assert host.asked == [] and time.monotonic() - started < asking.settings.sync_wait_s
+    assert reply.result["structuredContent"]["status"] == "input_required"
 
 
 # ----- a synchronous tool's log messages -----------------------------------------------------

@@ -23,6 +23,7 @@ import time
 from typing import Any, get_args
 
 import mcp_types as core
+from mcp_types.jsonrpc import JSONRPCRequest
 from pydantic import BaseModel
 
 from mcp_server.protocol import capabilities
@@ -149,21 +150,35 @@ async def _ask(ctx: RequestContext, snapshot: TaskSnapshot, asked: set[str]) -> 
             **(params.get("_meta") or {}),
             RELATED_TASK: {"taskId": snapshot.task_id},
         }
-        await ctx.send(
-            {
-                "jsonrpc": "2.0",
-                "id": input_request_id(snapshot.task_id, key),
-                "method": request["method"],
-                "params": params,
-            }
+        message = JSONRPCRequest(
+            jsonrpc="2.0",
+            id=input_request_id(snapshot.task_id, key),
+            method=str(request["method"]),
+            params=params,
         )
+        await ctx.send(message.model_dump(mode="json", exclude_none=True))
+
+
+def _stuck(ctx: RequestContext, snapshot: TaskSnapshot) -> bool:
+    """Whether the task waits on a question this caller cannot be asked on this call."""
+    if snapshot.status != "input_required":
+        return False
+    askable = not ctx.modern and ctx.streaming
+    return not askable or not all(_can_answer(ctx, r) for r in snapshot.input_requests.values())
 
 
 async def follow(
-    ctx: RequestContext, services: Services, task_id: str, wait_s: float | None
+    ctx: RequestContext,
+    services: Services,
+    task_id: str,
+    wait_s: float | None,
+    *,
+    until_stuck: bool = False,
 ) -> TaskSnapshot:
     """Watch a task until it is terminal (or `wait_s` passes), relaying progress and, where the
-    client can take them, its questions. Returns the last snapshot read."""
+    client can take them, its questions. With `until_stuck`, also stop as soon as the task waits
+    on a question this call cannot relay: waiting longer would only delay the follow-up.
+    Returns the last snapshot read."""
     deadline = None if wait_s is None else time.monotonic() + wait_s
     can_ask = not ctx.modern and ctx.streaming
     report = progress_reporter(ctx)
@@ -183,6 +198,8 @@ async def follow(
             await report(steps, None, last_message)
         if can_ask and snapshot.status == "input_required":
             await _ask(ctx, snapshot, asked)
+        if until_stuck and _stuck(ctx, snapshot):
+            return snapshot
         if deadline is not None and time.monotonic() >= deadline:
             return snapshot
         await asyncio.sleep(pause)
@@ -195,7 +212,8 @@ async def run_attached(
     """Run the task and wait at most `wait_s` (the tool's own bound, or the server's)."""
     await services.limits.check_open_tasks(lambda: services.store.count_open(ctx.principal))
     await services.store.create(task, workflow)
-    snapshot = await follow(ctx, services, task.task_id, min(wait_s, services.sync_wait_s))
+    wait = min(wait_s, services.sync_wait_s)
+    snapshot = await follow(ctx, services, task.task_id, wait, until_stuck=True)
     if snapshot.status in ("completed", "failed", "cancelled"):
         return outcome(snapshot)
     return follow_up_result(task.tool, snapshot)

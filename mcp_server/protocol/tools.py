@@ -97,9 +97,14 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         raise missing_capability(
             TASKS_CAPABILITY, f"tool {tool.name!r} runs only as a task (the tasks extension)"
         )
-    capabilities.require(
-        ctx.capabilities, tool.capabilities_for(arguments), f"tool {tool.name!r} needs it to run"
-    )
+    if ctx.modern or tool.task_support == "never":
+        # At 2025-11-25 a task tool's questions reach the caller when it can take them, and
+        # can always be answered later through task_respond: nothing to refuse up front.
+        capabilities.require(
+            ctx.capabilities,
+            tool.capabilities_for(arguments),
+            f"tool {tool.name!r} needs it to run",
+        )
     prelude = _prelude_answers(ctx, services, tool, arguments, params)
     if isinstance(prelude, InputRequiredResult):
         return prelude
