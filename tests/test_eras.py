@@ -64,10 +64,11 @@ async def test_a_request_without_a_session_or_with_a_forged_one_is_refused(stack
     assert forged.status_code == 404
 
 
-async def test_a_session_is_deleted_with_204_and_nothing_else_is_lost(stack: Stack) -> None:
+async def test_a_session_is_not_terminated_by_delete_and_keeps_serving(stack: Stack) -> None:
     client = await legacy(stack)
     response = await stack.http.delete(stack.url, headers=client.headers())
-    assert response.status_code == 204
+    assert response.status_code == 405 and response.headers["allow"] == "POST"
+    assert (await client.request("ping")).result == {}
 
 
 async def test_a_2026_request_is_unaffected_and_initialize_with_meta_is_not_found(
@@ -196,3 +197,21 @@ async def test_a_json_only_client_still_gets_a_plain_answer(stack: Stack) -> Non
     response = await stack.http.post(stack.url, json=body, headers=headers)
     assert response.headers["content-type"].startswith("application/json")
     assert isinstance(response.json()["result"]["content"], list)
+
+
+async def test_a_question_asked_before_the_tool_runs_goes_to_the_client_on_the_call_stream(
+    stack: Stack,
+) -> None:
+    async def teal(request: dict[str, Any]) -> dict[str, Any]:
+        assert request["method"] == "elicitation/create" and request["id"].startswith("mcp-")
+        return {"action": "accept", "content": {"colour": "teal"}}
+
+    client = await legacy(stack, on_request=teal)
+    reply = await client.request("tools/call", {"name": "test_streaming_elicitation"})
+    assert reply.result["content"][0]["text"] == "Elicitation answered: accept {'colour': 'teal'}"
+    assert "resultType" not in reply.result
+    json_only = LegacyClient(stack.http, stack.url, accept="application/json")
+    await json_only.initialize()
+    refused = await json_only.request("tools/call", {"name": "test_streaming_elicitation"})
+    assert refused.error["code"] == errors.INVALID_REQUEST
+    assert "text/event-stream" in refused.error["message"]

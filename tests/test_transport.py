@@ -169,7 +169,7 @@ async def test_removed_and_unknown_methods_are_not_found_with_404(
 @pytest.mark.parametrize("verb", ["GET", "DELETE"])
 async def test_only_post_is_allowed_on_the_endpoint(stack: Stack, verb: str) -> None:
     response = await stack.http.request(verb, stack.url)
-    assert response.status_code == 405 and response.headers["allow"] == "POST, DELETE"
+    assert response.status_code == 405 and response.headers["allow"] == "POST"
 
 
 @pytest.mark.parametrize(

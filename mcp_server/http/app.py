@@ -27,7 +27,7 @@ from mcp_server.http.middleware import (
 )
 from mcp_server.http.origin import LOOPBACK_NAMES, OriginPolicy, is_loopback
 from mcp_server.http.sessions import SessionCodec
-from mcp_server.http.transport import SESSION_HEADER, McpEndpoint, error_response
+from mcp_server.http.transport import McpEndpoint, error_response
 from mcp_server.protocol.context import Services
 from mcp_server.protocol.errors import INVALID_REQUEST, McpError
 from mcp_server.protocol.limits import Limits, PollLimiter
@@ -132,15 +132,15 @@ def create_app(
         return await endpoint.post(request)
 
     async def mcp_other(request: Request) -> Response:
-        if request.method == "DELETE" and request.headers.get(SESSION_HEADER):
-            endpoint: McpEndpoint = request.app.state.endpoint
-            if endpoint.sessions.open(request.headers[SESSION_HEADER], request.state.principal):
-                return Response(status_code=204)  # a session holds nothing to free
+        # No standalone GET stream: everything this server sends travels on the response to
+        # the request it belongs to. No DELETE: a signed session holds nothing to end (the spec
+        # lets a server refuse to terminate sessions with 405).
         error = McpError(
             INVALID_REQUEST,
-            "This endpoint takes POST (no standalone GET stream; DELETE only of a session)",
+            "This endpoint takes POST only (no standalone GET stream; sessions are not "
+            "terminated: they hold no state)",
             http_status=405,
-            headers={"Allow": "POST, DELETE"},
+            headers={"Allow": "POST"},
         )
         return error_response(error, None)
 

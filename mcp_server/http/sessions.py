@@ -7,7 +7,8 @@ one replica. Rules:
 - A forged or altered id, or one minted for another principal, is 404 (the spec's answer to a
   session the server does not know: the client starts a new one).
 - The id is visible ASCII (base64url and a dot), as the transport spec requires.
-- DELETE of a session answers 204: it holds nothing to free. Its tasks live on in Temporal.
+- DELETE of a session answers 405, which the spec allows: a signed session holds no state, so
+  there is nothing to end (its tasks live on in Temporal, owned by the principal).
 """
 
 from __future__ import annotations

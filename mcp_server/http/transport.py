@@ -51,17 +51,14 @@ from mcp_server.protocol.errors import (
 )
 from mcp_server.protocol.legacy import InitializeParams, negotiate
 from mcp_server.protocol.models import (
-    Response as ResultResponse,
-)
-from mcp_server.protocol.models import (
     error_message,
     parse_params,
     request_meta,
+    result_message,
     to_message,
 )
 from mcp_server.protocol.wire import (
     HANDSHAKE_VERSIONS,
-    META_SERVER_INFO,
 )
 
 log = logging.getLogger("mcp_server.http.transport")
@@ -256,16 +253,8 @@ class McpEndpoint:
     # ----- running a method -----------------------------------------------------------------
 
     def _wrap(self, result: BaseModel, request_id: RequestId, *, stamp: bool) -> dict[str, Any]:
-        """The JSON-RPC response; at 2026-07-28 its result carries `serverInfo` in `_meta`."""
         assert request_id is not None
-        message = to_message(ResultResponse(id=request_id, result=result))
-        if stamp:
-            body = message["result"]
-            body["_meta"] = {
-                **(body.get("_meta") or {}),
-                META_SERVER_INFO: self.services.server_info,
-            }
-        return message
+        return result_message(result, request_id, self.services.server_info if stamp else None)
 
     async def _run(
         self,

@@ -16,7 +16,7 @@ from typing import Any
 import mcp_types as core
 
 from mcp_server.http.headers import HeaderSource
-from mcp_server.protocol import fallback, tasks
+from mcp_server.protocol import fallback, tasks, upfront
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import McpError
 
@@ -33,7 +33,10 @@ async def deliver(
     version: str,
     headers: HeaderSource,
 ) -> None:
-    """Route the response `message` (id `request_id`) from `principal` to the task it answers."""
+    """Route the response `message` (id `request_id`) from `principal` to the task it answers,
+    or to the call of this process that asked it up front (upfront.py)."""
+    if upfront.resolve(request_id, message):
+        return
     routed = fallback.parse_input_request_id(request_id)
     result = message.get("result")
     if routed is None or not isinstance(result, dict):

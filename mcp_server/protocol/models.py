@@ -28,7 +28,11 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from mcp_server.protocol.errors import McpError, invalid_params
-from mcp_server.protocol.wire import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+from mcp_server.protocol.wire import (
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+)
 from workflows.task_state import TaskStatus
 
 M = TypeVar("M", bound=BaseModel)
@@ -277,3 +281,18 @@ def to_message(message: BaseModel | JsonObject) -> JsonObject:
     if isinstance(message, dict):
         return message
     return message.model_dump(mode="json", by_alias=True, exclude_none=True, serialize_as_any=True)
+
+
+def result_message(
+    result: BaseModel, request_id: RequestId, server_info: JsonObject | None
+) -> JsonObject:
+    """The JSON-RPC response carrying `result`, as every transport sends it. At 2026-07-28
+    (`server_info` given) the result carries `serverInfo` in `_meta`; at 2025-11-25 it carries
+    no `resultType`, a field that era does not know."""
+    message = to_message(Response(id=request_id, result=result))
+    body = message["result"]
+    if server_info is None:
+        body.pop("resultType", None)
+    else:
+        body["_meta"] = {**(body.get("_meta") or {}), META_SERVER_INFO: server_info}
+    return message

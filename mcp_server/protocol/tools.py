@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from mcp_server.http.headers import check_param_headers, header_params
-from mcp_server.protocol import capabilities, fallback, followup, legacy_views, mrtr
+from mcp_server.protocol import capabilities, fallback, followup, legacy_views, mrtr, upfront
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import invalid_params, missing_capability
 from mcp_server.protocol.models import InputRequiredResult, ToolCallParams
@@ -105,7 +105,10 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
             tool.capabilities_for(arguments),
             f"tool {tool.name!r} needs it to run",
         )
-    prelude = _prelude_answers(ctx, services, tool, arguments, params)
+    if ctx.modern:
+        prelude = _prelude_answers(ctx, services, tool, arguments, params)
+    else:  # 2025-11-25 has no InputRequiredResult: ask on the call's stream
+        prelude = await upfront.gather(ctx, services, tool, arguments, params)
     if isinstance(prelude, InputRequiredResult):
         return prelude
     if tool.task_support == "never":

@@ -42,13 +42,12 @@ from mcp_server.protocol.envelope import (
 from mcp_server.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
 from mcp_server.protocol.legacy import InitializeParams, negotiate
 from mcp_server.protocol.models import (
-    Response,
     error_message,
     parse_params,
     request_meta,
+    result_message,
     to_message,
 )
-from mcp_server.protocol.wire import META_SERVER_INFO
 from mcp_server.stdio.headers import BodyHeaders, body_headers
 
 log = logging.getLogger("mcp_server.stdio")
@@ -208,15 +207,8 @@ class StdioConnection:
         return self._response(result, request_id, stamp=False)
 
     def _response(self, result: BaseModel, request_id: RequestId, *, stamp: bool) -> dict[str, Any]:
-        """The JSON-RPC response; at 2026-07-28 its result carries `serverInfo` in `_meta`."""
-        message = to_message(Response(id=request_id, result=result))
-        if stamp:
-            body = message["result"]
-            body["_meta"] = {
-                **(body.get("_meta") or {}),
-                META_SERVER_INFO: self.services.server_info,
-            }
-        return message
+        info = self.services.server_info if stamp else None
+        return result_message(result, request_id, info)
 
     # ----- notifications and the client's responses -------------------------------------------
 
