@@ -3,6 +3,8 @@ support, beside 2026-07-28 (real HTTP, real Temporal, a real worker)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 from mcp_server.protocol import errors
@@ -215,3 +217,39 @@ async def test_a_question_asked_before_the_tool_runs_goes_to_the_client_on_the_c
     refused = await json_only.request("tools/call", {"name": "test_streaming_elicitation"})
     assert refused.error["code"] == errors.INVALID_REQUEST
     assert "text/event-stream" in refused.error["message"]
+
+
+async def test_a_sessions_get_stream_relays_the_questions_of_its_own_tasks(stack: Stack) -> None:
+    """For clients that poll tasks/get and never call tasks/result while input is needed."""
+    client = await legacy(stack)
+    other = await legacy(stack)
+    mine = await client.request(
+        "tools/call", {"name": "confirm_delete", "arguments": {"filename": "g.txt"}, "task": {}}
+    )
+    await other.request(
+        "tools/call", {"name": "confirm_delete", "arguments": {"filename": "o.txt"}, "task": {}}
+    )
+    task_id = mine.result["task"]["taskId"]
+    headers = {**client.headers(), "Accept": "text/event-stream"}
+    asked: list[dict[str, Any]] = []
+    async with asyncio.timeout(15):
+        async with stack.http.stream("GET", stack.url, headers=headers) as stream:
+            assert stream.status_code == 200
+            async for line in stream.aiter_lines():
+                if line.startswith("data: "):
+                    asked.append(json.loads(line[len("data: ") :]))
+                    break
+    (request,) = asked
+    assert request["method"] == "elicitation/create"
+    assert request["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"] == task_id
+    answer = {"jsonrpc": "2.0", "id": request["id"], "result": ACCEPT_CONFIRM}
+    assert (
+        await stack.http.post(stack.url, json=answer, headers=client.headers())
+    ).status_code == 202
+    done = await client.request("tasks/result", {"taskId": task_id})
+    assert done.result["content"][0]["text"] == "Deleted g.txt" and done.messages == []
+
+
+async def test_a_get_without_a_session_is_405(stack: Stack) -> None:
+    response = await stack.http.get(stack.url, headers={"Accept": "text/event-stream"})
+    assert response.status_code == 405

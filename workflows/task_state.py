@@ -65,6 +65,9 @@ class TaskInput:
     secret_arguments: list[str] = field(default_factory=list)
     # Per-tool settings of a generic workflow (e.g. which workflow an exposed tool starts).
     tool_config: dict[str, Any] = field(default_factory=dict)
+    # A digest of the 2025-11-25 session that created the task ("" otherwise): that session's
+    # GET stream relays the task's questions.
+    session: str = ""
 
 
 @dataclass
@@ -98,6 +101,8 @@ class TaskState:
     status: TaskStatus = "working"
     status_message: str | None = None
     input_requests: dict[str, Any] = field(default_factory=dict)
+    # Written only when set, so the memo of every other task is exactly what it always was.
+    session: str | None = None
 
     @classmethod
     def initial(cls, task: TaskInput, status_message: str) -> TaskState:
@@ -111,6 +116,7 @@ class TaskState:
             ttl_ms=task.ttl_ms,
             poll_interval_ms=task.poll_interval_ms,
             status_message=status_message,
+            session=task.session or None,
         )
 
     def to_memo(self) -> dict[str, Any]:
@@ -126,6 +132,7 @@ class TaskState:
             "status": self.status,
             "statusMessage": self.status_message,
             "inputRequests": dict(self.input_requests),
+            **({"session": self.session} if self.session else {}),
         }
 
     @classmethod
@@ -156,6 +163,7 @@ class TaskState:
             status=status,
             status_message=message if isinstance(message, str) else None,
             input_requests=dict(requests) if isinstance(requests, dict) else {},
+            session=session if isinstance(session := memo.get("session"), str) else None,
         )
 
 

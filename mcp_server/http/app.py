@@ -132,13 +132,12 @@ def create_app(
         return await endpoint.post(request)
 
     async def mcp_other(request: Request) -> Response:
-        # No standalone GET stream: everything this server sends travels on the response to
-        # the request it belongs to. No DELETE: a signed session holds nothing to end (the spec
-        # lets a server refuse to terminate sessions with 405).
+        # No DELETE: a signed session holds nothing to end (the spec lets a server refuse to
+        # terminate sessions with 405).
         error = McpError(
             INVALID_REQUEST,
-            "This endpoint takes POST only (no standalone GET stream; sessions are not "
-            "terminated: they hold no state)",
+            "This endpoint takes POST (and GET for a 2025-11-25 session's stream); sessions "
+            "are not terminated: they hold no state",
             http_status=405,
             headers={"Allow": "POST"},
         )
@@ -150,8 +149,13 @@ def create_app(
         health["status"] = "ok" if healthy else "degraded"
         return JSONResponse(health, status_code=200 if healthy else 503)
 
+    async def mcp_get(request: Request) -> Response:
+        endpoint: McpEndpoint = request.app.state.endpoint
+        return await endpoint.get(request)
+
     app.add_route("/mcp", mcp_post, methods=["POST"])
-    app.add_route("/mcp", mcp_other, methods=["GET", "DELETE", "PUT", "PATCH"])
+    app.add_route("/mcp", mcp_get, methods=["GET"])
+    app.add_route("/mcp", mcp_other, methods=["DELETE", "PUT", "PATCH"])
 
     async def resource_metadata(request: Request) -> Response:
         metadata = authenticator.resource_metadata()

@@ -26,8 +26,10 @@ Here, for a POST:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -38,7 +40,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from mcp_server.http import headers
 from mcp_server.http.sessions import Session, SessionCodec
-from mcp_server.protocol import client_answers, dispatch
+from mcp_server.protocol import client_answers, dispatch, fallback
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.envelope import names_protocol_version as _is_modern
 from mcp_server.protocol.envelope import params_of as _params
@@ -76,6 +78,21 @@ def error_response(
     return JSONResponse(
         body, status_code=status or error.http_status, headers=error.headers or None
     )
+
+
+_NO_STREAM = McpError(
+    INVALID_REQUEST,
+    "No standalone stream here: at 2025-11-25 a session's GET stream (Accept: "
+    "text/event-stream) carries its tasks' questions; at 2026-07-28 use subscriptions/listen",
+    http_status=405,
+    headers={"Allow": "POST"},
+)
+_UNKNOWN_SESSION = McpError(INVALID_REQUEST, "Session not found: initialize again", http_status=404)
+
+
+def session_digest(session_id: str) -> str:
+    """What a task records of the session that created it: never the session id itself."""
+    return hashlib.sha256(f"session:{session_id}".encode()).hexdigest()[:32]
 
 
 def _sse(message: BaseModel | dict[str, Any] | None) -> bytes:
@@ -214,8 +231,46 @@ class McpEndpoint:
             headers=exchange.request.headers,
             version=session.version,
             progress_token=progress_token,
+            session=session_digest(exchange.request.headers[SESSION_HEADER]),
         )
         return await self._run(exchange, entry, ctx, params, stamp=False)
+
+    async def get(self, request: Request) -> Response:
+        """The standalone stream of a 2025-11-25 session: its tasks' questions (see
+        `fallback.session_questions`). Without a session, or without SSE, 405."""
+        session_id = request.headers.get(SESSION_HEADER)
+        if session_id is None or "text/event-stream" not in request.headers.get("accept", ""):
+            return error_response(_NO_STREAM, None)
+        session = self.sessions.open(session_id, request.state.principal)
+        if session is None:
+            return error_response(_UNKNOWN_SESSION, None)
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        ctx = RequestContext(
+            request_id="session-stream",
+            method="GET",
+            capabilities=session.capabilities,
+            principal=request.state.principal,
+            headers=request.headers,
+            version=session.version,
+            send=queue.put,
+            streaming=True,
+            session=session_digest(session_id),
+        )
+        return StreamingResponse(
+            self._session_stream(ctx, queue), media_type="text/event-stream", headers=SSE_HEADERS
+        )
+
+    async def _session_stream(
+        self, ctx: RequestContext, queue: asyncio.Queue[dict[str, Any]]
+    ) -> AsyncIterator[bytes]:
+        quiet_since = time.monotonic()
+        async for _ in fallback.session_questions(ctx, self.services):
+            while not queue.empty():
+                quiet_since = time.monotonic()
+                yield _sse(queue.get_nowait())
+            if time.monotonic() - quiet_since >= KEEPALIVE_S:
+                quiet_since = time.monotonic()
+                yield _sse(None)
 
     async def _initialize(self, exchange: Exchange) -> Response:
         if exchange.request_id is None:

@@ -58,6 +58,8 @@ class RequestContext:
     # Messages related to this request (progress, and at 2025-11-25 elicitation requests).
     send: Send = field(default=_nowhere)
     streaming: bool = False
+    # A digest of the 2025-11-25 session the request came in (None at 2026-07-28 and on stdio).
+    session: str | None = None
 
     @property
     def modern(self) -> bool:

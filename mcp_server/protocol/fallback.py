@@ -14,12 +14,16 @@ A host without task support (2026-07-28 without the extension for a tool that al
 - When it does not, the call returns an ordinary result that names the taskId and the
   follow-up tools (`task_status`, `task_respond`, `task_cancel`). The task is never stopped
   because a host stopped waiting: nothing a host does can lose it.
+- A 2025-11-25 session's GET stream (`session_questions`) relays the questions of the tasks
+  that session created, for clients that never call `tasks/result` while input is needed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
+from collections.abc import AsyncIterator
 from typing import Any, get_args
 
 import mcp_types as core
@@ -37,6 +41,12 @@ from mcp_server.tools.registry import Logger, ProgressReporter
 from workflows.task_state import TaskInput
 
 INPUT_REQUEST_PREFIX = "mcp-input:"
+# The GET stream of a 2025-11-25 session looks for its tasks' questions this often, and ends
+# after SESSION_STREAM_S (the client opens it again).
+SESSION_POLL_S = 1.0
+SESSION_STREAM_S = 1800.0
+# Tasks whose questions a call of this process is relaying right now (tasks/result, attached).
+_relaying: Counter[str] = Counter()
 # Log levels from least to most severe (RFC 5424 order, as the LoggingLevel type lists them).
 LOG_LEVELS: tuple[str, ...] = get_args(core.LoggingLevel)
 _FIRST_POLL_S = 0.05
@@ -186,24 +196,54 @@ async def follow(
     last_message: str | None = None
     steps = 0
     pause = _FIRST_POLL_S
-    while True:
-        snapshot = await find_task(services.store, task_id, ctx.principal, services.clock)
-        if snapshot is None:
-            raise task_not_found()
-        if snapshot.status in ("completed", "failed", "cancelled"):
-            return snapshot
-        if snapshot.status_message and snapshot.status_message != last_message:
-            last_message = snapshot.status_message
-            steps += 1
-            await report(steps, None, last_message)
-        if can_ask and snapshot.status == "input_required":
-            await _ask(ctx, snapshot, asked)
-        if until_stuck and _stuck(ctx, snapshot):
-            return snapshot
-        if deadline is not None and time.monotonic() >= deadline:
-            return snapshot
-        await asyncio.sleep(pause)
-        pause = min(_MAX_POLL_S, pause * 1.5)
+    _relaying[task_id] += 1
+    try:
+        while True:
+            snapshot = await find_task(services.store, task_id, ctx.principal, services.clock)
+            if snapshot is None:
+                raise task_not_found()
+            if snapshot.status in ("completed", "failed", "cancelled"):
+                return snapshot
+            if snapshot.status_message and snapshot.status_message != last_message:
+                last_message = snapshot.status_message
+                steps += 1
+                await report(steps, None, last_message)
+            if can_ask and snapshot.status == "input_required":
+                await _ask(ctx, snapshot, asked)
+            if until_stuck and _stuck(ctx, snapshot):
+                return snapshot
+            if deadline is not None and time.monotonic() >= deadline:
+                return snapshot
+            await asyncio.sleep(pause)
+            pause = min(_MAX_POLL_S, pause * 1.5)
+    finally:
+        _relaying[task_id] -= 1
+        if not _relaying[task_id]:
+            del _relaying[task_id]
+
+
+async def session_questions(
+    ctx: RequestContext, services: Services, *, lifetime_s: float = SESSION_STREAM_S
+) -> AsyncIterator[None]:
+    """The standalone GET stream of a 2025-11-25 session: the questions of the tasks this
+    session created with `task`, for clients that poll `tasks/get` and never call
+    `tasks/result` while input is needed. A question a call of this process already relays
+    (tasks/result, an attached run) is left to it, so a client is not asked twice. Yields
+    None every `SESSION_POLL_S` (the transport sends a keep-alive when nothing else went out);
+    the questions themselves go out through `ctx.send`."""
+    assert ctx.session is not None
+    asked: dict[str, set[str]] = {}
+    deadline = time.monotonic() + lifetime_s
+    while time.monotonic() < deadline:
+        waiting = await services.store.waiting_in_session(ctx.principal, ctx.session)
+        for task_id in waiting:
+            if task_id in _relaying:
+                continue
+            snapshot = await find_task(services.store, task_id, ctx.principal, services.clock)
+            if snapshot is not None and snapshot.status == "input_required":
+                await _ask(ctx, snapshot, asked.setdefault(task_id, set()))
+        yield None
+        await asyncio.sleep(SESSION_POLL_S)
 
 
 async def run_attached(

@@ -135,6 +135,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         prelude_responses=prelude,
         secret_arguments=sorted(tool.secret_arguments),
         tool_config=tool.workflow_config,
+        session=(ctx.session or "") if as_task and not ctx.modern else "",
     )
     if not as_task:
         return await fallback.run_attached(ctx, services, task, tool.workflow, tool.sync_timeout_s)

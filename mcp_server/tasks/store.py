@@ -96,6 +96,7 @@ class TaskStore(Protocol):
     async def list_owned(
         self, owner: str, page_size: int, cursor: str | None
     ) -> tuple[list[TaskSnapshot], str | None]: ...
+    async def waiting_in_session(self, owner: str, session: str) -> list[str]: ...
     async def submit_input(self, task_id: str, update: SubmitInput) -> None: ...
     async def cancel(self, task_id: str, stamp: AuditStamp) -> None: ...
     async def health(self) -> dict[str, Any]: ...
@@ -359,6 +360,25 @@ class TemporalTaskStore:
         next_token = pages.next_page_token
         next_cursor = base64.urlsafe_b64encode(next_token).decode("ascii") if next_token else None
         return snapshots, next_cursor
+
+    async def waiting_in_session(self, owner: str, session: str) -> list[str]:
+        """The ids of `owner`'s running tasks that wait for input and were created in the
+        2025-11-25 session `session` (at most 100, from the visibility store)."""
+        query = (
+            f'{SEARCH_ATTRIBUTE_OWNER}="{owner}" AND {SEARCH_ATTRIBUTE_STATUS}="input_required" '
+            'AND ExecutionStatus="Running"'
+        )
+        found: list[str] = []
+        try:
+            async for execution in self._client.list_workflows(
+                query, limit=100, rpc_timeout=RPC_TIMEOUT
+            ):
+                state = TaskState.from_memo(await execution.memo_value(MEMO_KEY, None))
+                if state is not None and state.owner == owner and state.session == session:
+                    found.append(state.task_id)
+        except RPCError as err:
+            raise _translate(err, "list waiting tasks") from err
+        return found
 
     async def cancel(self, task_id: str, stamp: AuditStamp) -> None:
         handle = self._client.get_workflow_handle(task_id)
