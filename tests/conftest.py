@@ -23,7 +23,8 @@ from mcp_server.http.app import HttpServer, create_app
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.runtime.worker import build_worker
-from mcp_server.tools.registry import ToolRegistry, load_toolsets
+from mcp_server.tools.loading import load_toolsets
+from mcp_server.tools.registry import ToolRegistry
 from tests.mcp_client import McpClient
 from tests.user_workflows import EXPOSED_TOML
 

@@ -25,7 +25,8 @@ import httpx
 import pytest
 
 from mcp_server.runtime.devserver import free_port
-from mcp_server.tools.registry import ToolCall, load_toolsets
+from mcp_server.tools.loading import load_toolsets
+from mcp_server.tools.registry import ToolCall
 from tests.dev_process import DevProcess, reaped
 
 pytestmark = pytest.mark.conformance

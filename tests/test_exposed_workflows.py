@@ -11,7 +11,7 @@ from temporalio.worker import Worker
 
 from mcp_server.runtime.config import ConfigError, Settings
 from mcp_server.tools.exposed import load
-from mcp_server.tools.registry import load_toolsets
+from mcp_server.tools.loading import load_toolsets
 from tests.mcp_client import McpClient
 from tests.user_workflows import EXPOSED_TOML, USERS_TASK_QUEUE, AddNumbers, PlaceOrder
 

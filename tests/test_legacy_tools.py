@@ -14,7 +14,7 @@ import pytest
 from temporalio.client import Client
 
 from mcp_server.protocol.fallback import parse_input_request_id
-from mcp_server.tools.registry import load_toolsets
+from mcp_server.tools.loading import load_toolsets
 from tests.conftest import Stack, running_stack
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import VERSION, McpClient

@@ -24,7 +24,8 @@ from mcp_server.tasks.errors import (
     TaskFailed,
     TaskNotFound,
 )
-from mcp_server.tools.registry import Tool, ToolRegistry, load_toolsets
+from mcp_server.tools.loading import load_toolsets
+from mcp_server.tools.registry import Tool, ToolRegistry
 from tests.conftest import running_stack
 from tests.mcp_client import NO_CAPABILITIES, McpClient
 

@@ -34,7 +34,8 @@ from mcp_server.runtime.temporal_connection import (
 from mcp_server.runtime.worker import build_worker
 from mcp_server.stdio.channel import claim_stdio
 from mcp_server.stdio.server import StdioServer
-from mcp_server.tools.registry import ToolRegistry, load_toolsets
+from mcp_server.tools.loading import load_toolsets
+from mcp_server.tools.registry import ToolRegistry
 
 log = logging.getLogger("mcp_server.runtime.cli")
 

@@ -13,7 +13,6 @@ A toolset is a module with `register(registry: ToolRegistry) -> None`.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -238,29 +237,3 @@ class ToolRegistry:
         """How long closed tasks must be kept: the longest TTL, plus its grace after closing."""
         finite = [t.ttl_ms for t in self._tools.values() if t.task_support != "never" and t.ttl_ms]
         return max(kept_for(ttl) for ttl in finite) if finite else None
-
-
-BUILTIN_TOOLSETS = {
-    "demo": "mcp_server.tools.demo",
-    "conformance": "mcp_server.tools.conformance",
-}
-
-
-def load_toolsets(
-    toolset: str, extra_modules: Sequence[str] = (), settings: Settings | None = None
-) -> ToolRegistry:
-    """Build the registry from a built-in toolset plus any user modules (`--tools MODULE`)."""
-    if toolset not in BUILTIN_TOOLSETS:
-        raise ValueError(f"unknown toolset {toolset!r}; choose one of {sorted(BUILTIN_TOOLSETS)}")
-    registry = ToolRegistry(settings)
-    for module_name in (BUILTIN_TOOLSETS[toolset], *extra_modules):
-        module = importlib.import_module(module_name)
-        register = getattr(module, "register", None)
-        if not callable(register):
-            raise ValueError(f"tool module {module_name!r} has no register(registry) function")
-        register(registry)
-    if registry.settings.exposed_workflows_file:
-        from mcp_server.tools import exposed
-
-        exposed.register(registry)
-    return registry
