@@ -379,7 +379,7 @@ class McpEndpoint:
             try:
                 response = self._wrap(job.result(), request_id, stamp=stamp)
             except McpError as error:
-                response = {"jsonrpc": "2.0", "id": request_id, "error": error.to_error_object()}
+                response = to_message(error_message(error, request_id))
             yield _sse(response)
         finally:
             # The client closed the stream: stop serving the request (never the task).

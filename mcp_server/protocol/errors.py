@@ -69,12 +69,6 @@ class McpError(Exception):
         self.http_status = http_status if http_status is not None else _HTTP_STATUS.get(code, 400)
         self.headers = headers or {}
 
-    def to_error_object(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
-
 
 def invalid_params(message: str, data: Any = None) -> McpError:
     return McpError(INVALID_PARAMS, message, data)

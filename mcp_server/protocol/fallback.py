@@ -33,6 +33,7 @@ from pydantic import BaseModel
 from mcp_server.protocol import capabilities
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import task_not_found
+from mcp_server.protocol.models import Notification, to_message
 from mcp_server.protocol.task_views import RELATED_TASK, tool_result
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.errors import TaskFailed
@@ -75,13 +76,7 @@ def progress_reporter(ctx: RequestContext) -> ProgressReporter:
         params = core.ProgressNotificationParams(
             progress_token=ctx.progress_token, progress=progress, total=total, message=message
         )
-        notification = core.ProgressNotification(params=params)
-        await ctx.send(
-            {
-                "jsonrpc": "2.0",
-                **notification.model_dump(mode="json", by_alias=True, exclude_none=True),
-            }
-        )
+        await ctx.send(to_message(Notification(method="notifications/progress", params=params)))
 
     return report
 
@@ -96,13 +91,7 @@ def log_sender(ctx: RequestContext, threshold: str | None) -> Logger:
         params = core.LoggingMessageNotificationParams.model_validate(
             {"level": level, "data": data}
         )
-        notification = core.LoggingMessageNotification(params=params)
-        await ctx.send(
-            {
-                "jsonrpc": "2.0",
-                **notification.model_dump(mode="json", by_alias=True, exclude_none=True),
-            }
-        )
+        await ctx.send(to_message(Notification(method="notifications/message", params=params)))
 
     return log
 
@@ -166,7 +155,7 @@ async def _ask(ctx: RequestContext, snapshot: TaskSnapshot, asked: set[str]) -> 
             method=str(request["method"]),
             params=params,
         )
-        await ctx.send(message.model_dump(mode="json", exclude_none=True))
+        await ctx.send(to_message(message))
 
 
 def _stuck(ctx: RequestContext, snapshot: TaskSnapshot) -> bool:

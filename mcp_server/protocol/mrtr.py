@@ -41,13 +41,6 @@ class InputRequired:
     input_requests: InputRequests
     request_state: str
 
-    def wire(self) -> dict[str, Any]:
-        return {
-            "resultType": "input_required",
-            "inputRequests": self.input_requests,
-            "requestState": self.request_state,
-        }
-
 
 @dataclass(frozen=True)
 class Round:

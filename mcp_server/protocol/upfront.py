@@ -25,7 +25,7 @@ from mcp_types.jsonrpc import JSONRPCRequest
 from mcp_server.protocol import capabilities, mrtr
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import INVALID_REQUEST, McpError
-from mcp_server.protocol.models import ToolCallParams
+from mcp_server.protocol.models import ToolCallParams, to_message
 from mcp_server.tools.registry import Tool
 
 log = logging.getLogger("mcp_server.protocol.upfront")
@@ -63,7 +63,7 @@ async def _ask_round(ctx: RequestContext, requests: dict[str, dict[str, Any]]) -
                 jsonrpc="2.0", id=ids[key], method=str(request["method"]),
                 params=dict(request.get("params") or {}),
             )  # fmt: skip
-            await ctx.send(message.model_dump(mode="json", exclude_none=True))
+            await ctx.send(to_message(message))
         async with asyncio.timeout(ANSWER_TIMEOUT_S):
             return {key: await _waiting[ids[key]] for key in requests}
     except TimeoutError as err:
