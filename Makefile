@@ -50,9 +50,9 @@ client-deps: $(VENV)/.clients-installed $(CLIENTS)/js/node_modules/.installed
 test: $(STAMP) conformance-deps client-deps
 	$(VENV)/bin/pytest
 
-# Without the process-tree and conformance tests (about 30 s).
+# Without the process-tree, conformance and real-client tests.
 test-fast: $(STAMP)
-	$(VENV)/bin/pytest -m "not slow and not conformance"
+	$(VENV)/bin/pytest -m "not slow and not conformance and not clients"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
