@@ -62,10 +62,6 @@ def declares_tasks(declared: core.ClientCapabilities) -> bool:
     return bool(declared.extensions) and TASKS_EXTENSION in (declared.extensions or {})
 
 
-def can_elicit(declared: core.ClientCapabilities) -> bool:
-    return declared.elicitation is not None
-
-
 def required_for_input(request: dict[str, Any]) -> dict[str, Any]:
     """The client capability an input request needs, e.g. {"elicitation": {}}."""
     method = request.get("method")

@@ -2,14 +2,18 @@
 
 - `initialize` negotiates the version: the client's when this server speaks it, else the
   newest handshake version. The transport mints the signed session (http/sessions.py).
-- `ping` and `logging/setLevel` answer an empty result (this server sends no log messages).
+- `ping` and `logging/setLevel` answer an empty result. The level is not kept (a session holds
+  no state): a tool's log messages go to every 2025-11-25 call's stream.
 - The revision's own task support, on the same workflows and owner binding as the extension:
   `tools/call` with `task` answers `CreateTaskResult {task}`; `tasks/get` the `Task`;
   `tasks/result` waits for the end, and while the task needs input it sends the questions to
-  the client as `elicitation/create` requests related to the task (the answers are routed to
-  the workflow, see fallback.py); then the tool's result (related-task `_meta`), or the task's
+  the client as requests related to the task (`elicitation/create`, `sampling/createMessage`,
+  `roots/list`, each when the session declared it; the answers are routed to the workflow,
+  see fallback.py); then the tool's result (related-task `_meta`), or the task's
   JSON-RPC error; `tasks/list` lists only the caller's tasks, newest first, paginated, from
-  Temporal's visibility store; `tasks/cancel` requests cancellation and answers the task.
+  Temporal's visibility store; `tasks/cancel` requests cancellation and answers the task
+  (a task already completed or failed: -32602).
+- A session's GET stream relays its own tasks' questions (fallback.session_questions).
 """
 
 from __future__ import annotations
