@@ -24,10 +24,6 @@ NODE = Path(
 )
 INSPECTOR = JS_DIR / "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
 
-# A client's own part of the 2025-11-25 era (initialize, Mcp-Session-Id, SSE, in-core tasks):
-# fails against a 2026-07-28-only server, and must pass once the server serves both eras.
-NEEDS_2025_ERA = pytest.mark.xfail(reason="needs the 2025-11-25 era", strict=True)
-
 
 @dataclass
 class NodeRun:

@@ -4,7 +4,9 @@ back to initialize) and `legacy` (2025-11-25; the CLI's default for an ad-hoc UR
 
 One invocation is one connection and one method. The CLI drives tasks through ext-tasks to
 their end, but it has no way to answer a question (it declares no elicitation capability) nor
-to cancel: a tool that needs input is refused before it starts.
+to cancel. At 2026-07-28 a tool that needs input is refused before it starts; at 2025-11-25
+it runs attached to the call, which returns the follow-up result, and later invocations
+finish the task through the follow-up tools, as a model would in later turns.
 """
 
 from __future__ import annotations
@@ -15,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from tests.clients.node_runner import INSPECTOR, NEEDS_2025_ERA, NodeRun, run_node
+from tests.clients.node_runner import INSPECTOR, NodeRun, run_node
 from tests.conftest import Stack
 
 pytestmark = pytest.mark.clients
 
 MODERN = pytest.param("modern", id="2026-07-28")
 AUTO = pytest.param("auto", id="auto")
-LEGACY = pytest.param("legacy", id="legacy", marks=NEEDS_2025_ERA)
+LEGACY = pytest.param("legacy", id="legacy")
 ALL_ERAS = [MODERN, AUTO, LEGACY]
 
 
@@ -62,7 +64,6 @@ async def test_the_inspector_lists_the_conformance_and_demo_tools(
     assert {"greet", "slow_compute", "confirm_delete", "request_approval", "echo"} <= names
 
 
-@NEEDS_2025_ERA
 async def test_the_inspector_by_default_speaks_2025_11_25_to_a_url(
     stack: Stack, tmp_path: Path
 ) -> None:
@@ -100,3 +101,27 @@ async def test_a_tool_that_asks_is_refused_to_the_inspector_which_cannot_answer(
     assert error["message"] == (
         "Missing required client capability: tool 'confirm_delete' needs it to run"
     )
+
+
+async def test_at_2025_11_25_a_tool_that_asks_the_inspector_ends_in_the_follow_up(
+    stack: Stack, tmp_path: Path
+) -> None:
+    started = succeeded(
+        await call(stack, tmp_path, "legacy", "confirm_delete", {"filename": "i.txt"})
+    )
+    follow_up = started["structuredContent"]
+    assert follow_up["status"] == "input_required"
+    assert follow_up["followUpTools"] == ["task_status", "task_respond", "task_cancel"]
+    task_id = follow_up["taskId"]
+
+    waiting = succeeded(await call(stack, tmp_path, "legacy", "task_status", {"taskId": task_id}))
+    assert 'key "confirm": Delete i.txt?' in waiting["content"][0]["text"]
+
+    answer = {"taskId": task_id, "action": "accept", "content": {"confirm": True}}
+    answered = succeeded(await call(stack, tmp_path, "legacy", "task_respond", answer))
+    assert answered["structuredContent"] == {"key": "confirm"}
+
+    await stack.mcp.wait_status(task_id, "completed", within=15)
+    done = succeeded(await call(stack, tmp_path, "legacy", "task_status", {"taskId": task_id}))
+    assert done["content"][0]["text"] == "Deleted i.txt"
+    assert done["structuredContent"] == {"deleted": True}

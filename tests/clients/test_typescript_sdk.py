@@ -3,9 +3,13 @@
 - @modelcontextprotocol/client 2.x (js/sdk_client.mjs) in each `versionNegotiation` mode:
   `{pin: "2026-07-28"}`, `"auto"` (discover, falling back to initialize) and `"legacy"`;
   tasks through @modelcontextprotocol/ext-tasks (SEP-2663 tasks at 2026-07-28, the in-core
-  tasks of 2025-11-25 on a legacy connection), questions answered by its onInputRequest.
+  tasks of 2025-11-25 on a legacy connection, whose questions reach it on the session's GET
+  stream), questions answered by its onInputRequest.
 - @modelcontextprotocol/sdk 1.x (js/sdk_v1_client.mjs), a 2025-11-25 client with the in-core
   tasks of that revision (`client.experimental.tasks`).
+
+At 2025-11-25 every task tool is listed task-optional: a plain `callTool` runs the task
+attached to the call, its progress and questions on the call's SSE stream.
 """
 
 from __future__ import annotations
@@ -15,14 +19,14 @@ from typing import Any
 
 import pytest
 
-from tests.clients.node_runner import NEEDS_2025_ERA, run_node
+from tests.clients.node_runner import run_node
 from tests.conftest import Stack
 
 pytestmark = pytest.mark.clients
 
 MODERN = pytest.param("modern", id="2026-07-28")
 AUTO = pytest.param("auto", id="auto")
-LEGACY = pytest.param("legacy", id="legacy", marks=NEEDS_2025_ERA)
+LEGACY = pytest.param("legacy", id="legacy")
 ALL_ERAS = [MODERN, AUTO, LEGACY]
 EXPECTED_VERSION = {"modern": "2026-07-28", "auto": "2026-07-28", "legacy": "2025-11-25"}
 
@@ -120,32 +124,75 @@ async def test_ext_tasks_cancels_a_running_task(stack: Stack, era: str) -> None:
     await stack.mcp.wait_status(output["taskId"], "cancelled", within=5)
 
 
+async def test_the_ts_client_in_legacy_mode_runs_a_task_tool_attached_to_call_tool(
+    stack: Stack,
+) -> None:
+    # A plain callTool at 2025-11-25: the task runs attached, its statusMessage comes back as
+    # progress, its question as elicitation/create on the call's stream (to the client's own
+    # handler), related to the task.
+    output = await sdk(
+        stack, "legacy", "call", "confirm_delete", {"filename": "ts2.txt"}, ACCEPT_CONFIRM
+    )
+    assert [asked["message"] for asked in output["asked"]] == ["Delete ts2.txt?"]
+    task_id = output["asked"][0]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"]
+    assert text_of(output["result"]) == "Deleted ts2.txt"
+    assert output["result"]["structuredContent"] == {"deleted": True}
+    assert "Waiting for confirmation to delete ts2.txt" in {
+        p["message"] for p in output["progress"]
+    }
+    await stack.mcp.wait_status(task_id, "completed", within=5)
+
+
 # --- @modelcontextprotocol/sdk 1.x: the 2025-11-25 era only -----------------------------------
 
 
-@NEEDS_2025_ERA
 async def test_the_v1_sdk_lists_tools_with_their_task_support(stack: Stack) -> None:
     output = await sdk_v1(stack, "list")
     tools = {tool["name"]: tool for tool in output["tools"]}
     assert DEMO_TOOLS <= set(tools)
-    assert tools["confirm_delete"]["execution"]["taskSupport"] == "required"
-    assert tools["slow_compute"]["execution"]["taskSupport"] == "optional"
+    # At 2025-11-25 every task tool is task-optional (run attached when called without `task`),
+    # even the ones that are task-only at 2026-07-28; a synchronous tool is not task-capable.
+    for name in ("confirm_delete", "request_approval", "slow_compute"):
+        assert tools[name]["execution"]["taskSupport"] == "optional", tools[name]
+    assert tools["greet"].get("execution", {}).get("taskSupport", "forbidden") == "forbidden"
 
 
-@NEEDS_2025_ERA
 async def test_the_v1_sdk_calls_greet_synchronously(stack: Stack) -> None:
     output = await sdk_v1(stack, "call", "greet", {"name": "Lin"})
     assert text_of(output["result"]) == "Hello, Lin!"
 
 
-@NEEDS_2025_ERA
 async def test_the_v1_sdk_answers_an_elicitation_sent_on_the_call_stream(stack: Stack) -> None:
     output = await sdk_v1(stack, "call", "test_streaming_elicitation", {}, COLOUR)
     assert [asked["message"] for asked in output["asked"]] == ["Pick a colour"]
     assert text_of(output["result"]) == "Elicitation answered: accept {'colour': 'violet'}"
 
 
-@NEEDS_2025_ERA
+async def test_the_v1_sdk_calls_slow_compute_without_a_task_and_gets_progress(
+    stack: Stack,
+) -> None:
+    output = await sdk_v1(stack, "call", "slow_compute", {"seconds": 1, "label": "v1 plain"})
+    assert text_of(output["result"]) == "Computed 'v1 plain' in 1 s"
+    messages = [p["message"] for p in output["progress"]]
+    assert messages in (
+        ["Computing 'v1 plain' for 1 s"],
+        ["Queued", "Computing 'v1 plain' for 1 s"],
+    )
+    assert [p["progress"] for p in output["progress"]] == list(range(1, len(messages) + 1))
+
+
+async def test_the_v1_sdk_approves_request_approval_on_the_call_stream(stack: Stack) -> None:
+    # The issue's scenario with the 1.x SDK: a plain callTool, the approval asked as
+    # elicitation/create on the call's stream and answered by the client's own handler.
+    approve = {"action": "accept", "content": {"decision": "approve"}}
+    output = await sdk_v1(stack, "call", "request_approval", {"message": "Release?"}, approve)
+    assert [asked["message"] for asked in output["asked"]] == ["Release?"]
+    assert text_of(output["result"]) == "Decision: approved"
+    assert output["result"]["structuredContent"]["decision"] == "approved"
+    task_id = output["asked"][0]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"]
+    await stack.mcp.wait_status(task_id, "completed", within=5)
+
+
 async def test_the_v1_sdk_runs_slow_compute_as_a_task_and_fetches_its_result(
     stack: Stack,
 ) -> None:
@@ -154,7 +201,6 @@ async def test_the_v1_sdk_runs_slow_compute_as_a_task_and_fetches_its_result(
     assert text_of(output["result"]) == "Computed 'v1' in 1 s"
 
 
-@NEEDS_2025_ERA
 async def test_the_v1_sdk_answers_a_task_question_sent_on_the_tasks_result_stream(
     stack: Stack,
 ) -> None:
@@ -165,14 +211,12 @@ async def test_the_v1_sdk_answers_a_task_question_sent_on_the_tasks_result_strea
     assert text_of(output["result"]) == "Deleted v1.txt"
 
 
-@NEEDS_2025_ERA
 async def test_the_v1_sdk_delivers_a_rejection_to_request_approval(stack: Stack) -> None:
     output = await sdk_v1(stack, "task", "request_approval", {"message": "Tag it?"}, REJECT)
     assert [asked["message"] for asked in output["asked"]] == ["Tag it?"]
     assert output["result"]["structuredContent"]["decision"] == "rejected"
 
 
-@NEEDS_2025_ERA
 async def test_the_v1_sdk_cancels_a_running_task(stack: Stack) -> None:
     output = await sdk_v1(stack, "cancel", "slow_compute", {"seconds": 60})
     assert output["status"] == "cancelled"

@@ -10,7 +10,8 @@
 // falling back to initialize) or modern (pinned to 2026-07-28). Elicitations are answered with
 // ANSWER_JSON ({action: "accept", content: ...}) by the client's own handler: the Client's
 // elicitation/create request handler for `call`, ext-tasks' onInputRequest for `task`.
-// Prints one JSON object: what the client returned, and every elicitation it was asked.
+// Prints one JSON object: what the client returned, every elicitation it was asked, and (for
+// `call`, whose onprogress callback makes the SDK send a progressToken) its progress.
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import {
   createApplicationInputHandler,
@@ -27,6 +28,7 @@ const negotiation = { legacy: "legacy", auto: "auto", modern: { pin: MODERN } }[
 const args = JSON.parse(argsJson);
 const answer = JSON.parse(answerJson);
 const asked = [];
+const progress = [];
 
 function errorJson(error) {
   return { name: error?.constructor?.name, code: error?.code, message: String(error?.message ?? error), data: error?.data };
@@ -97,7 +99,7 @@ async function untilTerminal(session, taskId, deadlineMs) {
 
 const client = new Client(clientInfo, { capabilities, versionNegotiation: { mode: negotiation } });
 const transport = new StreamableHTTPClientTransport(new URL(url));
-const out = { asked };
+const out = { asked, progress };
 let session;
 try {
   await client.connect(transport);
@@ -110,7 +112,10 @@ try {
       asked.push(request.params);
       return answer;
     });
-    out.result = await client.callTool({ name: tool, arguments: args });
+    out.result = await client.callTool(
+      { name: tool, arguments: args },
+      { onprogress: (notification) => progress.push(notification) },
+    );
   } else if (scenario === "task" || scenario === "cancel") {
     session = await taskSession(client, transport);
     const execution = await session.callTool(tool, args, { task: { preference: "prefer" } });

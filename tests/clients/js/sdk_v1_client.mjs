@@ -7,7 +7,9 @@
 //   node sdk_v1_client.mjs URL cancel TOOL ARGS_JSON                 callToolStream, cancelTask
 //
 // Elicitations (elicitation/create requests the server sends on an SSE response) are answered
-// with ANSWER_JSON by the client's own request handler. Prints one JSON object.
+// with ANSWER_JSON by the client's own request handler; `call` records the progress
+// notifications it gets (an onprogress callback makes the SDK send a progressToken). Prints
+// one JSON object.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
@@ -18,6 +20,7 @@ const TASK = { ttl: 60000 };
 const args = JSON.parse(argsJson);
 const answer = JSON.parse(answerJson);
 const asked = [];
+const progress = [];
 
 function errorJson(error) {
   return { name: error?.constructor?.name, code: error?.code, message: String(error?.message ?? error), data: error?.data };
@@ -29,7 +32,7 @@ client.setRequestHandler(ElicitRequestSchema, async (request) => {
   return answer;
 });
 const transport = new StreamableHTTPClientTransport(new URL(url));
-const out = { asked };
+const out = { asked, progress };
 try {
   await client.connect(transport);
   out.protocolVersion = transport.protocolVersion;
@@ -37,7 +40,9 @@ try {
   if (scenario === "list") {
     out.tools = (await client.listTools()).tools;
   } else if (scenario === "call") {
-    out.result = await client.callTool({ name: tool, arguments: args });
+    out.result = await client.callTool({ name: tool, arguments: args }, undefined, {
+      onprogress: (notification) => progress.push(notification),
+    });
   } else if (scenario === "task" || scenario === "cancel") {
     const stream = client.experimental.tasks.callToolStream({ name: tool, arguments: args }, undefined, { task: TASK });
     out.statuses = [];
