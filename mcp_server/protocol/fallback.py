@@ -96,13 +96,19 @@ def log_sender(ctx: RequestContext, threshold: str | None) -> Logger:
     return log
 
 
-def follow_up_result(tool: str, snapshot: TaskSnapshot) -> core.CallToolResult:
+def follow_up_result(
+    tool: str, snapshot: TaskSnapshot, *, has_output_schema: bool = False
+) -> core.CallToolResult:
+    """The answer of a call whose task runs on. For a tool that declares an outputSchema it is
+    marked `isError`: its content cannot have the schema's shape, and clients check the
+    structured content of every other result against it (and would reject this one, losing
+    the taskId); the text says plainly that nothing failed."""
     task_id = snapshot.task_id
     waiting = " It is waiting for an answer." if snapshot.status == "input_required" else ""
     text = (
         f"`{tool}` is still running as task {task_id} "
         f"({snapshot.status_message or snapshot.status})."
-        f"{waiting} It keeps running on the server and nothing is lost. Later, call "
+        f"{waiting} Nothing failed: it keeps running on the server. Later, call "
         f'`task_status` with {{"taskId": "{task_id}"}} to read its progress or result, '
         "`task_respond` to answer its question, or `task_cancel` to stop it."
     )
@@ -113,7 +119,9 @@ def follow_up_result(tool: str, snapshot: TaskSnapshot) -> core.CallToolResult:
         "followUpTools": ["task_status", "task_respond", "task_cancel"],
     }
     return core.CallToolResult(
-        content=[core.TextContent(type="text", text=text)], structured_content=structured
+        content=[core.TextContent(type="text", text=text)],
+        structured_content=structured,
+        is_error=has_output_schema,
     )
 
 
@@ -245,4 +253,6 @@ async def run_attached(
     snapshot = await follow(ctx, services, task.task_id, wait, until_stuck=True)
     if snapshot.status in ("completed", "failed", "cancelled"):
         return outcome(snapshot)
-    return follow_up_result(task.tool, snapshot)
+    tool = services.registry.get(task.tool)
+    schema = tool is not None and tool.output_schema is not None
+    return follow_up_result(task.tool, snapshot, has_output_schema=schema)

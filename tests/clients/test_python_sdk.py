@@ -262,11 +262,6 @@ async def test_in_legacy_mode_a_follow_up_task_is_cancelled_with_task_cancel(
     assert ended.structured_content["status"] == "cancelled"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server bug: the follow-up result's structuredContent ({taskId, status, ...}) does "
-    "not conform to the outputSchema request_approval lists, and the SDK validates it",
-)
 async def test_in_legacy_mode_the_follow_up_of_a_tool_with_an_output_schema_is_accepted(
     stack: Stack,
 ) -> None:
