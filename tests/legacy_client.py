@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from tests.mcp_client import Answer
 from tests.wire_schemas import assert_valid_legacy
 
 VERSION = "2025-11-25"
@@ -20,21 +21,11 @@ Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 @dataclass
-class Exchange:
+class Exchange(Answer):
     status: int
     body: dict[str, Any]
     # Notifications and server-to-client requests that came before the response (SSE).
     messages: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def result(self) -> dict[str, Any]:
-        assert "result" in self.body, f"expected a result, got {self.body}"
-        return dict(self.body["result"])
-
-    @property
-    def error(self) -> dict[str, Any]:
-        assert "error" in self.body, f"expected an error, got {self.body}"
-        return dict(self.body["error"])
 
 
 class LegacyClient:

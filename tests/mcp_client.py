@@ -40,11 +40,10 @@ def header_safe(value: str) -> str:
     return f"=?base64?{base64.b64encode(value.encode()).decode()}?="
 
 
-@dataclass
-class Reply:
-    status: int
+class Answer:
+    """A JSON-RPC response as the tests read it, whatever carried it (HTTP, SSE, stdio)."""
+
     body: dict[str, Any]
-    headers: httpx.Headers
 
     @property
     def result(self) -> dict[str, Any]:
@@ -55,6 +54,13 @@ class Reply:
     def error(self) -> dict[str, Any]:
         assert "error" in self.body, f"expected an error, got {self.body}"
         return dict(self.body["error"])
+
+
+@dataclass
+class Reply(Answer):
+    status: int
+    body: dict[str, Any]
+    headers: httpx.Headers
 
 
 class McpClient:

@@ -253,3 +253,8 @@ async def test_a_sessions_get_stream_relays_the_questions_of_its_own_tasks(stack
 async def test_a_get_without_a_session_is_405(stack: Stack) -> None:
     response = await stack.http.get(stack.url, headers={"Accept": "text/event-stream"})
     assert response.status_code == 405
+
+
+async def test_two_sessions_of_one_principal_opened_at_once_are_distinct(stack: Stack) -> None:
+    first, second = await legacy(stack), await legacy(stack)
+    assert first.session_id != second.session_id

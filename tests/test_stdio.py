@@ -28,7 +28,7 @@ from tests.dev_process import (
     reaped,
     wait_gone,
 )
-from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, VERSION
+from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, VERSION, Answer
 from tests.wire_schemas import assert_valid, assert_valid_legacy
 
 REPO = Path(__file__).resolve().parent.parent
@@ -47,20 +47,10 @@ def meta(capabilities: dict[str, Any] | None = None, **extra: Any) -> dict[str, 
 
 
 @dataclass
-class Reply:
+class Reply(Answer):
     body: dict[str, Any]
     # Messages that came before the response: notifications, and requests of the server.
     messages: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def result(self) -> dict[str, Any]:
-        assert "result" in self.body, f"expected a result, got {self.body}"
-        return dict(self.body["result"])
-
-    @property
-    def error(self) -> dict[str, Any]:
-        assert "error" in self.body, f"expected an error, got {self.body}"
-        return dict(self.body["error"])
 
 
 class StdioHost:

@@ -17,6 +17,7 @@ import base64
 import hashlib
 import hmac
 import json
+import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,9 @@ class SessionCodec:
             "c": session.capabilities.model_dump(mode="json", by_alias=True, exclude_none=True),
             "p": session.principal,
             "t": int(time.time()),
+            # Two sessions are never the same id, even for one principal in the same second:
+            # a session's GET stream relays only the questions of the tasks it created.
+            "n": secrets.token_hex(8),
         }
         body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
         return f"{_b64(body)}.{_b64(self._sign(body))}"
