@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import secrets
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from typing import Any
 
 import uvicorn
@@ -28,23 +26,14 @@ from mcp_server.http.middleware import (
 from mcp_server.http.origin import LOOPBACK_NAMES, OriginPolicy, is_loopback
 from mcp_server.http.sessions import SessionCodec
 from mcp_server.http.transport import McpEndpoint, error_response
-from mcp_server.protocol.context import Services
 from mcp_server.protocol.errors import INVALID_REQUEST, McpError
-from mcp_server.protocol.limits import Limits, PollLimiter
-from mcp_server.protocol.request_state import RequestStateCodec
+from mcp_server.protocol.services import build_services, clock, state_secret
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.temporal_connection import connect
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
 
 log = logging.getLogger("mcp_server.http.app")
-
-SERVER_INFO = {"name": "mcp-tasks-temporal", "version": __version__}
-DEFAULT_INSTRUCTIONS = (
-    "Long-running tools answer with a durable task when you declare the "
-    "io.modelcontextprotocol/tasks extension: poll tasks/get, answer inputRequests with "
-    "tasks/update, stop one with tasks/cancel."
-)
 
 
 def origin_policy(settings: Settings) -> OriginPolicy:
@@ -57,16 +46,6 @@ def origin_policy(settings: Settings) -> OriginPolicy:
         allowed_hosts=frozenset(h.lower() for h in hosts),
         allowed_origins=frozenset(o.rstrip("/") for o in settings.allowed_origins),
     )
-
-
-def state_secret(settings: Settings) -> bytes:
-    if settings.state_secret:
-        return settings.state_secret.encode("utf-8")
-    log.warning(
-        "MCP_TASKS_STATE_SECRET is not set: using a random key, so MRTR requestState and "
-        "2025-11-25 sessions do not survive a restart and are not shared between replicas"
-    )
-    return secrets.token_bytes(32)
 
 
 def create_app(
@@ -82,31 +61,15 @@ def create_app(
     public address), before anything starts.
     """
     authenticator = build_authenticator(settings)
-    limits = Limits(
-        max_input_responses=settings.max_input_responses,
-        max_input_response_bytes=settings.max_input_response_bytes,
-        max_open_tasks_per_principal=settings.max_open_tasks_per_principal,
-        polls=PollLimiter(settings.poll_rate_factor, settings.poll_burst),
-    )
     secret = state_secret(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        clock = lambda: datetime.now(UTC)  # noqa: E731 (one clock for every part)
         task_store = store
         if task_store is None:
             temporal = client or await connect(settings)
             task_store = TemporalTaskStore(temporal, settings.task_queue, clock)
-        services = Services(
-            registry=registry,
-            store=task_store,
-            request_state=RequestStateCodec(secret),
-            clock=clock,
-            server_info=SERVER_INFO,
-            limits=limits,
-            instructions=settings.instructions or DEFAULT_INSTRUCTIONS,
-            sync_wait_s=settings.sync_wait_s,
-        )
+        services = build_services(settings, registry, task_store, secret)
         app.state.endpoint = McpEndpoint(services, SessionCodec(secret))
         app.state.store = task_store
         yield

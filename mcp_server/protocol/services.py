@@ -1,0 +1,72 @@
+"""The services every transport hands its handlers (HTTP and stdio build them the same way).
+
+- `serverInfo` names this server on every 2026-07-28 result and in `initialize`.
+- The instructions tell a model how tasks work in both eras (`MCP_TASKS_INSTRUCTIONS` replaces
+  them).
+- `state_secret` keys MRTR `requestState` and 2025-11-25 sessions: every replica must share it.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from mcp_server import __version__
+from mcp_server.protocol.context import Services
+from mcp_server.protocol.limits import Limits, PollLimiter
+from mcp_server.protocol.request_state import RequestStateCodec
+from mcp_server.runtime.config import Settings
+from mcp_server.tasks.store import TaskStore
+from mcp_server.tools.registry import ToolRegistry
+
+log = logging.getLogger("mcp_server.protocol.services")
+
+SERVER_INFO = {"name": "mcp-tasks-temporal", "version": __version__}
+DEFAULT_INSTRUCTIONS = (
+    "Long-running tools run as durable tasks. With the io.modelcontextprotocol/tasks extension "
+    "(2026-07-28) poll tasks/get, answer inputRequests with tasks/update, stop one with "
+    "tasks/cancel; with 2025-11-25 tasks use tasks/get, tasks/result and tasks/cancel. Without "
+    "tasks, a long call returns a taskId: continue it with task_status, task_respond, task_cancel."
+)
+
+
+def state_secret(settings: Settings) -> bytes:
+    if settings.state_secret:
+        return settings.state_secret.encode("utf-8")
+    log.warning(
+        "MCP_TASKS_STATE_SECRET is not set: using a random key, so MRTR requestState and "
+        "2025-11-25 sessions do not survive a restart and are not shared between replicas"
+    )
+    return secrets.token_bytes(32)
+
+
+def clock() -> datetime:
+    """The one clock of every part of a process."""
+    return datetime.now(UTC)
+
+
+def build_services(
+    settings: Settings,
+    registry: ToolRegistry,
+    store: TaskStore,
+    secret: bytes,
+    now: Callable[[], datetime] = clock,
+) -> Services:
+    limits = Limits(
+        max_input_responses=settings.max_input_responses,
+        max_input_response_bytes=settings.max_input_response_bytes,
+        max_open_tasks_per_principal=settings.max_open_tasks_per_principal,
+        polls=PollLimiter(settings.poll_rate_factor, settings.poll_burst),
+    )
+    return Services(
+        registry=registry,
+        store=store,
+        request_state=RequestStateCodec(secret),
+        clock=now,
+        server_info=SERVER_INFO,
+        limits=limits,
+        instructions=settings.instructions or DEFAULT_INSTRUCTIONS,
+        sync_wait_s=settings.sync_wait_s,
+    )
