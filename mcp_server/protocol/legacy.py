@@ -10,7 +10,7 @@
   the client as requests related to the task (`elicitation/create`, `sampling/createMessage`,
   `roots/list`, each when the session declared it; the answers are routed to the workflow,
   see fallback.py); then the tool's result (related-task `_meta`), or the task's
-  JSON-RPC error; `tasks/list` lists only the caller's tasks, newest first, paginated, from
+  JSON-RPC error; `tasks/list` lists only the caller's tasks, paginated, from
   Temporal's visibility store; `tasks/cancel` requests cancellation and answers the task
   (a task already completed or failed: -32602).
 - A session's GET stream relays its own tasks' questions (fallback.session_questions).

@@ -330,7 +330,7 @@ class TemporalTaskStore:
     async def list_owned(
         self, owner: str, page_size: int, cursor: str | None
     ) -> tuple[list[TaskSnapshot], str | None]:
-        """One page of `owner`'s tasks, newest first, from the visibility store (the memo,
+        """One page of `owner`'s tasks, in the visibility store's order (the memo,
         no history read). `cursor` is the opaque token of the previous page; a malformed one
         is a ValueError."""
         try:
