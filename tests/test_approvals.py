@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -12,7 +13,7 @@ from jsonschema import Draft202012Validator
 from mcp_server.http.auth import ANONYMOUS
 from mcp_server.tools.demo import MAX_DEADLINE_S
 from tests.conftest import Stack
-from tests.mcp_client import McpClient
+from tests.mcp_client import NO_CAPABILITIES, McpClient
 
 StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 
@@ -96,3 +97,28 @@ async def test_a_waiting_approval_can_be_cancelled(mcp: McpClient) -> None:
     await mcp.cancel_task(task_id)
     cancelled = await mcp.wait_terminal(task_id)
     assert cancelled["status"] == "cancelled" and "inputRequests" not in cancelled
+
+
+async def test_a_2026_host_without_tasks_gets_the_approval_done_through_the_follow_up_tools(
+    mcp: McpClient,
+) -> None:
+    """No tasks extension, no elicitation: the call returns the follow-up at once (the question
+    cannot travel on a 2026-07-28 call), and ordinary tools finish the approval later."""
+    started = await mcp.call_tool(
+        "request_approval", {"message": "Ship 1.3?"}, capabilities=NO_CAPABILITIES
+    )
+    follow_up = started.result["structuredContent"]
+    assert follow_up["status"] == "input_required" and started.result["isError"] is True
+    task_id = follow_up["taskId"]
+    status = await mcp.call_tool("task_status", {"taskId": task_id}, capabilities=NO_CAPABILITIES)
+    assert "Ship 1.3?" in status.result["content"][0]["text"]
+    answer = {"taskId": task_id, "action": "accept", "content": {"decision": "approve"}}
+    responded = await mcp.call_tool("task_respond", answer, capabilities=NO_CAPABILITIES)
+    assert responded.result["isError"] is False, responded.result
+    for _ in range(100):
+        done = await mcp.call_tool("task_status", {"taskId": task_id}, capabilities=NO_CAPABILITIES)
+        if (done.result.get("structuredContent") or {}).get("decision"):
+            break
+        await asyncio.sleep(0.1)
+    assert done.result["structuredContent"]["decision"] == "approved"
+    assert (await output_schema(mcp)).is_valid(done.result["structuredContent"])

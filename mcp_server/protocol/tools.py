@@ -82,6 +82,12 @@ def _prelude_answers(
     )
 
 
+def _answerable(declared: dict[str, Any], strict: bool) -> dict[str, Any]:
+    """The capabilities a task's workflow sees: outside a 2026-07-28 task, questions can
+    always be answered (through task_respond), so the task may ask them."""
+    return declared if strict else {**declared, "elicitation": declared.get("elicitation", {})}
+
+
 async def call_tool(ctx: RequestContext, services: Services, params: ToolCallParams) -> BaseModel:
     if followup.is_followup(params.name):
         return await followup.call(ctx, services, params.name, dict(params.arguments or {}))
@@ -97,9 +103,11 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         raise missing_capability(
             TASKS_CAPABILITY, f"tool {tool.name!r} runs only as a task (the tasks extension)"
         )
-    if ctx.modern or tool.task_support == "never":
-        # At 2025-11-25 a task tool's questions reach the caller when it can take them, and
-        # can always be answered later through task_respond: nothing to refuse up front.
+    # Only a 2026-07-28 task must be answerable by the client itself (tasks/update). Any
+    # other task's questions reach the caller when it can take them, and can always be
+    # answered through task_respond: nothing to refuse up front.
+    strict = ctx.modern and as_task
+    if strict or tool.task_support == "never":
         capabilities.require(
             ctx.capabilities,
             tool.capabilities_for(arguments),
@@ -131,7 +139,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         ttl_ms=tool.ttl_ms,
         poll_interval_ms=tool.poll_interval_ms,
         owner=ctx.principal,
-        client_capabilities=ctx.capabilities_dict(),
+        client_capabilities=_answerable(ctx.capabilities_dict(), strict),
         prelude_responses=prelude,
         secret_arguments=sorted(tool.secret_arguments),
         tool_config=tool.workflow_config,
