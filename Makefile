@@ -54,7 +54,8 @@ test: $(STAMP) conformance-deps client-deps
 test-fast: $(STAMP)
 	$(VENV)/bin/pytest -m "not slow and not conformance and not clients"
 
-lint: $(STAMP)
+# mypy checks tests/clients too, so the Python client libraries must be installed.
+lint: $(STAMP) $(VENV)/.clients-installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
