@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
@@ -361,9 +362,16 @@ async def test_too_many_or_too_large_input_responses_are_invalid_params(mcp: Mcp
     await mcp.cancel_task(task_id)
 
 
-async def test_open_tasks_per_principal_are_capped(fresh_stack: StackFactory) -> None:
-    async with fresh_stack(max_open_tasks_per_principal=2) as stack:
-        mcp = stack.mcp
+async def test_open_tasks_per_principal_are_capped(
+    fresh_stack: StackFactory, tmp_path: Path
+) -> None:
+    # A principal of its own: other tests' tasks still running would count against a shared one.
+    path = tmp_path / "tokens.json"
+    token = add_token(path, f"quota-{uuid.uuid4().hex}", ["tasks"])
+    async with fresh_stack(
+        max_open_tasks_per_principal=2, auth="tokens", tokens_file=str(path)
+    ) as stack:
+        mcp = as_client(stack, token)
         first = await mcp.create_task("tests_wait_forever")
         await mcp.create_task("tests_wait_forever")
         deadline = time.monotonic() + 10
