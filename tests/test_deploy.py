@@ -184,12 +184,14 @@ name = "a"
 run = "echo a >> JOURNAL"
 [[steps]]
 name = "b"
-run = "echo b >> JOURNAL; sleep 10; echo b-done >> JOURNAL"
+run = "echo b >> JOURNAL; sleep 30; echo b-done >> JOURNAL"
 [[steps]]
 name = "c"
 run = "echo c >> JOURNAL"
 """,
     )
+    # "b" sleeps far longer than the heartbeat timeout after which the retry starts, so the
+    # crashed attempt's process is still running when the retry kills it, even on a slow host.
     async with fresh_stack() as stack:
         await stack.stop_worker()
         worker = WorkerProcess(
@@ -205,7 +207,7 @@ run = "echo c >> JOURNAL"
             task_id, lambda t: "(attempt 2)" in t.get("statusMessage", ""), within=30
         )
         assert '"b": running' in retried["statusMessage"]
-        done = await stack.mcp.wait_terminal(task_id, within=30)
+        done = await stack.mcp.wait_terminal(task_id, within=60)
         assert done["result"]["isError"] is False
         # The crashed attempt's process was still sleeping when the retry started: the retry
         # killed its process group first, so only the retry finished "b".
