@@ -37,9 +37,12 @@ StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 NOT_FOUND = {"code": errors.INVALID_PARAMS, "message": errors.TASK_NOT_FOUND_MESSAGE}
 ISSUER = "https://auth.example.test"
 AUDIENCE = "https://mcp.example.test/mcp"
-# How far apart the median times of a foreign and a missing "not found" may be.
-HTTP_TOLERANCE_S = 0.0005
-STORE_TOLERANCE_S = 0.0003
+# How far apart the median times of a foreign and a missing "not found" may be. Measured on this
+# 2-core machine: with the common deadline 0.00-0.07 ms apart when quiet and up to 0.62 ms under
+# a full CI run's load; without it 1.5-1.9 ms under load (0.66-0.77 ms when quiet, which these
+# bounds would then not catch: the property is checked where it matters, under load).
+HTTP_TOLERANCE_S = 0.001
+STORE_TOLERANCE_S = 0.001
 
 
 def as_client(stack: Stack, token: str) -> McpClient:
