@@ -28,7 +28,7 @@ from mcp_server.protocol import errors
 from mcp_server.protocol.limits import PollLimiter
 from mcp_server.runtime.cli import add_token
 from mcp_server.runtime.config import Settings
-from mcp_server.tasks.access import find_task
+from mcp_server.tasks.access import NOT_FOUND_FLOOR_S, find_task
 from mcp_server.tasks.store import TemporalTaskStore, new_task_id
 from tests.conftest import Stack
 from tests.mcp_client import McpClient
@@ -37,12 +37,11 @@ StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 NOT_FOUND = {"code": errors.INVALID_PARAMS, "message": errors.TASK_NOT_FOUND_MESSAGE}
 ISSUER = "https://auth.example.test"
 AUDIENCE = "https://mcp.example.test/mcp"
-# How far apart the median times of a foreign and a missing "not found" may be. Measured on this
-# 2-core machine: with the common deadline 0.00-0.07 ms apart when quiet and up to 0.62 ms under
-# a full CI run's load; without it 1.5-1.9 ms under load (0.66-0.77 ms when quiet, which these
-# bounds would then not catch: the property is checked where it matters, under load).
-HTTP_TOLERANCE_S = 0.001
-STORE_TOLERANCE_S = 0.001
+# How far apart the median times of a foreign and a missing "not found" may be: a coarse bound.
+# Measured on this 2-core machine with the common deadline: 0.00-0.07 ms apart when quiet, up to
+# 1.4 ms in some runs. The deadline itself is checked exactly: no answer leaves before it.
+HTTP_TOLERANCE_S = 0.003
+STORE_TOLERANCE_S = 0.003
 
 
 def as_client(stack: Stack, token: str) -> McpClient:
@@ -160,22 +159,26 @@ async def test_a_foreign_task_answers_in_the_same_time_as_a_missing_one(
     async def not_found(target: str) -> None:
         assert (await bob.rpc("tasks/get", {"taskId": target})).error == NOT_FOUND
 
-    gap = await median_gap(not_found, task_id, rounds=200)
-    # Both "not found" answers leave at the same deadline. Measured on a busy 2-core machine
-    # (load 2.3-3.3): 0.00-0.07 ms apart with it, 1.47-1.86 ms without it.
+    gap, shortest = await median_gap(not_found, task_id, rounds=200)
+    # Every "not found" leaves at the common deadline, never sooner: that is what hides which
+    # kind it was (without the deadline, answers take 1-3 ms here). The median gap is a coarse
+    # check only: a loaded 2-core machine moves it by up to 1.4 ms (see HTTP_TOLERANCE_S).
+    assert shortest >= NOT_FOUND_FLOOR_S, f"{shortest * 1000:.3f} ms"
     assert abs(gap) < HTTP_TOLERANCE_S, f"{gap * 1000:.3f} ms"
     await alice.cancel_task(task_id)
 
 
 async def median_gap(
     lookup: Callable[[str], Awaitable[None]], foreign_task: str, rounds: int
-) -> float:
-    """The median, over `rounds` pairs, of (time of a foreign lookup - time of a missing one).
+) -> tuple[float, float]:
+    """The median, over `rounds` pairs, of (time of a foreign lookup - time of a missing one),
+    and the shortest time any of those "not found" answers took.
 
     The two lookups of a pair run back to back, in an order that alternates, so that the load
     of a busy machine weighs on both alike; 20 pairs first warm up the connection and caches.
     """
     gaps = []
+    shortest = float("inf")
     for round_ in range(-20, rounds):
         took = {}
         pair = [("foreign", foreign_task), ("missing", new_task_id())]
@@ -185,7 +188,8 @@ async def median_gap(
             took[kind] = time.perf_counter() - started
         if round_ >= 0:
             gaps.append(took["foreign"] - took["missing"])
-    return statistics.median(gaps)
+            shortest = min(shortest, *took.values())
+    return statistics.median(gaps), shortest
 
 
 # ----- jwt ---------------------------------------------------------------------------------
@@ -503,8 +507,7 @@ async def test_task_access_answers_foreign_and_missing_lookups_in_the_same_time(
     async def not_found(target: str) -> None:
         assert await find_task(store, target, stranger, lambda: datetime.now(UTC)) is None
 
-    gap = await median_gap(not_found, task_id, rounds=200)
-    # Measured on a busy 2-core machine (load 2.3-3.3): 0.000-0.001 ms apart with the common
-    # deadline, 1.47-1.70 ms without it (0.66-0.77 ms on a quiet one).
+    gap, shortest = await median_gap(not_found, task_id, rounds=200)
+    assert shortest >= NOT_FOUND_FLOOR_S, f"{shortest * 1000:.3f} ms"
     assert abs(gap) < STORE_TOLERANCE_S, f"{gap * 1000:.3f} ms"
     await mcp.cancel_task(task_id)
