@@ -9,6 +9,7 @@ from typing import Any
 import mcp_types as core
 from pydantic import SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 
+from mcp_server.protocol.task_views import task_fields
 from mcp_server.tasks.snapshots import TaskSnapshot
 
 
@@ -41,15 +42,11 @@ class CreateTaskResult(core.CreateTaskResult):
 
 
 def _fields(snapshot: TaskSnapshot) -> dict[str, Any]:
-    return {
-        "task_id": snapshot.task_id,
-        "status": snapshot.status,
-        "status_message": snapshot.status_message or None,
-        "created_at": snapshot.created_at,
-        "last_updated_at": snapshot.last_updated_at,
-        "ttl": snapshot.ttl_ms,
-        "poll_interval": snapshot.poll_interval_ms or None,
-    }
+    """The extension's task fields under this revision's names (`ttl`, `pollInterval`)."""
+    fields = task_fields(snapshot)
+    fields["ttl"] = fields.pop("ttl_ms")
+    fields["poll_interval"] = fields.pop("poll_interval_ms")
+    return fields
 
 
 def task(snapshot: TaskSnapshot) -> Task:

@@ -28,7 +28,7 @@ def tool_result(result: dict[str, Any]) -> core.CallToolResult:
     return model
 
 
-def _task_fields(snapshot: TaskSnapshot) -> dict[str, Any]:
+def task_fields(snapshot: TaskSnapshot) -> dict[str, Any]:
     return {
         "task_id": snapshot.task_id,
         "status": snapshot.status,
@@ -41,11 +41,11 @@ def _task_fields(snapshot: TaskSnapshot) -> dict[str, Any]:
 
 
 def task(snapshot: TaskSnapshot) -> ExtTask:
-    return ExtTask(**_task_fields(snapshot))
+    return ExtTask(**task_fields(snapshot))
 
 
 def _details(snapshot: TaskSnapshot) -> dict[str, Any]:
-    fields = _task_fields(snapshot)
+    fields = task_fields(snapshot)
     if snapshot.status == "input_required":
         fields["input_requests"] = snapshot.input_requests
     elif snapshot.status == "completed" and snapshot.result is not None:
@@ -60,7 +60,7 @@ def detailed_task(snapshot: TaskSnapshot) -> DetailedTask:
 
 
 def create_task_result(snapshot: TaskSnapshot) -> CreateTaskResult:
-    return CreateTaskResult(**_task_fields(snapshot))
+    return CreateTaskResult(**task_fields(snapshot))
 
 
 def get_task_result(snapshot: TaskSnapshot) -> GetTaskResult:
