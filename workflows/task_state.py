@@ -68,6 +68,9 @@ class TaskInput:
     # A digest of the 2025-11-25 session that created the task ("" otherwise): that session's
     # GET stream relays the task's questions.
     session: str = ""
+    # The quota workflow holding this task's open-task slot ("" when none: no quota, or a task
+    # started before quotas were reserved); the task releases the slot there when it closes.
+    quota_workflow_id: str = ""
 
 
 @dataclass

@@ -26,6 +26,7 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError, FailureError, is_cancelled_exception
 
+from workflows.quota import releasing_slot
 from workflows.results import bounded
 from workflows.task_state import (
     CANCEL_REQUESTED_SIGNAL,
@@ -293,6 +294,8 @@ def task_workflow(name: str) -> Callable[[type[W]], type[W]]:
         # argument, and cannot resolve names from this module in the subclass's module.
         run.__annotations__ = {"task": TaskInput, "return": dict[str, Any]}
         cls.run = workflow.run(run)  # type: ignore[attr-defined]
+        # The open-task quota slot goes back as execute() ends, before the final state.
+        cls.execute = releasing_slot(cls.execute)  # type: ignore[method-assign,assignment]
         return workflow.defn(name=name)(cls)
 
     return declare

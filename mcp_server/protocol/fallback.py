@@ -247,8 +247,9 @@ async def run_attached(
     ctx: RequestContext, services: Services, task: TaskInput, workflow: str, wait_s: float
 ) -> BaseModel:
     """Run the task and wait at most `wait_s` (the tool's own bound, or the server's)."""
-    await services.limits.check_open_tasks(lambda: services.store.count_open(ctx.principal))
-    await services.store.create(task, workflow)
+    await services.limits.within_open_task_quota(
+        lambda quota: services.store.create(task, workflow, quota)
+    )
     wait = min(wait_s, services.sync_wait_s)
     snapshot = await follow(ctx, services, task.task_id, wait, until_stuck=True)
     if snapshot.status in ("completed", "failed", "cancelled"):

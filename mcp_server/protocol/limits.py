@@ -2,8 +2,9 @@
 
 - `tasks/update` and MRTR retries: at most `max_input_responses` answers of at most
   `max_input_response_bytes` (encoded JSON) in one request: -32602.
-- Open tasks per principal: at most `max_open_tasks_per_principal` running at once (counted in
-  Temporal's visibility store, so a burst may overshoot by a few): QUOTA_EXCEEDED, HTTP 429.
+- Open tasks per principal: at most `max_open_tasks_per_principal` open at once, exactly, across
+  replicas: each task reserves a slot in the principal's quota workflow before it starts
+  (mcp_server/tasks/quota.py, workflows/quota.py). A full quota is QUOTA_EXCEEDED, HTTP 429.
 - `tasks/get` polling: a token bucket per (principal, task) refilled `poll_rate_factor` times
   faster than the task's own pollIntervalMs, after a burst of `poll_burst`. A client that honours
   pollIntervalMs is never limited; one that polls much faster gets RATE_LIMITED, HTTP 429, with
@@ -18,9 +19,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp_server.protocol.errors import QUOTA_EXCEEDED, RATE_LIMITED, McpError, invalid_params
+from mcp_server.tasks.quota import QuotaExceeded
+
+T = TypeVar("T")
 
 _MAX_BUCKETS = 100_000
 _DEFAULT_POLL_MS = 1000
@@ -94,19 +98,18 @@ class Limits:
                 "are accepted in one request"
             )
 
-    async def check_open_tasks(self, count_open: Callable[[], Awaitable[int]]) -> None:
-        """Refuse a new task when the caller already has too many; with no quota (0), the
-        count is not even asked for."""
+    async def within_open_task_quota(self, create: Callable[[int], Awaitable[T]]) -> T:
+        """`create(quota)`, which reserves one of the caller's `quota` open-task slots before it
+        starts a task (0: no quota, nothing reserved); a full quota is QUOTA_EXCEEDED."""
         limit = self.max_open_tasks_per_principal
-        if not limit:
-            return
-        open_tasks = await count_open()
-        if open_tasks >= limit:
+        try:
+            return await create(limit)
+        except QuotaExceeded as err:
             raise McpError(
                 QUOTA_EXCEEDED,
-                f"you have {open_tasks} open tasks, the most this server allows per caller is "
-                f"{limit}; wait for some to finish or cancel them",
-                {"openTasks": open_tasks, "limit": limit},
+                f"you have {err.open_tasks} open tasks, the most this server allows per caller "
+                f"is {limit}; wait for some to finish or cancel them",
+                {"openTasks": err.open_tasks, "limit": limit},
                 http_status=429,
                 headers={"Retry-After": "30"},
-            )
+            ) from None

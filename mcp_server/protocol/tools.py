@@ -147,8 +147,10 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
     )
     if not as_task:
         return await fallback.run_attached(ctx, services, task, tool.workflow, tool.sync_timeout_s)
-    await services.limits.check_open_tasks(lambda: services.store.count_open(ctx.principal))
-    snapshot = await services.store.create(task, tool.workflow)
+    workflow = tool.workflow
+    snapshot = await services.limits.within_open_task_quota(
+        lambda quota: services.store.create(task, workflow, quota)
+    )
     if ctx.modern:
         return create_task_result(snapshot)
     return legacy_views.create_task_result(snapshot)

@@ -7,16 +7,18 @@ from datetime import timedelta
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities import quota as quota_activities
 from mcp_server.runtime.config import Settings
 from mcp_server.tools.registry import ToolRegistry
+from workflows import quota
 
 
 def build_worker(client: Client, settings: Settings, registry: ToolRegistry) -> Worker:
     return Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=registry.workflows,
-        activities=registry.activities,
+        workflows=[*registry.workflows, *quota.WORKFLOWS],
+        activities=[*registry.activities, *quota_activities.ACTIVITIES],
         max_cached_workflows=settings.max_cached_workflows,
         max_concurrent_activities=settings.max_concurrent_activities,
         # After a worker crash, its sticky queue would hold the next workflow task for the

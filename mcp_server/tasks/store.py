@@ -54,6 +54,7 @@ from mcp_server.tasks.errors import (
     BackendUnavailable,
     TaskError,
 )
+from mcp_server.tasks.quota import QuotaReservations
 from mcp_server.tasks.snapshots import (
     TaskSnapshot,
     failure_of,
@@ -90,9 +91,8 @@ class TaskStore(Protocol):
     running afresh each time: task access (access.py) learns the backend's pace from those.
     """
 
-    async def create(self, task: TaskInput, workflow: str) -> TaskSnapshot: ...
+    async def create(self, task: TaskInput, workflow: str, quota: int = 0) -> TaskSnapshot: ...
     async def get(self, task_id: str, owner: str | None = None) -> TaskSnapshot | None: ...
-    async def count_open(self, owner: str) -> int: ...
     async def list_owned(
         self, owner: str, page_size: int, cursor: str | None
     ) -> tuple[list[TaskSnapshot], str | None]: ...
@@ -134,6 +134,7 @@ class TemporalTaskStore:
         self._clock = clock
         self._task_queue = task_queue
         self._terminal: OrderedDict[str, TaskSnapshot] = OrderedDict()
+        self._quota = QuotaReservations(client, task_queue)
 
     # ----- create ------------------------------------------------------------------------
 
@@ -172,8 +173,20 @@ class TemporalTaskStore:
                 raise ArgumentsTooLarge(err.message) from err
             raise _translate(err, "start the task") from err
 
-    async def create(self, task: TaskInput, workflow: str) -> TaskSnapshot:
-        await self._start(task, workflow)
+    async def create(self, task: TaskInput, workflow: str, quota: int = 0) -> TaskSnapshot:
+        """Start the task. With `quota` > 0, first reserve one of the owner's `quota` open-task
+        slots (QuotaExceeded when none is free). A start that surely failed gives the slot
+        back; one whose outcome is unknown (Temporal unreachable) leaves it to the quota
+        workflow's reclaim, which frees it if the task never started."""
+        if quota:
+            task = replace(task, quota_workflow_id=self._quota.workflow_id(task.owner))
+            await self._quota.reserve(task.owner, task.task_id, quota)
+        try:
+            await self._start(task, workflow)
+        except (ArgumentsTooLarge, BackendRefused):
+            if quota:
+                await self._quota.release(task.owner, task.task_id)
+            raise
         return snapshot_of(TaskState.initial(task, INITIAL_STATUS_MESSAGE))
 
     # ----- get ---------------------------------------------------------------------------
@@ -321,6 +334,8 @@ class TemporalTaskStore:
                 raise _translate(err, "deliver the answers") from err
 
     async def count_open(self, owner: str) -> int:
+        """`owner`'s running tasks in the visibility store, which lags: not the quota (that is
+        quota.py's reservations), only what bench/quota.py compares it with."""
         query = f'{SEARCH_ATTRIBUTE_OWNER}="{owner}" AND ExecutionStatus="Running"'
         try:
             return (await self._client.count_workflows(query, rpc_timeout=RPC_TIMEOUT)).count

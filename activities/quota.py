@@ -1,0 +1,44 @@
+"""The quota workflow's one side effect: which of the tasks it holds slots for are gone.
+
+`describe()` of each held task id, at most `CONCURRENCY` at a time: a task that is no longer
+running is `closed` (it may be dropped at once: a taskId never runs again), one Temporal does
+not know is `missing` (the quota workflow drops it only after a grace period, since its start
+may still be on its way). Any other error fails the attempt, so nothing is dropped on a guess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio import activity
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from workflows.quota import FIND_CLOSED_ACTIVITY, FoundTasks, HeldTasks
+
+CONCURRENCY = 16
+
+
+@activity.defn(name=FIND_CLOSED_ACTIVITY)
+async def find_closed(held: HeldTasks) -> FoundTasks:
+    client = activity.client()
+    gate = asyncio.Semaphore(CONCURRENCY)
+    found = FoundTasks(closed=[], missing=[])
+
+    async def check(task_id: str) -> None:
+        async with gate:
+            try:
+                description = await client.get_workflow_handle(task_id).describe()
+            except RPCError as err:
+                if err.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                found.missing.append(task_id)
+                return
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            found.closed.append(task_id)
+
+    await asyncio.gather(*(check(task_id) for task_id in held.task_ids))
+    return found
+
+
+ACTIVITIES = [find_closed]

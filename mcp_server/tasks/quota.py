@@ -1,0 +1,179 @@
+"""Reservations of open-task slots in the principal's quota workflow (workflows/quota.py).
+
+Rules implemented:
+- A slot is reserved with update-with-start (`USE_EXISTING`): the first reservation of a
+  principal starts its quota workflow, every later one joins it. The workflow decides; this
+  module only asks, so the quota is exact across replicas.
+- Reservations of one principal that arrive while one is in flight from this process go out
+  together as the next update (one update per principal at a time from a replica): bursts cost
+  fewer updates, and Temporal's limit on updates in flight per workflow is never what refuses.
+- An update needs a worker. When none has answered within `wait_s`, the create is refused with
+  `BackendUnavailable` (a 503 with `Retry-After`): no task is started without a slot.
+- A caller that gives up while its reservation is in flight does not leak the slot: a slot
+  granted after it left is released at once.
+- `release()` is a signal: it needs no worker, and a failed one is logged only, since the quota
+  workflow reclaims slots of tasks that never started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from temporalio.client import (
+    Client,
+    WithStartWorkflowOperation,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.service import RPCError, RPCStatusCode
+
+from mcp_server.tasks.errors import BackendRefused, BackendUnavailable, TaskError
+from workflows.quota import (
+    QUOTA_WORKFLOW,
+    RELEASE_SIGNAL,
+    RESERVE_UPDATE,
+    QuotaInput,
+    ReserveAnswer,
+    ReserveRequest,
+    quota_workflow_id,
+)
+
+log = logging.getLogger("mcp_server.tasks.quota")
+
+WAIT_S = 10.0
+RETRY_AFTER_S = 5.0
+_UNAVAILABLE = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED}
+
+
+class QuotaExceeded(TaskError):
+    """Every open-task slot of the principal is held."""
+
+    def __init__(self, open_tasks: int, limit: int) -> None:
+        super().__init__(f"{open_tasks} open tasks, limit {limit}")
+        self.open_tasks = open_tasks
+        self.limit = limit
+
+
+@dataclass
+class _Waiting:
+    task_id: str
+    answer: asyncio.Future[ReserveAnswer]
+
+
+class QuotaReservations:
+    def __init__(self, client: Client, task_queue: str, wait_s: float = WAIT_S) -> None:
+        self._client = client
+        self._task_queue = task_queue
+        self._wait_s = wait_s
+        self._queued: dict[tuple[str, int], list[_Waiting]] = {}
+        self._senders: dict[tuple[str, int], asyncio.Task[None]] = {}
+
+    def workflow_id(self, owner: str) -> str:
+        return quota_workflow_id(self._task_queue, owner)
+
+    async def reserve(self, owner: str, task_id: str, limit: int) -> None:
+        """Hold one of `owner`'s `limit` slots for `task_id`, or raise QuotaExceeded (or
+        BackendUnavailable / BackendRefused)."""
+        waiting = _Waiting(task_id, asyncio.get_running_loop().create_future())
+        key = (owner, limit)
+        self._queued.setdefault(key, []).append(waiting)
+        if key not in self._senders:
+            self._senders[key] = asyncio.create_task(self._send_queued(key))
+        try:
+            answer = await asyncio.shield(waiting.answer)
+        except asyncio.CancelledError:
+            waiting.answer.add_done_callback(lambda done: self._undo(owner, task_id, done))
+            raise
+        if task_id not in answer.granted:
+            raise QuotaExceeded(answer.open_tasks, limit)
+
+    def _undo(self, owner: str, task_id: str, done: asyncio.Future[ReserveAnswer]) -> None:
+        if not done.cancelled() and done.exception() is None and task_id in done.result().granted:
+            asyncio.get_running_loop().create_task(self.release(owner, task_id))
+
+    async def _send_queued(self, key: tuple[str, int]) -> None:
+        owner, limit = key
+        try:
+            while batch := self._queued.pop(key, None):
+                try:
+                    answer = await self._ask(owner, [w.task_id for w in batch], limit)
+                except BaseException as err:
+                    _settle(batch, error=err)
+                    if isinstance(err, asyncio.CancelledError):
+                        raise
+                    continue
+                _settle(batch, answer=answer)
+        finally:
+            self._senders.pop(key, None)
+            _settle(self._queued.pop(key, []))
+
+    async def _ask(self, owner: str, task_ids: list[str], limit: int) -> ReserveAnswer:
+        workflow_id = self.workflow_id(owner)
+        start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
+            QUOTA_WORKFLOW,
+            QuotaInput(owner),
+            id=workflow_id,
+            task_queue=self._task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            static_summary="MCP open-task quota",
+        )
+        try:
+            async with asyncio.timeout(self._wait_s):
+                answer: ReserveAnswer = await self._client.execute_update_with_start_workflow(
+                    RESERVE_UPDATE,
+                    ReserveRequest(task_ids, limit),
+                    start_workflow_operation=start,
+                    id=f"reserve-{uuid.uuid4().hex}",
+                    result_type=ReserveAnswer,
+                    rpc_timeout=timedelta(seconds=self._wait_s),
+                )
+                return answer
+        except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
+            if _cancelled_from_outside():
+                raise
+            raise BackendUnavailable(
+                "Temporal",
+                f"no worker of task queue {self._task_queue!r} took the open-task reservation "
+                f"within {self._wait_s:g} s",
+                RETRY_AFTER_S,
+            ) from err
+        except RPCError as err:
+            if err.status in _UNAVAILABLE:
+                raise BackendUnavailable("Temporal", f"reserve a task slot: {err.message}") from err
+            raise BackendRefused("Temporal", "reserve a task slot", err.message) from err
+
+    async def release(self, owner: str, task_id: str) -> None:
+        try:
+            await self._client.get_workflow_handle(self.workflow_id(owner)).signal(
+                RELEASE_SIGNAL, task_id, rpc_timeout=timedelta(seconds=5)
+            )
+        except RPCError as err:  # reclaimed later: a task that never started is not found
+            log.warning("could not release the quota slot of %s: %s", task_id, err.message)
+
+
+def _cancelled_from_outside() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _settle(
+    batch: Iterable[_Waiting],
+    *,
+    answer: ReserveAnswer | None = None,
+    error: BaseException | None = None,
+) -> None:
+    for waiting in batch:
+        if waiting.answer.done():
+            continue
+        if answer is not None:
+            waiting.answer.set_result(answer)
+        elif error is None or isinstance(error, asyncio.CancelledError):
+            waiting.answer.cancel()
+        else:
+            waiting.answer.set_exception(error)

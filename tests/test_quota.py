@@ -1,0 +1,196 @@
+"""The open-task quota holds exactly, under concurrency and across replicas (workflows/quota.py).
+
+Each test runs on stacks of its own task queue, so its quota workflow is its own too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import pytest
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from mcp_server.http.auth import ANONYMOUS
+from mcp_server.protocol import errors
+from mcp_server.runtime.devserver import TemporalDevServer
+from mcp_server.tools.registry import ToolRegistry
+from tests.conftest import Stack, running_stack
+from tests.legacy_client import LegacyClient
+from tests.mcp_client import McpClient, Reply
+from workflows.quota import quota_workflow_id
+from workflows.task_state import SEARCH_ATTRIBUTES
+
+StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
+ACCEPT = {"action": "accept", "content": {"confirm": True}}
+
+
+def quota_id(stack: Stack) -> str:
+    return quota_workflow_id(stack.settings.task_queue, ANONYMOUS.digest)
+
+
+async def creates(clients: list[McpClient], n: int) -> tuple[list[str], list[Reply]]:
+    """`n` concurrent task creates spread over `clients`: the task ids, and the refusals."""
+    replies = await asyncio.gather(
+        *(clients[i % len(clients)].call_tool("tests_wait_forever") for i in range(n))
+    )
+    created = [r.result["taskId"] for r in replies if "result" in r.body]
+    return created, [r for r in replies if "error" in r.body]
+
+
+def assert_quota_refusal(reply: Reply, limit: int) -> None:
+    assert reply.status == 429 and reply.headers["retry-after"] == "30", reply
+    assert reply.error["code"] == errors.QUOTA_EXCEEDED
+    assert reply.error["data"] == {"openTasks": limit, "limit": limit}
+    assert f"the most this server allows per caller is {limit}" in reply.error["message"]
+
+
+async def running(client: Client, task_ids: list[str]) -> int:
+    described = await asyncio.gather(*(client.get_workflow_handle(t).describe() for t in task_ids))
+    return sum(d.status == WorkflowExecutionStatus.RUNNING for d in described)
+
+
+async def cancel_all(mcp: McpClient, task_ids: list[str]) -> None:
+    await asyncio.gather(*(mcp.cancel_task(t) for t in task_ids))
+
+
+async def test_60_concurrent_creates_with_a_quota_of_5_start_exactly_5(
+    fresh_stack: StackFactory, temporal_client: Client
+) -> None:
+    async with fresh_stack(max_open_tasks_per_principal=5) as stack:
+        created, refused = await creates([stack.mcp], 60)
+        assert (len(created), len(refused)) == (5, 55)
+        for reply in refused:
+            assert_quota_refusal(reply, 5)
+        assert await running(temporal_client, created) == 5
+        await cancel_all(stack.mcp, created)
+
+
+async def test_the_quota_holds_across_two_servers_on_one_task_queue(
+    temporal: TemporalDevServer, temporal_client: Client, registry: ToolRegistry
+) -> None:
+    # Two replicas, each with its own Temporal connection and worker, on one task queue.
+    other_client = await Client.connect(temporal.address)
+    shared = {"max_open_tasks_per_principal": 5, "task_queue": f"tests-{uuid.uuid4()}"}
+    async with (
+        running_stack(temporal_client, registry, **shared) as one,
+        running_stack(other_client, registry, **shared) as two,
+    ):
+        created, refused = await creates([one.mcp, two.mcp], 60)
+        assert (len(created), len(refused)) == (5, 55)
+        for reply in refused:
+            assert_quota_refusal(reply, 5)
+        assert await running(temporal_client, created) == 5
+        await cancel_all(one.mcp, created)
+
+
+async def test_a_completed_or_cancelled_task_frees_its_slot_at_once(
+    fresh_stack: StackFactory,
+) -> None:
+    async with fresh_stack(max_open_tasks_per_principal=3) as stack:
+        mcp = stack.mcp
+        asking = await mcp.create_task("confirm_delete", {"filename": "quota.txt"})
+        waiting, _ = await creates([mcp], 2)
+        assert_quota_refusal(await mcp.call_tool("tests_wait_forever"), 3)
+        await mcp.wait_status(asking, "input_required")
+        await mcp.update_task(asking, {"confirm": ACCEPT})
+        assert (await mcp.wait_terminal(asking))["status"] == "completed"
+        # Once a task reads as closed its slot is free: no waiting for visibility to catch up.
+        third = await mcp.create_task("tests_wait_forever")
+        assert_quota_refusal(await mcp.call_tool("tests_wait_forever"), 3)
+        await mcp.cancel_task(waiting[0])
+        assert (await mcp.wait_terminal(waiting[0]))["status"] == "cancelled"
+        fourth = await mcp.create_task("tests_wait_forever")
+        assert_quota_refusal(await mcp.call_tool("tests_wait_forever"), 3)
+        await cancel_all(mcp, [waiting[1], third, fourth])
+
+
+async def test_a_task_terminated_through_temporal_gives_its_slot_back(
+    fresh_stack: StackFactory, temporal_client: Client
+) -> None:
+    async with fresh_stack(max_open_tasks_per_principal=2) as stack:
+        mcp = stack.mcp
+        first, second = (await creates([mcp], 2))[0]
+        # Terminated: no workflow code runs, so no release. The refusal that would follow
+        # finds it closed and drops it.
+        await temporal_client.get_workflow_handle(first).terminate("operator")
+        third = await mcp.create_task("tests_wait_forever")
+        assert_quota_refusal(await mcp.call_tool("tests_wait_forever"), 2)
+        await cancel_all(mcp, [second, third])
+
+
+async def test_the_refusal_is_the_same_in_both_eras_and_for_attached_runs(
+    fresh_stack: StackFactory,
+) -> None:
+    async with fresh_stack(max_open_tasks_per_principal=1) as stack:
+        task_id = await stack.mcp.create_task("tests_wait_forever")
+        attached = await stack.mcp.call_tool("slow_compute", {"seconds": 0}, capabilities={})
+        assert_quota_refusal(attached, 1)
+        legacy = LegacyClient(stack.http, stack.url)
+        await legacy.initialize()
+        extras: list[dict[str, Any]] = [{"task": {}}, {}]  # a 2025-11-25 task, then attached
+        for extra in extras:
+            old = await legacy.request(
+                "tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}, **extra}
+            )
+            # (The status is the era's transport's: this client reads the answer as a stream.)
+            assert old.error["code"] == errors.QUOTA_EXCEEDED
+            assert old.error["data"] == {"openTasks": 1, "limit": 1}
+        await stack.mcp.cancel_task(task_id)
+
+
+async def test_the_quota_workflow_is_never_a_task(
+    fresh_stack: StackFactory, temporal_client: Client
+) -> None:
+    async with fresh_stack(max_open_tasks_per_principal=5) as stack:
+        task_id = await stack.mcp.create_task("tests_wait_forever")
+        quota = await temporal_client.get_workflow_handle(quota_id(stack)).describe()
+        assert quota.status == WorkflowExecutionStatus.RUNNING
+        assert (await stack.mcp.get_task(quota_id(stack))).error["code"] == errors.INVALID_PARAMS
+        legacy = LegacyClient(stack.http, stack.url)
+        await legacy.initialize()
+        listed = [t["taskId"] for t in (await legacy.request("tasks/list")).result["tasks"]]
+        assert task_id in listed and quota_id(stack) not in listed
+        assert all(listed_id.startswith("mcp-task-") for listed_id in listed)
+        names = {pair.key.name for pair in quota.typed_search_attributes}
+        assert not names & set(SEARCH_ATTRIBUTES) and not await quota.memo()
+        await stack.mcp.cancel_task(task_id)
+
+
+async def test_with_quota_0_no_quota_workflow_is_started(
+    fresh_stack: StackFactory, temporal_client: Client
+) -> None:
+    async with fresh_stack(max_open_tasks_per_principal=0) as stack:
+        created, refused = await creates([stack.mcp], 3)
+        assert (len(created), refused) == (3, [])
+        with pytest.raises(RPCError) as missing:
+            await temporal_client.get_workflow_handle(quota_id(stack)).describe()
+        assert missing.value.status == RPCStatusCode.NOT_FOUND
+        await cancel_all(stack.mcp, created)
+        for task_id in created:
+            assert (await stack.mcp.wait_terminal(task_id))["status"] == "cancelled"
+
+
+async def test_with_no_worker_a_create_is_a_503_to_retry_and_starts_nothing(
+    fresh_stack: StackFactory, temporal_client: Client
+) -> None:
+    async with fresh_stack(max_open_tasks_per_principal=5) as stack:
+        await stack.stop_worker()
+        reply = await stack.mcp.call_tool("tests_wait_forever")
+        assert reply.status == 503 and reply.headers["retry-after"] == "5", reply
+        assert reply.error["code"] == errors.INTERNAL_ERROR
+        assert "no worker of task queue" in reply.error["message"]
+        await stack.start_worker()
+        task_id = await stack.mcp.create_task("tests_wait_forever")
+        query = f'TaskQueue="{stack.settings.task_queue}" AND WorkflowType="TestsWaitForever"'
+        deadline = time.monotonic() + 10
+        while not (started := [w.id async for w in temporal_client.list_workflows(query)]):
+            assert time.monotonic() < deadline, "the task never showed in visibility"
+            await asyncio.sleep(0.1)
+        assert started == [task_id]  # the refused create started no task
+        await stack.mcp.cancel_task(task_id)

@@ -1,0 +1,222 @@
+"""The open-task quota of one principal: an exact count, kept by one workflow.
+
+One `QuotaWorkflow` per (task queue, principal digest), ID `mcp-quota-<queue>-<digest>`. It is
+not a task: no `mcp` memo, no `McpOwner` search attribute, so tasks/list, tasks/get and every
+visibility query of the server pass it by.
+
+Rules implemented:
+- The server reserves a slot for a task before it starts the task, with update-with-start
+  (`RESERVE_UPDATE`, one or more task ids). The check-and-add has no await inside: Temporal
+  runs a workflow's handlers one at a time, so no two reservations, from any number of server
+  replicas, can both take the last slot. A task id already held is granted again (a retried
+  update is harmless).
+- A task releases its slot when it closes (completed, failed, cancelled): `RELEASE_SIGNAL`,
+  sent by the task workflow itself (`release_slot`), or by the server when the start failed.
+- Leaks are reclaimed: when a reservation would be refused, and no reclaim ran in the last
+  `RECLAIM_EVERY`, an activity describes every held task. Closed ones (terminated, timed out
+  by their TTL) are dropped at once; not-found ones (the server died between reserve and
+  start) once they were reserved more than `GRACE` ago. The refused reservation waits for that
+  and is then decided again.
+- History stays bounded: after `MAX_UPDATES_PER_RUN` reservations (or when Temporal suggests
+  it) the workflow continues as new with its state, once every handler has finished. With
+  nothing held and nothing happening for `IDLE`, it closes; the next reservation starts it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, FailureError, is_cancelled_exception
+
+from workflows.task_state import TaskInput, iso_timestamp, parse_timestamp
+
+QUOTA_WORKFLOW = "McpQuota"
+RESERVE_UPDATE = "mcp.quota.reserve"
+RELEASE_SIGNAL = "mcp.quota.release"
+FIND_CLOSED_ACTIVITY = "mcp_tasks.quota_find_closed"
+RECLAIM_EVERY = timedelta(seconds=10)
+GRACE = timedelta(seconds=60)
+IDLE = timedelta(hours=1)
+MAX_UPDATES_PER_RUN = 500
+
+
+def quota_workflow_id(task_queue: str, owner: str) -> str:
+    """The quota workflow of `owner` (a principal digest, never a name) on `task_queue`."""
+    return f"mcp-quota-{task_queue}-{owner}"
+
+
+@dataclass
+class QuotaInput:
+    """The state a quota workflow starts with (and carries across continue-as-new)."""
+
+    owner: str
+    # Task id -> when its slot was reserved (ISO 8601).
+    held: dict[str, str] = field(default_factory=dict)
+    last_reclaim: str = ""
+
+
+@dataclass
+class ReserveRequest:
+    task_ids: list[str]
+    limit: int
+
+
+@dataclass
+class ReserveAnswer:
+    granted: list[str]
+    # Slots held once the request was decided.
+    open_tasks: int
+
+
+@dataclass
+class HeldTasks:
+    task_ids: list[str]
+
+
+@dataclass
+class FoundTasks:
+    closed: list[str]
+    missing: list[str]
+
+
+@workflow.defn(name=QUOTA_WORKFLOW)
+class QuotaWorkflow:
+    @workflow.init
+    def __init__(self, start: QuotaInput) -> None:
+        # Set here, not in run(): the reservation that started the workflow is handled in
+        # its first workflow task, possibly before run() begins.
+        self._owner = start.owner
+        self._held = dict(start.held)
+        self._last_reclaim = parse_timestamp(start.last_reclaim) if start.last_reclaim else None
+        self._reclaiming = False
+        self._updates = 0
+        self._activity = 0
+
+    @workflow.run
+    async def run(self, start: QuotaInput) -> None:
+        del start  # read by __init__
+        while True:
+            seen = self._activity
+            try:
+                await workflow.wait_condition(self._should_roll, timeout=IDLE)
+            except TimeoutError:
+                if not self._held and seen == self._activity and workflow.all_handlers_finished():
+                    return
+                continue
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            last = iso_timestamp(self._last_reclaim) if self._last_reclaim else ""
+            workflow.continue_as_new(QuotaInput(self._owner, dict(self._held), last))
+
+    def _should_roll(self) -> bool:
+        return (
+            self._updates >= MAX_UPDATES_PER_RUN or workflow.info().is_continue_as_new_suggested()
+        )
+
+    @workflow.update(name=RESERVE_UPDATE)
+    async def reserve(self, request: ReserveRequest) -> ReserveAnswer:
+        self._updates += 1
+        self._activity += 1
+        granted = self._grant(request.task_ids, request.limit)
+        refused = [task_id for task_id in request.task_ids if task_id not in granted]
+        if refused and self._reclaim_due():
+            await self._reclaim()
+            granted += self._grant(refused, request.limit)
+        return ReserveAnswer(granted=granted, open_tasks=len(self._held))
+
+    @workflow.signal(name=RELEASE_SIGNAL)
+    def release(self, task_id: str) -> None:
+        self._activity += 1
+        self._held.pop(task_id, None)
+
+    def _grant(self, task_ids: list[str], limit: int) -> list[str]:
+        """Check-and-add, with no await: atomic."""
+        granted: list[str] = []
+        for task_id in task_ids:
+            if task_id not in self._held and len(self._held) < limit:
+                self._held[task_id] = iso_timestamp(workflow.now())
+            if task_id in self._held:
+                granted.append(task_id)
+        return granted
+
+    def _reclaim_due(self) -> bool:
+        if self._reclaiming:
+            return True  # join the one under way
+        last = self._last_reclaim
+        return last is None or workflow.now() - last >= RECLAIM_EVERY
+
+    async def _reclaim(self) -> None:
+        if self._reclaiming:
+            await workflow.wait_condition(lambda: not self._reclaiming)
+            return
+        self._reclaiming = True
+        try:
+            found: FoundTasks = await workflow.execute_activity(
+                FIND_CLOSED_ACTIVITY,
+                HeldTasks(sorted(self._held)),
+                result_type=FoundTasks,
+                start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=RetryPolicy(maximum_attempts=3),
+            )
+        except ActivityError:
+            workflow.logger.warning("quota reclaim failed; refusing as counted")
+            found = FoundTasks([], [])
+        finally:
+            self._reclaiming = False
+            self._last_reclaim = workflow.now()
+        for task_id in found.closed:
+            self._held.pop(task_id, None)
+        for task_id in found.missing:
+            reserved = self._held.get(task_id)
+            if reserved is not None and _older_than(reserved, GRACE, workflow.now()):
+                del self._held[task_id]
+
+
+def _older_than(moment: str, age: timedelta, now: datetime) -> bool:
+    return now - parse_timestamp(moment) > age
+
+
+async def release_slot(task: TaskInput) -> None:
+    """Give the task's quota slot back, when it holds one.
+
+    A quota workflow that is gone (it holds nothing then) is not an error."""
+    if not task.quota_workflow_id:
+        return
+    handle = workflow.get_external_workflow_handle(task.quota_workflow_id)
+    try:
+        await handle.signal(RELEASE_SIGNAL, task.task_id)
+    except Exception:  # a release must never fail the task
+        workflow.logger.warning("could not release the quota slot of %s", task.task_id)
+
+
+Execute = Callable[[Any, TaskInput], Coroutine[Any, Any, dict[str, Any]]]
+
+
+def releasing_slot(execute: Execute) -> Execute:
+    """`execute` that releases the task's slot as it ends, before the task publishes its last
+    state (a task reads as closed only once its slot is free; the release must be awaited, as
+    Temporal drops a signal whose sender has closed). Only what closes the execution releases:
+    a bug in workflow code fails the workflow task, which Temporal retries, and the task runs
+    on. Wrapping twice (a subclass of a declared workflow) releases once."""
+    if getattr(execute, "_releases_slot", False):
+        return execute
+
+    async def run(self: Any, task: TaskInput) -> dict[str, Any]:
+        try:
+            result = await execute(self, task)
+        except BaseException as err:
+            if isinstance(err, FailureError) or is_cancelled_exception(err):
+                await release_slot(task)
+            raise
+        await release_slot(task)
+        return result
+
+    run._releases_slot = True  # type: ignore[attr-defined]
+    return run
+
+
+WORKFLOWS = [QuotaWorkflow]
