@@ -13,7 +13,8 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WithStartWorkflowOperation, WorkflowExecutionStatus
+from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_server.http.auth import ANONYMOUS
@@ -23,7 +24,15 @@ from mcp_server.tools.registry import ToolRegistry
 from tests.conftest import Stack, running_stack
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient, Reply
-from workflows.quota import quota_workflow_id
+from workflows.quota import (
+    QUOTA_WORKFLOW,
+    RELEASE_SIGNAL,
+    RESERVE_UPDATE,
+    QuotaInput,
+    ReserveAnswer,
+    ReserveRequest,
+    quota_workflow_id,
+)
 from workflows.task_state import SEARCH_ATTRIBUTES
 
 StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
@@ -194,3 +203,73 @@ async def test_with_no_worker_a_create_is_a_503_to_retry_and_starts_nothing(
             await asyncio.sleep(0.1)
         assert started == [task_id]  # the refused create started no task
         await stack.mcp.cancel_task(task_id)
+
+
+# ----- the quota workflow itself, driven through Temporal as the server drives it ------------
+
+
+async def reserve(
+    client: Client, queue: str, start: QuotaInput, task_ids: list[str], limit: int
+) -> ReserveAnswer:
+    operation: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
+        QUOTA_WORKFLOW,
+        start,
+        id=quota_workflow_id(queue, start.owner),
+        task_queue=queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+    )
+    answer: ReserveAnswer = await client.execute_update_with_start_workflow(
+        RESERVE_UPDATE,
+        ReserveRequest(task_ids, limit),
+        start_workflow_operation=operation,
+        result_type=ReserveAnswer,
+    )
+    return answer
+
+
+async def test_the_quota_workflow_continues_as_new_with_its_slots_and_stays_exact(
+    fresh_stack: StackFactory, temporal_client: Client
+) -> None:
+    async with fresh_stack() as stack:
+        queue = stack.settings.task_queue
+        start = QuotaInput(f"owner-{uuid.uuid4().hex}", max_updates=3)
+        handle = temporal_client.get_workflow_handle(quota_workflow_id(queue, start.owner))
+        answers = await asyncio.gather(
+            *(reserve(temporal_client, queue, start, [f"t{i}"], 20) for i in range(30))
+        )
+        granted = [task_id for answer in answers for task_id in answer.granted]
+        assert len(granted) == 20 == len(set(granted))
+        again = await reserve(temporal_client, queue, start, [granted[0], "late"], 20)
+        assert (again.granted, again.open_tasks) == ([granted[0]], 20)
+        # Each run takes 3 reservations, then hands its slots on: this run continues another.
+        history = await handle.fetch_history()
+        started = history.events[0].workflow_execution_started_event_attributes
+        assert started.continued_execution_run_id and len(history.events) < 100
+
+
+async def test_a_slot_of_a_task_that_never_started_is_reclaimed_after_the_grace(
+    fresh_stack: StackFactory, temporal_client: Client
+) -> None:
+    async with fresh_stack() as stack:
+        queue = stack.settings.task_queue
+        start = QuotaInput(f"owner-{uuid.uuid4().hex}", grace_s=0)
+        first = await reserve(temporal_client, queue, start, ["mcp-task-never-started"], 1)
+        assert first.granted == ["mcp-task-never-started"]
+        # The quota is full; the one it holds is not known to Temporal, past the grace.
+        second = await reserve(temporal_client, queue, start, ["mcp-task-next"], 1)
+        assert (second.granted, second.open_tasks) == (["mcp-task-next"], 1)
+
+
+async def test_an_idle_quota_workflow_closes_and_the_next_reservation_starts_it_again(
+    fresh_stack: StackFactory, temporal_client: Client
+) -> None:
+    async with fresh_stack() as stack:
+        queue = stack.settings.task_queue
+        start = QuotaInput(f"owner-{uuid.uuid4().hex}", idle_s=1)
+        await reserve(temporal_client, queue, start, ["mcp-task-a"], 1)
+        handle = temporal_client.get_workflow_handle(quota_workflow_id(queue, start.owner))
+        await handle.signal(RELEASE_SIGNAL, "mcp-task-a")
+        result = await asyncio.wait_for(handle.result(), timeout=20)  # idle: it returns
+        assert result is None
+        again = await reserve(temporal_client, queue, start, ["mcp-task-b"], 1)
+        assert (again.granted, again.open_tasks) == (["mcp-task-b"], 1)

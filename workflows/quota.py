@@ -25,7 +25,7 @@ Rules implemented:
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -58,6 +58,11 @@ class QuotaInput:
     # Task id -> when its slot was reserved (ISO 8601).
     held: dict[str, str] = field(default_factory=dict)
     last_reclaim: str = ""
+    # Reservations per run before continue-as-new, the idle time after which it closes, and
+    # how long a held task may be missing from Temporal before its slot is reclaimed.
+    max_updates: int = MAX_UPDATES_PER_RUN
+    idle_s: float = IDLE.total_seconds()
+    grace_s: float = GRACE.total_seconds()
 
 
 @dataclass
@@ -90,7 +95,7 @@ class QuotaWorkflow:
     def __init__(self, start: QuotaInput) -> None:
         # Set here, not in run(): the reservation that started the workflow is handled in
         # its first workflow task, possibly before run() begins.
-        self._owner = start.owner
+        self._start = start
         self._held = dict(start.held)
         self._last_reclaim = parse_timestamp(start.last_reclaim) if start.last_reclaim else None
         self._reclaiming = False
@@ -103,18 +108,20 @@ class QuotaWorkflow:
         while True:
             seen = self._activity
             try:
-                await workflow.wait_condition(self._should_roll, timeout=IDLE)
+                idle = timedelta(seconds=self._start.idle_s)
+                await workflow.wait_condition(self._should_roll, timeout=idle)
             except TimeoutError:
                 if not self._held and seen == self._activity and workflow.all_handlers_finished():
                     return
                 continue
             await workflow.wait_condition(workflow.all_handlers_finished)
             last = iso_timestamp(self._last_reclaim) if self._last_reclaim else ""
-            workflow.continue_as_new(QuotaInput(self._owner, dict(self._held), last))
+            workflow.continue_as_new(replace(self._start, held=dict(self._held), last_reclaim=last))
 
     def _should_roll(self) -> bool:
         return (
-            self._updates >= MAX_UPDATES_PER_RUN or workflow.info().is_continue_as_new_suggested()
+            self._updates >= self._start.max_updates
+            or workflow.info().is_continue_as_new_suggested()
         )
 
     @workflow.update(name=RESERVE_UPDATE)
@@ -172,7 +179,8 @@ class QuotaWorkflow:
             self._held.pop(task_id, None)
         for task_id in found.missing:
             reserved = self._held.get(task_id)
-            if reserved is not None and _older_than(reserved, GRACE, workflow.now()):
+            grace = timedelta(seconds=self._start.grace_s)
+            if reserved is not None and _older_than(reserved, grace, workflow.now()):
                 del self._held[task_id]
 
 
