@@ -1,4 +1,5 @@
-"""Tasks stored as Temporal workflows: the only module of the server that calls Temporal.
+"""Tasks stored as Temporal workflows: the only module of the server that calls Temporal
+(quota.py reserves open-task slots for its create path).
 
 Mapping (README "How a task maps onto Temporal"):
 - create: `start_workflow` with workflow ID = taskId and the initial state in the memo; the
