@@ -192,7 +192,9 @@ run = "echo c >> JOURNAL"
     )
     # "b" sleeps far longer than the heartbeat timeout after which the retry starts, so the
     # crashed attempt's process is still running when the retry kills it, even on a slow host.
-    async with fresh_stack() as stack:
+    # No quota: its reservation needs a worker, and the worker process below may take longer
+    # than the reservation waits (10 s) to start polling on a loaded host.
+    async with fresh_stack(max_open_tasks_per_principal=0) as stack:
         await stack.stop_worker()
         worker = WorkerProcess(
             temporal.address, stack.settings.task_queue, pipelines_dir=str(pipelines_dir)
