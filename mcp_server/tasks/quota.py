@@ -28,6 +28,7 @@ from typing import Any
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
+    WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import WorkflowIDConflictPolicy
@@ -73,6 +74,7 @@ class QuotaReservations:
         self._wait_s = wait_s
         self._queued: dict[tuple[str, int], list[_Waiting]] = {}
         self._senders: dict[tuple[str, int], asyncio.Task[None]] = {}
+        self._releasing: set[asyncio.Task[None]] = set()
 
     def workflow_id(self, owner: str) -> str:
         return quota_workflow_id(self._task_queue, owner)
@@ -95,7 +97,9 @@ class QuotaReservations:
 
     def _undo(self, owner: str, task_id: str, done: asyncio.Future[ReserveAnswer]) -> None:
         if not done.cancelled() and done.exception() is None and task_id in done.result().granted:
-            asyncio.get_running_loop().create_task(self.release(owner, task_id))
+            releasing = asyncio.get_running_loop().create_task(self.release(owner, task_id))
+            self._releasing.add(releasing)
+            releasing.add_done_callback(self._releasing.discard)
 
     async def _send_queued(self, key: tuple[str, int]) -> None:
         owner, limit = key
@@ -114,26 +118,19 @@ class QuotaReservations:
             _settle(self._queued.pop(key, []))
 
     async def _ask(self, owner: str, task_ids: list[str], limit: int) -> ReserveAnswer:
-        workflow_id = self.workflow_id(owner)
-        start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
-            QUOTA_WORKFLOW,
-            QuotaInput(owner),
-            id=workflow_id,
-            task_queue=self._task_queue,
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-            static_summary="MCP open-task quota",
-        )
+        request = ReserveRequest(task_ids, limit)
         try:
             async with asyncio.timeout(self._wait_s):
-                answer: ReserveAnswer = await self._client.execute_update_with_start_workflow(
-                    RESERVE_UPDATE,
-                    ReserveRequest(task_ids, limit),
-                    start_workflow_operation=start,
-                    id=f"reserve-{uuid.uuid4().hex}",
-                    result_type=ReserveAnswer,
-                    rpc_timeout=timedelta(seconds=self._wait_s),
-                )
-                return answer
+                try:
+                    return await self._update_with_start(owner, request)
+                except RPCError as err:
+                    if err.status != RPCStatusCode.NOT_FOUND:
+                        raise
+                    # The quota workflow closed (idle) between admitting the update and
+                    # running it: the next update-with-start starts a new one.
+                    return await self._update_with_start(owner, request)
+        except WorkflowUpdateFailedError as err:
+            raise BackendRefused("Temporal", "reserve a task slot", str(err.cause)) from err
         except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
             if _cancelled_from_outside():
                 raise
@@ -147,6 +144,25 @@ class QuotaReservations:
             if err.status in _UNAVAILABLE:
                 raise BackendUnavailable("Temporal", f"reserve a task slot: {err.message}") from err
             raise BackendRefused("Temporal", "reserve a task slot", err.message) from err
+
+    async def _update_with_start(self, owner: str, request: ReserveRequest) -> ReserveAnswer:
+        start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
+            QUOTA_WORKFLOW,
+            QuotaInput(owner),
+            id=self.workflow_id(owner),
+            task_queue=self._task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            static_summary="MCP open-task quota",
+        )
+        answer: ReserveAnswer = await self._client.execute_update_with_start_workflow(
+            RESERVE_UPDATE,
+            request,
+            start_workflow_operation=start,
+            id=f"reserve-{uuid.uuid4().hex}",
+            result_type=ReserveAnswer,
+            rpc_timeout=timedelta(seconds=self._wait_s),
+        )
+        return answer
 
     async def release(self, owner: str, task_id: str) -> None:
         try:
