@@ -4,6 +4,7 @@
 Mapping (README "How a task maps onto Temporal"):
 - create: `start_workflow` with workflow ID = taskId and the initial state in the memo; the
   call returns once Temporal has persisted the start, so a `tasks/get` right after finds it.
+  With a quota, a slot is reserved in the owner's quota workflow first (quota.py).
 - get: `describe()` (no worker needed, ~2 ms) for the execution status and the state the
   workflow mirrors into its memo; the close event for a result or failure. Answers and
   cancellation requests that a worker has not processed yet are read from the tail of the
