@@ -9,6 +9,7 @@ from temporalio.worker import Worker
 
 from mcp_server.runtime.config import Settings
 from mcp_server.tools.registry import ToolRegistry
+from workflows.secret_interceptor import SecretsInterceptor
 
 
 def build_worker(client: Client, settings: Settings, registry: ToolRegistry) -> Worker:
@@ -17,6 +18,8 @@ def build_worker(client: Client, settings: Settings, registry: ToolRegistry) -> 
         task_queue=settings.task_queue,
         workflows=registry.workflows,
         activities=registry.activities,
+        # Secret arguments out of the exceptions the SDK logs and Temporal records.
+        interceptors=[SecretsInterceptor()],
         max_cached_workflows=settings.max_cached_workflows,
         max_concurrent_activities=settings.max_concurrent_activities,
         # After a worker crash, its sticky queue would hold the next workflow task for the
