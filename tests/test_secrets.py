@@ -187,13 +187,20 @@ def test_a_bad_payload_key_is_one_line_naming_the_variable_and_never_the_key() -
 
 
 async def test_with_a_payload_key_the_history_holds_no_argument_and_tasks_still_work(
-    temporal: TemporalDevServer, temporal_client: Client, registry: ToolRegistry
+    temporal: TemporalDevServer, temporal_client: Client, registry: ToolRegistry, mcp: McpClient
 ) -> None:
     old_key, new_key = _new_key(), _new_key()
     note, comment = "a plain note 4821", "an answer 9157"
     codec_client = await connect(
         Settings(temporal_address=temporal.address, payload_key=(old_key,))
     )
+    # A task written before the key was set is still read, as it is.
+    plain = {"api_key": SECRET, "mode": "result", "note": note}
+    plain_id = await mcp.create_task("tests_secret_work", plain)
+    plain_done = await mcp.wait_terminal(plain_id)
+    before = await TemporalTaskStore(codec_client, "unused").get(plain_id)
+    assert before is not None and before.result is not None
+    assert before.result["structuredContent"] == plain_done["result"]["structuredContent"]
     async with running_stack(codec_client, registry) as stack:
         arguments: dict[str, Any] = {"api_key": SECRET, "mode": "ask", "note": note}
         task_id = await stack.mcp.create_task("tests_secret_work", arguments)
