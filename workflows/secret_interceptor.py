@@ -67,21 +67,23 @@ class _WorkflowInbound(WorkflowInboundInterceptor):
         arguments = getattr(task, "arguments", None)
         if names and isinstance(arguments, dict):
             self.redactor = Redactor.for_arguments(arguments, names)
+        # Exception, not BaseException: the SDK steers workflows and activities with those
+        # (continue-as-new, eviction, asyncio cancellation), which must pass untouched.
         try:
             return await super().execute_workflow(input)
-        except BaseException as err:
+        except Exception as err:
             _raise_redacted(err, self.redactor)
 
     async def handle_signal(self, input: HandleSignalInput) -> None:
         try:
             await super().handle_signal(input)
-        except BaseException as err:
+        except Exception as err:
             _raise_redacted(err, self.redactor)
 
     async def handle_query(self, input: HandleQueryInput) -> Any:
         try:
             return await super().handle_query(input)
-        except BaseException as err:
+        except Exception as err:
             _raise_redacted(err, self.redactor)
 
 
@@ -110,7 +112,7 @@ class _ActivityInbound(ActivityInboundInterceptor):
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         try:
             return await super().execute_activity(input)
-        except BaseException as err:
+        except Exception as err:
             payload = input.headers.get(SECRETS_HEADER)
             if payload is None:
                 raise
