@@ -12,7 +12,9 @@ A tool's workflow subclasses `TaskWorkflow`, implements `execute()`, and is decl
 - cooperative cancellation: a cancellation request interrupts whatever the workflow awaits,
   the state says `cancelled` and the execution closes as CANCELED;
 - a result-size guard, so an oversized result ends the task with a clear tool error instead of
-  a workflow that can never complete.
+  a workflow that can never complete;
+- the task's secret arguments redacted from its memo, its result and its failure
+  (workflows/redaction.py; the worker's interceptor does the same for exceptions).
 """
 
 from __future__ import annotations
