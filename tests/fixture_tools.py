@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
-from temporalio import workflow
+from temporalio import activity, workflow
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 from mcp_server.tools.registry import Tool, ToolRegistry
@@ -47,10 +49,46 @@ class LeakyWorkflow(TaskWorkflow):
         return text_result("done")
 
 
+@activity.defn(name="tests_use_key")
+async def use_key(key: str, fail: bool) -> str:
+    """Stands for a call to an outside API with the key; its error names the key."""
+    if fail:
+        raise RuntimeError(f"login refused for key {key}")
+    return f"token for {key}"
+
+
+@task_workflow("TestsSecretWork")
+class SecretWorkWorkflow(TaskWorkflow):
+    """Uses its secret `api_key` where an exception, a result or an answer can show it:
+    `mode` is "activity_fails", "workflow_bug", "result" or "ask"."""
+
+    async def execute(self, task: TaskInput) -> dict[str, Any]:
+        key, mode = task.arguments["api_key"], task.arguments["mode"]
+        if mode == "workflow_bug":
+            raise RuntimeError(f"a bug while using key {key}")  # fails the workflow task
+        answer: dict[str, Any] = {}
+        if mode == "ask":
+            answer = await self.ask("go", elicitation("Go?", {"comment": {"type": "string"}}))
+        token = await workflow.execute_activity(
+            use_key,
+            args=[key, mode == "activity_fails"],
+            start_to_close_timeout=timedelta(seconds=10),
+            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=100),
+                                     maximum_attempts=2),
+        )  # fmt: skip
+        note = task.arguments.get("note", "")
+        return text_result(
+            f"{token}; key {key} accepted; {note}",
+            structured={"key": key, "token": token, "note": note, "answer": answer},
+        )
+
+
 def register(registry: ToolRegistry) -> None:
     registry.add_workflows(
-        [HugeResultWorkflow, ShortLivedWorkflow, WaitForeverWorkflow, LeakyWorkflow]
-    )
+        [HugeResultWorkflow, ShortLivedWorkflow, WaitForeverWorkflow, LeakyWorkflow,
+         SecretWorkWorkflow]
+    )  # fmt: skip
+    registry.add_activities([use_key])
     schema = {"type": "object", "properties": {"bytes": {"type": "integer"}}}
     task: dict[str, Any] = {"task_support": "required"}
     registry.add(Tool("tests_huge_result", "Returns `bytes` bytes of text.", schema,
@@ -66,5 +104,17 @@ def register(registry: ToolRegistry) -> None:
     registry.add(Tool("tests_leaky", "Tries to leak its secret api_key.", leaky,
                       workflow="TestsLeaky", secret_arguments=frozenset({"api_key"}),
                       required_capabilities={"elicitation": {}}, **task))  # fmt: skip
+    secret_work = {
+        "type": "object",
+        "properties": {
+            "api_key": {"type": "string"},
+            "mode": {"enum": ["activity_fails", "workflow_bug", "result", "ask"]},
+            "note": {"type": "string"},
+        },
+        "required": ["api_key", "mode"],
+    }
+    registry.add(Tool("tests_secret_work", "Uses its secret api_key in errors and results.",
+                      secret_work, workflow="TestsSecretWork",
+                      secret_arguments=frozenset({"api_key"}), **task))  # fmt: skip
     registry.add(Tool("tests_times_out", "Never finishes; its TTL is 3 s.", {"type": "object"},
                       workflow="TestsWaitForever", ttl_ms=SHORT_TTL_MS, **task))  # fmt: skip

@@ -12,7 +12,9 @@ A tool's workflow subclasses `TaskWorkflow`, implements `execute()`, and is decl
 - cooperative cancellation: a cancellation request interrupts whatever the workflow awaits,
   the state says `cancelled` and the execution closes as CANCELED;
 - a result-size guard, so an oversized result ends the task with a clear tool error instead of
-  a workflow that can never complete.
+  a workflow that can never complete;
+- the task's secret arguments redacted from its memo, its result and its failure
+  (workflows/redaction.py; the worker's interceptor does the same for exceptions).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError, FailureError, is_cancelled_exception
 
 from workflows.quota import releasing_slot
+from workflows.redaction import Redactor
 from workflows.results import bounded
 from workflows.task_state import (
     CANCEL_REQUESTED_SIGNAL,
@@ -84,7 +87,8 @@ class TaskWorkflow:
         self._outstanding: dict[str, dict[str, Any]] = {}
         self._answers: dict[str, Any] = {}
         self._issued_keys: set[str] = set()
-        self._secrets: list[str] = []
+        # Redacts the task's secret arguments from all it publishes (see workflows/redaction.py).
+        self._redactor = Redactor()
         self.task: TaskInput | None = None
         # Input key -> digest of the principal whose tasks/update answered it.
         self.answered_by: dict[str, str] = {}
@@ -192,26 +196,18 @@ class TaskWorkflow:
 
     async def _run_task(self, task: TaskInput) -> dict[str, Any]:
         self.task = task
-        self._secrets = sorted(
-            {
-                str(value)
-                for name, value in task.arguments.items()
-                if name in task.secret_arguments and len(str(value)) >= 4
-            },
-            key=len,
-            reverse=True,
-        )
+        self._redactor = Redactor.for_arguments(task.arguments, task.secret_arguments)
         # The starter wrote this memo with the start; keep it as our base without re-upserting.
         self._state = TaskState.initial(task, self.initial_status_message)
         try:
-            result = bounded(await self.execute(task))
+            result = bounded(self._redactor.value(await self.execute(task)))
         except BaseException as err:
             if is_cancelled_exception(err):
                 self._outstanding.clear()
                 self._change(status_message=self.cancel_message)
                 self._publish(status="cancelled")
                 raise
-            if self._secrets and isinstance(err, FailureError):
+            if self._redactor and isinstance(err, FailureError):
                 raise self._scrubbed_failure(err) from None
             raise
         self._outstanding.clear()
@@ -236,7 +232,7 @@ class TaskWorkflow:
             status = "input_required" if self._outstanding else "working"
         changed_status = status != self._current.status
         self._change(status=status, input_requests=dict(self._outstanding))
-        if self._secrets:
+        if self._redactor:
             self._change(
                 status_message=self._scrub(self._current.status_message),
                 input_requests=self._scrub(self._current.input_requests),
@@ -248,15 +244,7 @@ class TaskWorkflow:
 
     def _scrub(self, value: Any) -> Any:
         """`value` with every secret argument's value replaced by "[redacted]"."""
-        if isinstance(value, str):
-            for secret in self._secrets:
-                value = value.replace(secret, "[redacted]")
-            return value
-        if isinstance(value, dict):
-            return {key: self._scrub(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [self._scrub(item) for item in value]
-        return value
+        return self._redactor.value(value)
 
     def _scrubbed_failure(self, err: FailureError) -> ApplicationError:
         cause: BaseException = err

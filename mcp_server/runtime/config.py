@@ -41,6 +41,9 @@ def _flag(value: object) -> object:
     return word in _TRUE
 
 
+# Settings whose values a message never shows.
+_HIDDEN = frozenset({"payload_key"})
+
 Flag = Annotated[bool, BeforeValidator(_flag)]
 CommaList = Annotated[tuple[str, ...], BeforeValidator(_split)]
 Port = Annotated[int, Field(ge=1, le=65535)]
@@ -65,6 +68,8 @@ class Settings(BaseModel):
     tls_ca_path: str | None = None
     tls_server_name: str | None = None
     api_key: str | None = None
+    # AES-256-GCM keys of the payload codec (runtime/codec.py), newest first; never printed.
+    payload_key: CommaList = Field(default=(), repr=False)
     # HMAC key of MRTR requestState; every server replica must share it.
     state_secret: str | None = None
     allowed_hosts: CommaList = ()
@@ -111,6 +116,14 @@ class Settings(BaseModel):
             raise ValueError("must never hold 'none' (it accepts unsigned tokens)")
         return algorithms
 
+    @field_validator("payload_key")
+    @classmethod
+    def _payload_keys(cls, keys: tuple[str, ...]) -> tuple[str, ...]:
+        from mcp_server.runtime.codec import parse_keys
+
+        parse_keys(keys)
+        return keys
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """The settings of `env` (default: the process environment), then `overrides` (flags);
@@ -145,7 +158,8 @@ class Settings(BaseModel):
                     problems.append(f"{name}: is not a setting")
                     continue
                 where = origins.get(name, name)
-                problems.append(f"{where}={values[name]!r}: {describe(error)}")
+                shown = "<hidden>" if name in _HIDDEN else repr(values[name])
+                problems.append(f"{where}={shown}: {describe(error)}")
             raise ConfigError("; ".join(problems)) from None
 
 

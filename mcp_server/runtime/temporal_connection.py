@@ -17,6 +17,7 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, UpdateNa
 from temporalio.client import Client
 from temporalio.service import RPCError, TLSConfig
 
+from mcp_server.runtime.codec import data_converter, header_codec_behavior
 from mcp_server.runtime.config import Settings
 from workflows.task_state import SEARCH_ATTRIBUTES
 
@@ -39,11 +40,15 @@ def _tls(settings: Settings) -> TLSConfig | bool:
 
 
 async def connect(settings: Settings) -> Client:
+    """The process's Temporal client; with MCP_TASKS_PAYLOAD_KEY, its payloads are encrypted
+    (runtime/codec.py), and so are those of every worker built on it."""
     return await Client.connect(
         settings.temporal_address,
         namespace=settings.namespace,
         tls=_tls(settings),
         api_key=settings.api_key,
+        data_converter=data_converter(settings.payload_key),
+        header_codec_behavior=header_codec_behavior(settings.payload_key),
     )
 
 

@@ -11,6 +11,7 @@ from activities import quota as quota_activities
 from mcp_server.runtime.config import Settings
 from mcp_server.tools.registry import ToolRegistry
 from workflows import quota
+from workflows.secret_interceptor import SecretsInterceptor
 
 
 def build_worker(client: Client, settings: Settings, registry: ToolRegistry) -> Worker:
@@ -19,6 +20,8 @@ def build_worker(client: Client, settings: Settings, registry: ToolRegistry) -> 
         task_queue=settings.task_queue,
         workflows=[*registry.workflows, *quota.WORKFLOWS],
         activities=[*registry.activities, *quota_activities.ACTIVITIES],
+        # Secret arguments out of the exceptions the SDK logs and Temporal records.
+        interceptors=[SecretsInterceptor()],
         max_cached_workflows=settings.max_cached_workflows,
         max_concurrent_activities=settings.max_concurrent_activities,
         # After a worker crash, its sticky queue would hold the next workflow task for the
