@@ -344,7 +344,8 @@ async def test_the_protected_resource_metadata_is_served(jwt_stack: Stack) -> No
             "resource": AUDIENCE,
             "authorization_servers": [ISSUER],
             "bearer_methods_supported": ["header"],
-            "scopes_supported": ["mcp:tasks"],
+            # The server's required scopes, and those tools need (the demo's deploy).
+            "scopes_supported": ["deploy", "mcp:tasks"],
         }
 
 

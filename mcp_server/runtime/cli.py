@@ -35,7 +35,7 @@ from mcp_server.runtime.worker import build_worker
 from mcp_server.stdio.channel import claim_stdio
 from mcp_server.stdio.server import StdioServer
 from mcp_server.tools.loading import load_toolsets
-from mcp_server.tools.registry import ToolRegistry
+from mcp_server.tools.registry import SCOPE_TOKEN, ToolRegistry
 
 log = logging.getLogger("mcp_server.runtime.cli")
 
@@ -265,16 +265,25 @@ def _parser() -> argparse.ArgumentParser:
     add = token_commands.add_parser("add", help="mint a token, store its hash, print it once")
     add.add_argument("--file", required=True, help="the tokens file (created if missing)")
     add.add_argument("--principal", required=True)
-    add.add_argument("--scope", action="append", default=[], dest="scopes")
+    add.add_argument("--scope", action="append", default=[], dest="scopes",
+                     help="a scope the token holds (repeat it, or separate scopes with spaces "
+                          "or commas), e.g. --scope deploy for the demo's deploy tool")  # fmt: skip
     return parser
 
 
 def add_token(path: Path, principal: str, scopes: list[str]) -> str:
-    """Mint a bearer token for `principal`; the file keeps only its SHA-256."""
+    """Mint a bearer token for `principal` holding `scopes`; the file keeps only its SHA-256.
+    ValueError for an empty principal or a scope that is not a scope token (RFC 6749)."""
+    if not principal.strip():
+        raise ValueError("the principal must not be empty")
+    scopes = sorted({s for value in scopes for s in value.replace(",", " ").split()})
+    bad = [s for s in scopes if not SCOPE_TOKEN.match(s)]
+    if bad:
+        raise ValueError(f"not a scope: {bad[0]!r} (visible ASCII, no quote or backslash)")
     document = json.loads(path.read_text()) if path.exists() else {"tokens": []}
     token = secrets.token_urlsafe(32)
     document["tokens"].append(
-        {"sha256": token_hash(token), "principal": principal, "scopes": sorted(scopes)}
+        {"sha256": token_hash(token), "principal": principal, "scopes": scopes}
     )
     path.write_text(json.dumps(document, indent=2) + "\n")
     path.chmod(0o600)
@@ -292,8 +301,13 @@ def main(argv: list[str] | None = None) -> None:
         stream=sys.stderr,
     )
     if args.command == "token":
-        token = add_token(Path(args.file), args.principal, args.scopes)
-        print(f"token for {args.principal} (shown once; {args.file} keeps only its hash):")
+        try:
+            token = add_token(Path(args.file), args.principal, args.scopes)
+        except ValueError as err:
+            raise SystemExit(f"mcp-tasks: {err}") from None
+        held = json.loads(Path(args.file).read_text())["tokens"][-1]["scopes"]
+        print(f"token for {args.principal}, scopes: {' '.join(held) or '(none)'} (shown once; "
+              f"{args.file} keeps only its hash):")  # fmt: skip
         print(token)
         return
     try:
