@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from mcp_server.protocol import errors
 from mcp_server.runtime.cli import add_token
+from mcp_server.tools.registry import Tool, ToolCall
 from tests.conftest import Stack
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import NO_CAPABILITIES, TASKS
@@ -118,3 +119,17 @@ def test_token_add_takes_scopes_and_refuses_what_is_not_a_scope(tmp_path: Path) 
     )  # fmt: skip
     assert done.returncode == 0 and "scopes: deploy" in done.stdout
     assert json.loads(path.read_text())["tokens"][-1]["scopes"] == ["deploy"]
+
+
+async def _nothing(call: ToolCall) -> dict[str, Any]:
+    return {}
+
+
+def test_a_tool_declares_its_scopes_as_a_set_or_a_list_never_one_string() -> None:
+    schema = {"type": "object"}
+    listed = Tool("t", "d", schema, handler=_nothing, scopes=["deploy"])  # type: ignore[arg-type]
+    assert listed.scopes == frozenset({"deploy"})  # compared with a grant's set, not a list
+    with pytest.raises(ValueError, match="not one string"):
+        Tool("t", "d", schema, handler=_nothing, scopes="deploy")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="visible ASCII"):
+        Tool("t", "d", schema, handler=_nothing, scopes=frozenset({"two words"}))

@@ -150,6 +150,9 @@ class Tool:
         if self.input_schema.get("type") != "object":
             raise ValueError(f"tool {self.name!r}: inputSchema must have type 'object'")
         Draft202012Validator.check_schema(self.input_schema)
+        if isinstance(self.scopes, str):
+            raise ValueError(f"tool {self.name!r}: scopes is a set of scopes, not one string")
+        object.__setattr__(self, "scopes", frozenset(self.scopes))  # a list works too
         if not all(SCOPE_TOKEN.match(scope) for scope in self.scopes):
             raise ValueError(f"tool {self.name!r}: a scope is visible ASCII without '\"' or '\\'")
         if self.prelude is not None:
