@@ -17,7 +17,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from mcp_server.protocol import errors
-from mcp_server.runtime.cli import add_token
+from mcp_server.runtime.tokens import add_token
 from mcp_server.tools.registry import Tool, ToolCall
 from tests.conftest import Stack
 from tests.legacy_client import LegacyClient

@@ -22,7 +22,7 @@ import uvicorn
 from temporalio.client import Client
 
 from mcp_server.http.app import HttpServer, create_app
-from mcp_server.http.auth import build_authenticator, token_hash
+from mcp_server.http.auth import build_authenticator
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, port_is_free
 from mcp_server.runtime.temporal_connection import (
@@ -31,11 +31,12 @@ from mcp_server.runtime.temporal_connection import (
     set_retention,
     warn_if_retention_short,
 )
+from mcp_server.runtime.tokens import add_token
 from mcp_server.runtime.worker import build_worker
 from mcp_server.stdio.channel import claim_stdio
 from mcp_server.stdio.server import StdioServer
 from mcp_server.tools.loading import load_toolsets
-from mcp_server.tools.registry import SCOPE_TOKEN, ToolRegistry
+from mcp_server.tools.registry import ToolRegistry
 
 log = logging.getLogger("mcp_server.runtime.cli")
 
@@ -238,7 +239,8 @@ def _parser() -> argparse.ArgumentParser:
         "--insecure",
         action="store_true",
         default=None,
-        help="allow --auth none on a non-loopback address (taskIds become bearer secrets)",
+        help="allow --auth none on a non-loopback address (taskIds become bearer secrets); "
+        "needs MCP_TASKS_ALLOWED_HOSTS there",
     )
 
     dev = commands.add_parser(
@@ -269,25 +271,6 @@ def _parser() -> argparse.ArgumentParser:
                      help="a scope the token holds (repeat it, or separate scopes with spaces "
                           "or commas), e.g. --scope deploy for the demo's deploy tool")  # fmt: skip
     return parser
-
-
-def add_token(path: Path, principal: str, scopes: list[str]) -> str:
-    """Mint a bearer token for `principal` holding `scopes`; the file keeps only its SHA-256.
-    ValueError for an empty principal or a scope that is not a scope token (RFC 6749)."""
-    if not principal.strip():
-        raise ValueError("the principal must not be empty")
-    scopes = sorted({s for value in scopes for s in value.replace(",", " ").split()})
-    bad = [s for s in scopes if not SCOPE_TOKEN.match(s)]
-    if bad:
-        raise ValueError(f"not a scope: {bad[0]!r} (visible ASCII, no quote or backslash)")
-    document = json.loads(path.read_text()) if path.exists() else {"tokens": []}
-    token = secrets.token_urlsafe(32)
-    document["tokens"].append(
-        {"sha256": token_hash(token), "principal": principal, "scopes": scopes}
-    )
-    path.write_text(json.dumps(document, indent=2) + "\n")
-    path.chmod(0o600)
-    return token
 
 
 def main(argv: list[str] | None = None) -> None:
