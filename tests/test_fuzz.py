@@ -1,13 +1,16 @@
 """Hostile input at the real endpoint (property-based, bounded): no crash, no 5xx but a
-deliberate 503, the right error code each time, and existing tasks unharmed afterwards."""
+deliberate 503, the right error code each time, and existing tasks unharmed afterwards. Values
+include NaN, Infinity and nesting far past the limit, which json.dumps writes as is."""
 
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from mcp_server.protocol import errors
@@ -29,13 +32,39 @@ FUZZ = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+# st.floats() draws NaN and +-Infinity too: json.dumps writes them as `NaN`, `Infinity`.
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
     lambda inner: (
         st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
     ),
     max_leaves=15,
 )
+
+
+@dataclass(frozen=True)
+class Deep:
+    """A value nested `depth` levels around `leaf` (JSON text), written out by hand: json.dumps
+    itself gives up near 1,000 levels."""
+
+    depth: int
+    leaf: str
+    as_object: bool
+
+    def text(self) -> str:
+        opening, closing = ('{"k":', "}") if self.as_object else ("[", "]")
+        return opening * self.depth + self.leaf + closing * self.depth
+
+
+PLACEHOLDER = "\u0000deep-value"
+# From a few levels to far past the limit (476-990 levels used to be an HTTP 500).
+deep_values = st.builds(
+    Deep,
+    st.integers(min_value=1, max_value=1200),
+    st.sampled_from(["0", '"x"', "NaN", "Infinity", "-Infinity", "null"]),
+    st.booleans(),
+)
+non_finite = st.sampled_from([math.nan, math.inf, -math.inf])
 # What an HTTP header can carry: visible latin-1, spaces inside.
 header_values = st.text(
     st.characters(min_codepoint=0x20, max_codepoint=0xFF, exclude_characters="\x7f"), max_size=40
@@ -171,6 +200,35 @@ async def test_duplicated_headers(stack: Stack, name: str, values: list[str]) ->
     response = await stack.http.post(stack.url, content=json.dumps(body).encode(), headers=headers)
     assert response.status_code == 400
     assert response.json()["error"]["code"] == errors.HEADER_MISMATCH
+
+
+@FUZZ
+@given(
+    where=st.sampled_from(["arguments", "params", "id", "requestState", "inputResponses"]),
+    value=non_finite | deep_values,
+)
+@example(where="arguments", value=Deep(600, "0", as_object=False))
+@example(where="arguments", value=Deep(900, '"x"', as_object=True))
+@example(where="arguments", value=math.nan)
+async def test_non_finite_and_deep_values_anywhere(stack: Stack, where: str, value: Any) -> None:
+    # A task tool that finishes at once: whatever gets through the checks reaches Temporal.
+    params: dict[str, Any] = {"name": "slow_compute", "arguments": {"seconds": 0}, "_meta": META}
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    drawn = PLACEHOLDER if isinstance(value, Deep) else value
+    if where == "arguments":
+        params["arguments"]["nested"] = drawn
+    elif where == "params":
+        params["extra"] = drawn
+    elif where == "id":
+        body["id"] = drawn
+    else:
+        params[where] = drawn
+    headers = {"Mcp-Method": "tools/call", "Mcp-Name": "slow_compute",
+               "MCP-Protocol-Version": "2026-07-28"}  # fmt: skip
+    text = json.dumps(body)
+    if isinstance(value, Deep):
+        text = text.replace(json.dumps(PLACEHOLDER), value.text())
+    await post(stack, text.encode(), headers)
 
 
 @pytest.mark.parametrize("depth", [100, 5_000, 200_000])

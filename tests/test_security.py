@@ -26,8 +26,8 @@ from temporalio.client import Client
 from mcp_server.http.auth import ANONYMOUS, Principal, build_authenticator
 from mcp_server.protocol import errors
 from mcp_server.protocol.limits import PollLimiter
-from mcp_server.runtime.cli import add_token
 from mcp_server.runtime.config import Settings
+from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.access import NOT_FOUND_FLOOR_S, find_task
 from mcp_server.tasks.store import TemporalTaskStore, new_task_id
 from tests.conftest import Stack
@@ -56,7 +56,7 @@ def as_client(stack: Stack, token: str) -> McpClient:
 def test_no_authentication_is_refused_on_a_public_address() -> None:
     with pytest.raises(ValueError, match="without authentication"):
         build_authenticator(Settings(host="0.0.0.0"))
-    build_authenticator(Settings(host="0.0.0.0", insecure=True))
+    build_authenticator(Settings(host="0.0.0.0", insecure=True, allowed_hosts=("mcp.lan",)))
     build_authenticator(Settings(host="127.0.0.1"))
 
 
@@ -301,7 +301,9 @@ async def test_an_invalid_jwt_is_401_naming_the_resource_metadata(
     reply = await as_client(jwt_stack, mint(signing_key, **claims)).rpc("tools/list")
     assert reply.status == 401, case
     challenge = reply.headers["www-authenticate"]
-    assert 'resource_metadata="https://mcp.example.test/mcp/.well-known/' in challenge
+    # RFC 9728 §3.1: the well-known path between the host and the resource's path.
+    metadata = "https://mcp.example.test/.well-known/oauth-protected-resource/mcp"
+    assert f'resource_metadata="{metadata}"' in challenge
     assert 'error="invalid_token"' in challenge
 
 
@@ -342,7 +344,8 @@ async def test_the_protected_resource_metadata_is_served(jwt_stack: Stack) -> No
             "resource": AUDIENCE,
             "authorization_servers": [ISSUER],
             "bearer_methods_supported": ["header"],
-            "scopes_supported": ["mcp:tasks"],
+            # The server's required scopes, and those tools need (the demo's deploy).
+            "scopes_supported": ["deploy", "mcp:tasks"],
         }
 
 

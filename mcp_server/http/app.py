@@ -60,7 +60,7 @@ def create_app(
     Raises ValueError for a configuration that must not serve (e.g. no authentication on a
     public address), before anything starts.
     """
-    authenticator = build_authenticator(settings)
+    authenticator = build_authenticator(settings, registry.scopes())
     secret = state_secret(settings)
 
     @asynccontextmanager

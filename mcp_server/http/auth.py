@@ -1,48 +1,63 @@
 """Authentication of every request, and the principal a task is bound to.
 
 Modes (`MCP_TASKS_AUTH`):
-- `none`: the development default. Every caller is the same anonymous principal, so a taskId is
-  a bearer secret. Refused on a non-loopback address unless `--insecure` is given.
+- `none`: the development default. Every caller is the same anonymous principal, the local
+  user, who holds every scope; a taskId is a bearer secret. Refused on a non-loopback address
+  unless `--insecure` is given, and `--insecure` there needs `MCP_TASKS_ALLOWED_HOSTS` (without
+  it any Host header is accepted, so DNS rebinding would reach the server).
 - `tokens`: bearer tokens listed in a JSON file by their SHA-256 (the file never holds a token):
-  `{"tokens": [{"sha256": "…", "principal": "alice", "scopes": ["tasks"]}]}`;
-  `mcp-tasks token add` mints one.
-- `jwt`: an OAuth 2.1 resource server (MCP authorization spec): the signature is verified with a
-  JWKS URL or a configured public key, `iss`, `aud` (this server's resource URI), `exp` and
-  `nbf` are checked, only the configured algorithms are accepted (never `none`); the principal
-  is `sub`, plus the client id when the token names one.
+  `{"tokens": [{"sha256": "…", "principal": "alice", "scopes": ["deploy"]}]}`;
+  `mcp-tasks token add` mints one. The scopes listed are the token's scopes.
+- `jwt`: an OAuth 2.1 resource server (jwt_auth.py).
 A missing or bad credential is 401 with `WWW-Authenticate: Bearer …` (in `jwt` mode naming the
-protected-resource metadata); a valid token without the required scopes is 403.
+protected-resource metadata); more than one Authorization header is 400; a valid token without
+the required scopes is 403; keys that cannot be fetched are 503 with Retry-After. The
+descriptions are fixed short phrases ("token expired", "bad signature"), never a library's text.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import jwt
-
 from mcp_server.http.origin import is_loopback
+from mcp_server.protocol.grants import EVERY_SCOPE, Grant, bearer_challenge
 from mcp_server.runtime.config import Settings
 
 RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource"
+# RFC 6750 §2.1: b64token.
+_TOKEN68 = re.compile(r"^[A-Za-z0-9\-._~+/]+=*$")
 
 
 @dataclass(frozen=True)
 class Principal:
     subject: str
     scopes: frozenset[str] = frozenset()
+    # The OAuth client the token was issued to (jwt `client_id`/`azp`), when it names one.
+    client: str | None = None
+    # The local user (`--auth none`): every scope.
+    every_scope: bool = False
 
     @property
     def digest(self) -> str:
-        """What Temporal stores (memo and the McpOwner search attribute): never the subject."""
-        return hashlib.sha256(f"principal:{self.subject}".encode()).hexdigest()[:32]
+        """What Temporal stores (memo and the McpOwner search attribute): never the subject.
+
+        Without a client it is the digest of the subject alone (as it always was). With one,
+        the pair is encoded as a JSON array in a domain of its own ("principal-client:"), so no
+        subject, whatever it holds, can stand for another subject and client."""
+        if self.client is None:
+            text = f"principal:{self.subject}"
+        else:
+            pair = json.dumps([self.subject, self.client], separators=(",", ":"))
+            text = f"principal-client:{pair}"
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-ANONYMOUS = Principal("anonymous")
+ANONYMOUS = Principal("anonymous", every_scope=True)
 
 
 @dataclass
@@ -52,13 +67,19 @@ class AuthError(Exception):
     error: str = "invalid_token"
     scope: str | None = None
     challenge_params: dict[str, str] = field(default_factory=dict)
+    retry_after_s: int | None = None
 
     def www_authenticate(self) -> str:
         params = {**self.challenge_params, "error": self.error}
-        params["error_description"] = self.description.replace('"', "'")
+        params["error_description"] = self.description
         if self.scope:
             params["scope"] = self.scope
-        return "Bearer " + ", ".join(f'{key}="{value}"' for key, value in params.items())
+        return bearer_challenge(params)
+
+    def headers(self) -> dict[str, str]:
+        if self.retry_after_s is not None:
+            return {"Retry-After": str(self.retry_after_s)}
+        return {"WWW-Authenticate": self.www_authenticate()}
 
 
 class Authenticator(Protocol):
@@ -66,12 +87,18 @@ class Authenticator(Protocol):
 
     def resource_metadata(self) -> dict[str, Any] | None: ...
 
+    def grant(self, principal: Principal) -> Grant: ...
+
+
+def grant_of(principal: Principal) -> Grant:
+    return EVERY_SCOPE if principal.every_scope else Grant(principal.scopes)
+
 
 def bearer_token(authorization: str | None) -> str:
     if not authorization:
         raise AuthError(401, "a bearer token is required")
     scheme, _, token = authorization.strip().partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+    if scheme.lower() != "bearer" or not _TOKEN68.match(token.strip()):
         raise AuthError(401, "the Authorization header must be 'Bearer <token>'")
     return token.strip()
 
@@ -83,22 +110,35 @@ class NoAuthentication:
     def resource_metadata(self) -> dict[str, Any] | None:
         return None
 
+    def grant(self, principal: Principal) -> Grant:
+        return grant_of(principal)
+
 
 def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
+def _entry(path: Path, entry: Any) -> tuple[str, Principal]:
+    if not isinstance(entry, dict):
+        raise ValueError(f"{path}: each token is an object with sha256, principal, scopes")
+    digest = str(entry.get("sha256", "")).lower()
+    if not re.fullmatch(r"[0-9a-f]{64}", digest):
+        raise ValueError(f"{path}: each token needs the 64-hex-digit sha256 of the token")
+    principal, scopes = entry.get("principal"), entry.get("scopes", [])
+    if not isinstance(principal, str) or not principal:
+        raise ValueError(f"{path}: each token needs a principal (a non-empty string)")
+    if not isinstance(scopes, list) or not all(isinstance(s, str) and s for s in scopes):
+        raise ValueError(f"{path}: scopes of {principal!r} must be a list of strings")
+    return digest, Principal(principal, frozenset(scopes))
+
+
 class TokenAuthentication:
     def __init__(self, path: Path) -> None:
-        entries = json.loads(path.read_text()).get("tokens", [])
-        self._by_hash: dict[str, Principal] = {}
-        for entry in entries:
-            digest = str(entry["sha256"]).lower()
-            if len(digest) != 64:
-                raise ValueError(f"{path}: each token needs the 64-hex-digit sha256 of the token")
-            self._by_hash[digest] = Principal(
-                str(entry["principal"]), frozenset(entry.get("scopes", []))
-            )
+        document = json.loads(path.read_text())
+        entries = document.get("tokens", []) if isinstance(document, dict) else None
+        if not isinstance(entries, list):
+            raise ValueError(f'{path}: expected {{"tokens": [...]}}')
+        self._by_hash = dict(_entry(path, entry) for entry in entries)
 
     async def authenticate(self, authorization: str | None) -> Principal:
         principal = self._by_hash.get(token_hash(bearer_token(authorization)))
@@ -109,123 +149,44 @@ class TokenAuthentication:
     def resource_metadata(self) -> dict[str, Any] | None:
         return None
 
-
-_JWT_REASONS: list[tuple[type[Exception], str]] = [
-    (jwt.ExpiredSignatureError, "the token has expired"),
-    (jwt.ImmatureSignatureError, "the token is not valid yet"),
-    (jwt.InvalidAudienceError, "the token is not meant for this resource (aud)"),
-    (jwt.InvalidIssuerError, "the token comes from an untrusted issuer (iss)"),
-    (jwt.InvalidSignatureError, "the token signature is invalid"),
-    (jwt.MissingRequiredClaimError, "the token lacks a required claim"),
-]
+    def grant(self, principal: Principal) -> Grant:
+        return grant_of(principal)
 
 
-class JwtAuthentication:
-    def __init__(self, settings: Settings) -> None:
-        if not (settings.jwt_issuer and settings.jwt_audience):
-            raise ValueError("jwt auth needs MCP_TASKS_JWT_ISSUER and MCP_TASKS_JWT_AUDIENCE")
-        algorithms = [a for a in settings.jwt_algorithms if a]
-        if not algorithms or any(a.lower() == "none" for a in algorithms):
-            raise ValueError("jwt auth needs signing algorithms, and never 'none'")
-        self.issuer = settings.jwt_issuer
-        self.audience = settings.jwt_audience
-        self.algorithms = algorithms
-        self.required_scopes = frozenset(settings.jwt_required_scopes)
-        self.leeway = settings.jwt_leeway_s
-        self._key: Any = None
-        self._jwks: jwt.PyJWKClient | None = None
-        if settings.jwt_public_key_path:
-            self._key = Path(settings.jwt_public_key_path).read_text()
-        elif settings.jwt_jwks_url:
-            self._jwks = jwt.PyJWKClient(settings.jwt_jwks_url, cache_keys=True, lifespan=300)
-        else:
-            raise ValueError(
-                "jwt auth needs MCP_TASKS_JWT_JWKS_URL or MCP_TASKS_JWT_PUBLIC_KEY_PATH"
-            )
-        self._challenge = {
-            "resource_metadata": f"{self.audience.rstrip('/')}{RESOURCE_METADATA_PATH}"
-        }
-        if settings.public_url:
-            self._challenge["resource_metadata"] = (
-                f"{settings.public_url.rstrip('/')}{RESOURCE_METADATA_PATH}"
-            )
-
-    def _fail(self, description: str, **kwargs: Any) -> AuthError:
-        return AuthError(401, description, challenge_params=dict(self._challenge), **kwargs)
-
-    async def _signing_key(self, token: str) -> Any:
-        if self._jwks is None:
-            return self._key
-        # PyJWKClient fetches (and caches) the JWKS with blocking I/O: keep it off the loop.
-        signing_key = await asyncio.to_thread(self._jwks.get_signing_key_from_jwt, token)
-        return signing_key.key
-
-    async def authenticate(self, authorization: str | None) -> Principal:
-        try:
-            token = bearer_token(authorization)
-        except AuthError as err:
-            raise self._fail(err.description) from None
-        try:
-            if jwt.get_unverified_header(token).get("alg") not in self.algorithms:
-                raise self._fail("the token's signing algorithm is not allowed")
-            claims = jwt.decode(
-                token,
-                await self._signing_key(token),
-                algorithms=self.algorithms,
-                audience=self.audience,
-                issuer=self.issuer,
-                leeway=self.leeway,
-                options={"require": ["exp", "iss", "aud", "sub"]},
-            )
-        except AuthError:
-            raise
-        except jwt.PyJWTError as err:
-            reason = next((text for kind, text in _JWT_REASONS if isinstance(err, kind)), None)
-            raise self._fail(reason or f"invalid token: {err}") from None
-        scopes = _scopes(claims)
-        if not self.required_scopes <= scopes:
-            raise AuthError(
-                403,
-                "the token lacks a required scope",
-                error="insufficient_scope",
-                scope=" ".join(sorted(self.required_scopes)),
-                challenge_params=dict(self._challenge),
-            )
-        client = claims.get("client_id") or claims.get("azp")
-        subject = f"{claims['sub']}|{client}" if client else str(claims["sub"])
-        return Principal(subject, scopes)
-
-    def resource_metadata(self) -> dict[str, Any] | None:
-        return {
-            "resource": self.audience,
-            "authorization_servers": [self.issuer],
-            "bearer_methods_supported": ["header"],
-            "scopes_supported": sorted(self.required_scopes),
-        }
+def check_exposure(settings: Settings) -> None:
+    """Refuse (ValueError, one line) a configuration that must not serve on its address."""
+    if is_loopback(settings.host):
+        return
+    if settings.auth == "none" and not settings.insecure:
+        raise ValueError(
+            f"refusing to serve {settings.host} without authentication: set MCP_TASKS_AUTH "
+            "to tokens or jwt, or pass --insecure (anyone who learns a taskId can then "
+            "read and steer that task)"
+        )
+    if settings.insecure and not settings.allowed_hosts:
+        raise ValueError(
+            f"refusing to serve {settings.host} with --insecure and no MCP_TASKS_ALLOWED_HOSTS: "
+            "any Host header would be accepted, so a web page could reach the server by DNS "
+            "rebinding; list the host names clients use (e.g. MCP_TASKS_ALLOWED_HOSTS=mcp.lan)"
+        )
 
 
-def _scopes(claims: dict[str, Any]) -> frozenset[str]:
-    scope = claims.get("scope")
-    if isinstance(scope, str):
-        return frozenset(scope.split())
-    listed = claims.get("scp")
-    return frozenset(str(s) for s in listed) if isinstance(listed, list) else frozenset()
-
-
-def build_authenticator(settings: Settings) -> Authenticator:
+def build_authenticator(
+    settings: Settings, tool_scopes: frozenset[str] = frozenset()
+) -> Authenticator:
+    """The authenticator of `settings.auth`; `tool_scopes` are the scopes tools declare (the
+    protected-resource metadata lists them). ValueError for a configuration that must not
+    serve."""
+    check_exposure(settings)
     mode = settings.auth
     if mode == "none":
-        if not is_loopback(settings.host) and not settings.insecure:
-            raise ValueError(
-                f"refusing to serve {settings.host} without authentication: set MCP_TASKS_AUTH "
-                "to tokens or jwt, or pass --insecure (anyone who learns a taskId can then "
-                "read and steer that task)"
-            )
         return NoAuthentication()
     if mode == "tokens":
         if not settings.tokens_file:
             raise ValueError("tokens auth needs MCP_TASKS_TOKENS_FILE")
         return TokenAuthentication(Path(settings.tokens_file))
     if mode == "jwt":
-        return JwtAuthentication(settings)
+        from mcp_server.http.jwt_auth import JwtAuthentication
+
+        return JwtAuthentication(settings, tool_scopes)
     raise ValueError(f"unknown auth mode {mode!r}: choose none, tokens or jwt")

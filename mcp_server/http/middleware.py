@@ -4,8 +4,10 @@
    sane token, else a fresh one), echoed in the response's `X-Request-Id`.
 2. `HostOriginMiddleware`: Host and Origin against DNS rebinding (origin.py): 403.
 3. `AuthenticationMiddleware`: the credential (auth.py) on every route but the public ones
-   (`/healthz`, the OAuth protected-resource metadata): 401 / 403 with `WWW-Authenticate`.
-   The principal's digest is left in `scope["state"]["principal"]`.
+   (`/healthz`, the OAuth protected-resource metadata): 401 / 403 with `WWW-Authenticate`,
+   400 for more than one Authorization header, 503 with Retry-After when keys cannot be
+   fetched. The principal's digest is left in `scope["state"]["principal"]`, what its
+   credential allows (its scopes) in `scope["state"]["grant"]`.
 4. `BodyLimitMiddleware`: a body over the limit is 413, by its Content-Length before anything
    is read, or as it streams in.
 Refusals are JSON-RPC error objects without an id (the body was not read), as MCP clients
@@ -95,20 +97,25 @@ class AuthenticationMiddleware:
             await self.app(scope, receive, send)
             return
         try:
-            principal = await self.authenticator.authenticate(
-                Headers(scope=scope).get("authorization")
-            )
+            principal = await self.authenticator.authenticate(_authorization(scope))
         except AuthError as err:
-            reason = "Unauthorized" if err.status == 401 else "Forbidden"
-            await refuse(
-                send,
-                err.status,
-                f"{reason}: {err.description}",
-                {"WWW-Authenticate": err.www_authenticate()},
-            )
+            reason = _REASONS.get(err.status, "Forbidden")
+            await refuse(send, err.status, f"{reason}: {err.description}", err.headers())
             return
         _state(scope)["principal"] = principal.digest
+        _state(scope)["grant"] = self.authenticator.grant(principal)
         await self.app(scope, receive, send)
+
+
+_REASONS = {400: "Bad Request", 401: "Unauthorized", 503: "Service Unavailable"}
+
+
+def _authorization(scope: Scope) -> str | None:
+    """The one Authorization header; two or more are refused (which one would count?)."""
+    values = Headers(scope=scope).getlist("authorization")
+    if len(values) > 1:
+        raise AuthError(400, "send exactly one Authorization header", error="invalid_request")
+    return values[0] if values else None
 
 
 class BodyTooLarge(Exception):

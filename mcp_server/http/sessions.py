@@ -16,13 +16,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import json
 import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as core
+
+from mcp_server.protocol import strict_json
 
 _MAX_ID_LENGTH = 16_384
 
@@ -61,7 +62,7 @@ class SessionCodec:
             # a session's GET stream relays only the questions of the tasks it created.
             "n": secrets.token_hex(8),
         }
-        body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
+        body = strict_json.dumps(payload, separators=(",", ":")).encode("utf-8")
         return f"{_b64(body)}.{_b64(self._sign(body))}"
 
     def open(self, session_id: str, principal: str) -> Session | None:
@@ -76,8 +77,11 @@ class SessionCodec:
             return None
         if not hmac.compare_digest(signature, self._sign(body)):
             return None
-        payload = json.loads(body)
-        if payload.get("p") != principal:
+        try:
+            payload = strict_json.loads(body)
+        except ValueError:
+            return None
+        if not isinstance(payload, dict) or payload.get("p") != principal:
             return None
         return Session(
             version=str(payload["v"]),

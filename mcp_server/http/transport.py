@@ -51,6 +51,7 @@ from mcp_server.protocol.errors import (
     INVALID_REQUEST,
     McpError,
 )
+from mcp_server.protocol.grants import NO_SCOPE, Grant, InsufficientScope
 from mcp_server.protocol.legacy import InitializeParams, negotiate
 from mcp_server.protocol.models import (
     error_message,
@@ -110,6 +111,7 @@ class Exchange:
     message: dict[str, Any]
     request_id: RequestId
     principal: str
+    grant: Grant = NO_SCOPE
 
     @property
     def method(self) -> str | None:
@@ -138,13 +140,16 @@ class McpEndpoint:
         legacy = False
         try:
             message, request_id = _parse_envelope(body)
-            exchange = Exchange(request, message, request_id, principal)
+            grant: Grant = getattr(request.state, "grant", NO_SCOPE)
+            exchange = Exchange(request, message, request_id, principal, grant)
             legacy = self._is_legacy(exchange)
             if legacy:
                 return await self._legacy(exchange)
             return await self._modern(exchange)
         except McpError as error:
-            return error_response(error, request_id, status=200 if legacy else None)
+            # An insufficient scope is 403 in every era: clients step up on the status.
+            legacy_status = legacy and not isinstance(error, InsufficientScope)
+            return error_response(error, request_id, status=200 if legacy_status else None)
         except Exception:
             log.exception("unhandled error in %s", request.url.path)
             internal = McpError(INTERNAL_ERROR, "Internal error")
@@ -183,6 +188,7 @@ class McpEndpoint:
             principal=exchange.principal,
             headers=request.headers,
             progress_token=meta.progress_token,
+            grant=exchange.grant,
         )
         return await self._run(exchange, entry, ctx, params, stamp=True)
 
@@ -232,6 +238,7 @@ class McpEndpoint:
             version=session.version,
             progress_token=progress_token,
             session=session_digest(exchange.request.headers[SESSION_HEADER]),
+            grant=exchange.grant,
         )
         return await self._run(exchange, entry, ctx, params, stamp=False)
 

@@ -15,6 +15,7 @@ from typing import Any
 import mcp_types as core
 
 from mcp_server.http.headers import HeaderSource
+from mcp_server.protocol.grants import EVERY_SCOPE, Grant
 from mcp_server.protocol.limits import Limits
 from mcp_server.protocol.request_state import RequestStateCodec
 from mcp_server.protocol.wire import MODERN_VERSION
@@ -60,6 +61,8 @@ class RequestContext:
     streaming: bool = False
     # A digest of the 2025-11-25 session the request came in (None at 2026-07-28 and on stdio).
     session: str | None = None
+    # What the credential allows (its scopes); the local user (stdio) holds every scope.
+    grant: Grant = EVERY_SCOPE
 
     @property
     def modern(self) -> bool:

@@ -1,7 +1,9 @@
 """One JSON-RPC message as every transport (Streamable HTTP, stdio) reads it, and its era.
 
 Rules implemented:
-- JSON that does not parse: -32700. Not one object (a batch, a scalar), `jsonrpc` not "2.0",
+- JSON that does not parse, or is not strict JSON (`NaN`, `Infinity`, a number beyond a float):
+  -32700. Nesting deeper than `strict_json.MAX_DEPTH` (64) arrays and objects: -32602 naming the
+  limit, before anything reads the message. Not one object (a batch, a scalar), `jsonrpc` not "2.0",
   an id that is neither a string nor an integer (MCP never allows null), a method that is not a
   string: -32600.
 - `params` is an object when present (null counts as absent): -32602.
@@ -13,9 +15,9 @@ Rules implemented:
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from mcp_server.protocol import strict_json
 from mcp_server.protocol.errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -31,9 +33,13 @@ RequestId = str | int | None
 def parse_envelope(body: bytes | str) -> tuple[dict[str, Any], RequestId]:
     """The message and its id (None for a notification, or an id that cannot be used)."""
     try:
-        message = json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        raise McpError(PARSE_ERROR, f"Parse error: {exc}") from exc
+        message = strict_json.loads(body)
+    except strict_json.TooDeep as exc:
+        raise McpError(
+            INVALID_PARAMS, f"The message is {exc}: send flatter arguments", {"maxDepth": exc.limit}
+        ) from None
+    except strict_json.NotStrictJson as exc:
+        raise McpError(PARSE_ERROR, f"Parse error: {exc}") from None
     if isinstance(message, list):
         raise McpError(INVALID_REQUEST, "Batches are not supported: send one message at a time")
     if not isinstance(message, dict):

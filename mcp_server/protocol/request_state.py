@@ -10,11 +10,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import json
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_server.protocol import strict_json
 from mcp_server.protocol.errors import invalid_params
 
 
@@ -27,7 +27,7 @@ def _unb64(text: str) -> bytes:
 
 
 def canonical_digest(value: Any) -> str:
-    encoded = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    encoded = strict_json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
 
 
@@ -59,7 +59,7 @@ class RequestStateCodec:
             "r": pending.answers,
             "exp": int((moment + self._lifetime_s) * 1000),
         }
-        body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
+        body = strict_json.dumps(payload, separators=(",", ":")).encode("utf-8")
         return f"{_b64(body)}.{_b64(self._sign(body))}"
 
     def decode(self, token: object, *, now: float | None = None) -> PendingRound:
@@ -74,7 +74,12 @@ class RequestStateCodec:
             raise invalid_params("requestState is malformed") from exc
         if not hmac.compare_digest(signature, self._sign(body)):
             raise invalid_params("requestState failed its integrity check")
-        payload = json.loads(body)
+        try:
+            payload = strict_json.loads(body)
+        except ValueError as exc:  # signed with our key, and still read strictly
+            raise invalid_params("requestState is malformed") from exc
+        if not isinstance(payload, dict):
+            raise invalid_params("requestState is malformed")
         moment = time.time() if now is None else now
         if payload.get("m") != "tools/call" or payload.get("exp", 0) < moment * 1000:
             raise invalid_params("requestState has expired; call the tool again without it")

@@ -2,6 +2,7 @@
 
 Rules implemented:
 - Unknown tool or arguments that fail the tool's inputSchema: -32602.
+- A tool's scopes the caller's credential lacks: HTTP 403 with a step-up challenge (grants.py).
 - `Mcp-Param-*` headers must mirror `x-mcp-header` arguments: -32020.
 - At 2026-07-28 a task-required tool called without the tasks extension: -32021 with
   requiredCapabilities. A capability the tool needs (e.g. elicitation for a task that asks) is
@@ -92,6 +93,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
     if followup.is_followup(params.name):
         return await followup.call(ctx, services, params.name, dict(params.arguments or {}))
     tool, arguments = _tool(services, params)
+    ctx.grant.require(tool.scopes, tool.name)  # 403 before anything runs (grants.py)
     check_param_headers(ctx.headers, header_params(tool.input_schema), arguments)
     errors = services.registry.argument_errors(tool.name, arguments)
     if errors:

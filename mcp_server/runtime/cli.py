@@ -22,7 +22,7 @@ import uvicorn
 from temporalio.client import Client
 
 from mcp_server.http.app import HttpServer, create_app
-from mcp_server.http.auth import build_authenticator, token_hash
+from mcp_server.http.auth import build_authenticator
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, port_is_free
 from mcp_server.runtime.temporal_connection import (
@@ -31,6 +31,7 @@ from mcp_server.runtime.temporal_connection import (
     set_retention,
     warn_if_retention_short,
 )
+from mcp_server.runtime.tokens import add_token
 from mcp_server.runtime.worker import build_worker
 from mcp_server.stdio.channel import claim_stdio
 from mcp_server.stdio.server import StdioServer
@@ -238,7 +239,8 @@ def _parser() -> argparse.ArgumentParser:
         "--insecure",
         action="store_true",
         default=None,
-        help="allow --auth none on a non-loopback address (taskIds become bearer secrets)",
+        help="allow --auth none on a non-loopback address (taskIds become bearer secrets); "
+        "needs MCP_TASKS_ALLOWED_HOSTS there",
     )
 
     dev = commands.add_parser(
@@ -265,20 +267,10 @@ def _parser() -> argparse.ArgumentParser:
     add = token_commands.add_parser("add", help="mint a token, store its hash, print it once")
     add.add_argument("--file", required=True, help="the tokens file (created if missing)")
     add.add_argument("--principal", required=True)
-    add.add_argument("--scope", action="append", default=[], dest="scopes")
+    add.add_argument("--scope", action="append", default=[], dest="scopes",
+                     help="a scope the token holds (repeat it, or separate scopes with spaces "
+                          "or commas), e.g. --scope deploy for the demo's deploy tool")  # fmt: skip
     return parser
-
-
-def add_token(path: Path, principal: str, scopes: list[str]) -> str:
-    """Mint a bearer token for `principal`; the file keeps only its SHA-256."""
-    document = json.loads(path.read_text()) if path.exists() else {"tokens": []}
-    token = secrets.token_urlsafe(32)
-    document["tokens"].append(
-        {"sha256": token_hash(token), "principal": principal, "scopes": sorted(scopes)}
-    )
-    path.write_text(json.dumps(document, indent=2) + "\n")
-    path.chmod(0o600)
-    return token
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -292,8 +284,13 @@ def main(argv: list[str] | None = None) -> None:
         stream=sys.stderr,
     )
     if args.command == "token":
-        token = add_token(Path(args.file), args.principal, args.scopes)
-        print(f"token for {args.principal} (shown once; {args.file} keeps only its hash):")
+        try:
+            token = add_token(Path(args.file), args.principal, args.scopes)
+        except ValueError as err:
+            raise SystemExit(f"mcp-tasks: {err}") from None
+        held = json.loads(Path(args.file).read_text())["tokens"][-1]["scopes"]
+        print(f"token for {args.principal}, scopes: {' '.join(held) or '(none)'} (shown once; "
+              f"{args.file} keeps only its hash):")  # fmt: skip
         print(token)
         return
     try:

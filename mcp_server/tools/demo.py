@@ -94,6 +94,7 @@ def register(registry: ToolRegistry) -> None:
             annotations={"destructiveHint": True},
             task_support="optional",
             workflow="Deploy",
+            scopes=frozenset({"deploy"}),
             ttl_ms=7 * DAY_MS,
             poll_interval_ms=2000,
         )

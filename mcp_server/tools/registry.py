@@ -14,6 +14,7 @@ A toolset is a module with `register(registry: ToolRegistry) -> None`.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -27,6 +28,8 @@ TaskSupport = Literal["never", "optional", "required"]
 
 DEFAULT_TTL_MS = 60 * 60 * 1000
 DEFAULT_POLL_INTERVAL_MS = 1000
+# A scope token (RFC 6749 §3.3).
+SCOPE_TOKEN = re.compile(r"^[\x21\x23-\x5b\x5d-\x7e]+$")
 
 
 # report_progress(progress, total, message): one `notifications/progress` (wire §1.9).
@@ -127,6 +130,9 @@ class Tool:
     sync_timeout_s: float = 60.0
     # Argument names whose values must never reach logs, memos or status messages.
     secret_arguments: frozenset[str] = frozenset()
+    # Scopes a caller's credential must hold to call the tool (tokens: the file's "scopes";
+    # jwt: the `scope`/`scp` claim; the local user holds all). Without one: HTTP 403.
+    scopes: frozenset[str] = frozenset()
     # Handed to the workflow as TaskInput.tool_config (one workflow type, several tools).
     workflow_config: dict[str, Any] = field(default_factory=dict)
     # Whether `prelude` is of the form that sees the answers so far (set from its signature).
@@ -144,6 +150,11 @@ class Tool:
         if self.input_schema.get("type") != "object":
             raise ValueError(f"tool {self.name!r}: inputSchema must have type 'object'")
         Draft202012Validator.check_schema(self.input_schema)
+        if isinstance(self.scopes, str):
+            raise ValueError(f"tool {self.name!r}: scopes is a set of scopes, not one string")
+        object.__setattr__(self, "scopes", frozenset(self.scopes))  # a list works too
+        if not all(SCOPE_TOKEN.match(scope) for scope in self.scopes):
+            raise ValueError(f"tool {self.name!r}: a scope is visible ASCII without '\"' or '\\'")
         if self.prelude is not None:
             try:
                 sees_answers = _sees_answers(self.prelude)
@@ -232,6 +243,10 @@ class ToolRegistry:
             f"{'/'.join(str(p) for p in error.absolute_path) or '(root)'}: {error.message}"
             for error in errors[:10]
         ]
+
+    def scopes(self) -> frozenset[str]:
+        """Every scope some tool needs (the protected-resource metadata lists them)."""
+        return frozenset().union(*(tool.scopes for tool in self._tools.values()))
 
     def longest_ttl_ms(self) -> int | None:
         """How long closed tasks must be kept: the longest TTL, plus its grace after closing."""
