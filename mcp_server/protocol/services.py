@@ -21,8 +21,10 @@ from mcp_server.http.origin import is_loopback
 from mcp_server.protocol.context import Services
 from mcp_server.protocol.limits import Limits, PollLimiter
 from mcp_server.protocol.request_state import RequestStateCodec
+from mcp_server.protocol.streams import Listening, StreamSlots
 from mcp_server.runtime.config import Settings
 from mcp_server.tasks.store import TaskStore
+from mcp_server.tasks.watchers import TaskWatchers
 from mcp_server.tools.registry import ToolRegistry
 
 log = logging.getLogger("mcp_server.protocol.services")
@@ -71,6 +73,12 @@ def build_services(
         max_open_tasks_per_principal=settings.max_open_tasks_per_principal,
         polls=PollLimiter(settings.poll_rate_factor, settings.poll_burst),
     )
+    listening = Listening(
+        slots=StreamSlots(settings.max_listen_streams_per_principal, settings.max_listen_streams),
+        watchers=TaskWatchers(store, now, settings.poll_rate_factor, settings.poll_burst),
+        max_task_ids=settings.max_listen_task_ids,
+        max_watched_tasks=settings.max_watched_tasks,
+    )
     return Services(
         registry=registry,
         store=store,
@@ -78,6 +86,7 @@ def build_services(
         clock=now,
         server_info=SERVER_INFO,
         limits=limits,
+        listening=listening,
         instructions=settings.instructions or DEFAULT_INSTRUCTIONS,
         sync_wait_s=settings.sync_wait_s,
     )
