@@ -5,12 +5,21 @@ per stream, watched tasks, the poll budget)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 
+import mcp_types as core
+from starlette.datastructures import Headers
 from temporalio.client import Client
 
 from mcp_server.protocol import errors
+from mcp_server.protocol.context import RequestContext
+from mcp_server.protocol.models import ListenParams, parse_params
+from mcp_server.protocol.services import build_services
+from mcp_server.protocol.subscriptions import listen
+from mcp_server.runtime.config import Settings
+from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
 from tests.conftest import Stack
 from tests.listen_stream import ListenStream, counted_stack, eventually, is_final, task_status
@@ -125,3 +134,19 @@ async def test_opening_a_stream_spends_the_poll_budget_of_its_tasks(
         assert refused.error["code"] == errors.RATE_LIMITED
         assert "subscriptions/listen" in refused.error["message"]
         assert refused.error["data"]["retryAfterMs"] > 0
+
+
+async def test_a_stream_dropped_before_its_first_message_frees_its_slot(
+    temporal_client: Client, registry: ToolRegistry
+) -> None:
+    # A client that goes away before the response starts: its messages are never iterated.
+    store = TemporalTaskStore(temporal_client, "unused")
+    services = build_services(Settings(), registry, store, b"s" * 32)
+    ctx = RequestContext("listen-1", "subscriptions/listen", core.ClientCapabilities(), "p",
+                         Headers())  # fmt: skip
+    params = parse_params(ListenParams, {"notifications": {"toolsListChanged": True}})
+    messages = await listen(ctx, services, params)
+    assert services.listening.slots.open_for("p") == 1
+    del messages
+    gc.collect()
+    assert services.listening.slots.total == 0

@@ -34,6 +34,7 @@ from workflows.task_state import TERMINAL_STATUSES
 log = logging.getLogger("mcp_server.tasks.watchers")
 
 _DEFAULT_POLL_MS = 1000
+_MIN_EMPTY_POLL_S = 1.0
 End = Literal["gone", "failed"]
 
 
@@ -117,13 +118,17 @@ class _Watcher:
         try:
             while cursor is not None:
                 self.hub.long_polls += 1
+                asked = time.monotonic()
                 answer = await store.wait_for_events(task_id, cursor)
                 if answer is None:
                     why = "gone"
                     break
                 new_events, cursor = answer
                 if not new_events and cursor is not None:
-                    continue  # Temporal's long-poll timed out: nothing happened
+                    # Temporal's long-poll timed out: nothing happened. One that answers at
+                    # once with nothing (it should not) must not turn into a busy loop.
+                    await asyncio.sleep(max(0.0, _MIN_EMPTY_POLL_S - (time.monotonic() - asked)))
+                    continue
                 await pace.next_read(self.latest.poll_interval_ms)
                 snapshot = await store.get(task_id, owner=owner)
                 if snapshot is None or is_expired(snapshot, self.hub.clock()):
