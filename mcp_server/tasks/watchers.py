@@ -117,7 +117,6 @@ class _Watcher:
         why: End | None = None
         try:
             while cursor is not None:
-                self.hub.long_polls += 1
                 asked = time.monotonic()
                 answer = await store.wait_for_events(task_id, cursor)
                 if answer is None:
@@ -159,8 +158,6 @@ class TaskWatchers:
         self.rate_factor = rate_factor
         self.burst = burst
         self._watchers: dict[str, _Watcher] = {}
-        # Calls of the history long-poll made so far (for operators and tests).
-        self.long_polls = 0
 
     def __len__(self) -> int:
         return len(self._watchers)
