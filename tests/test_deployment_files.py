@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
+from mcp_server.http.app import create_app
+from mcp_server.protocol.services import state_secret
 from mcp_server.runtime.config import Settings
+from mcp_server.tools.registry import ToolRegistry
 
 COMPOSE = Path(__file__).resolve().parent.parent / "docker-compose.yml"
 SETTINGS = {f"MCP_TASKS_{name.upper()}" for name in Settings.model_fields}
@@ -66,3 +74,71 @@ def test_the_public_server_in_compose_requires_authentication() -> None:
     assert server["MCP_TASKS_HOST"] == "0.0.0.0"
     assert server["MCP_TASKS_AUTH"] in {"tokens", "jwt"}
     assert "MCP_TASKS_INSECURE" not in server
+
+
+def published(service: dict[str, Any]) -> list[tuple[str, str]]:
+    """(host address, host port) of every port a service publishes, short or long syntax."""
+    found: list[tuple[str, str]] = []
+    for port in service.get("ports", []):
+        if isinstance(port, dict):
+            found.append((str(port.get("host_ip", "")), str(port.get("published", ""))))
+            continue
+        parts = str(port).split(":")
+        if len(parts) == 3:
+            found.append((parts[0], parts[1]))
+        elif len(parts) == 2:
+            found.append(("", parts[0]))
+        else:
+            found.append(("", parts[0]))  # a container port alone: a random host port
+    return found
+
+
+def test_only_the_mcp_server_is_published_on_every_interface() -> None:
+    # Temporal's frontend and UI have no authentication in compose: reaching them bypasses
+    # every MCP check (a raw `temporal workflow signal` answers anyone's approval).
+    for name, service in services().items():
+        for address, port in published(service):
+            if name != "mcp-server":
+                assert address == "127.0.0.1", f"{name} publishes {port} on every interface"
+    assert not published(services()["temporal"])
+    assert published(services()["temporal-ui"]) == [("127.0.0.1", "8080")]
+
+
+def test_the_state_secret_has_no_default_in_compose() -> None:
+    value = services()["mcp-server"]["environment"]["MCP_TASKS_STATE_SECRET"]
+    assert value.startswith("${MCP_TASKS_STATE_SECRET:?"), value
+    assert ":-" not in value and "change-me" not in COMPOSE.read_text()
+
+
+@pytest.mark.skipif(shutil.which("docker-compose") is None, reason="docker-compose not installed")
+def test_docker_compose_validates_the_file_and_refuses_it_without_a_secret() -> None:
+    command = ["docker-compose", "-f", str(COMPOSE), "config", "-q"]
+    env = {k: v for k, v in os.environ.items() if k != "MCP_TASKS_STATE_SECRET"}
+    refused = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "MCP_TASKS_STATE_SECRET" in refused.stderr
+    env["MCP_TASKS_STATE_SECRET"] = "x" * 64
+    accepted = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert accepted.returncode == 0, accepted.stderr
+
+
+def test_a_public_server_refuses_to_start_without_a_state_secret() -> None:
+    public = Settings(host="0.0.0.0", insecure=True)
+    with pytest.raises(ValueError, match="MCP_TASKS_STATE_SECRET is required"):
+        create_app(public, ToolRegistry())
+    create_app(public.with_(state_secret="s" * 32), ToolRegistry())
+    assert len(state_secret(Settings())) == 32  # loopback (development): a random key
+
+
+def test_the_server_command_names_the_missing_state_secret(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text('{"tokens": []}')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_TASKS_")}
+    # Nothing listens on port 9: the refusal comes before any call to Temporal.
+    env |= {"MCP_TASKS_AUTH": "tokens", "MCP_TASKS_TOKENS_FILE": str(tokens),
+            "MCP_TASKS_TEMPORAL_ADDRESS": "127.0.0.1:9"}  # fmt: skip
+    mcp_tasks = str(Path(sys.executable).parent / "mcp-tasks")
+    done = subprocess.run([mcp_tasks, "server", "--host", "0.0.0.0"], env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    last_line = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 1
+    assert last_line.startswith("mcp-tasks: MCP_TASKS_STATE_SECRET is required to serve on 0.0.0.0")

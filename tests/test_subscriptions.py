@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mcp_server.protocol import errors
 from tests.conftest import Stack
+from tests.listen_stream import ListenStream, is_final
 from tests.mcp_client import NO_CAPABILITIES, McpClient
 
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
@@ -80,3 +82,27 @@ async def test_a_task_only_listener_does_not_follow_tool_changes(
 
     await mcp.listen({"taskIds": [task_id]}, on_ack=change_tools_and_count)
     assert listeners == [0]
+
+
+async def test_an_answer_and_a_cancellation_are_pushed_on_one_stream_of_two_tasks(
+    mcp: McpClient,
+) -> None:
+    answered = await mcp.create_task("request_approval", {"message": "Answer me?"})
+    cancelled = await mcp.create_task("request_approval", {"message": "Cancel me?"})
+    for task_id in (answered, cancelled):
+        await mcp.wait_status(task_id, "input_required", within=10)
+
+    def of(task_id: str, status: str) -> Callable[[dict[str, Any]], bool]:
+        return lambda m: m.get("method") == "notifications/tasks" and m["params"] == {
+            **m["params"], "taskId": task_id, "status": status}  # fmt: skip
+
+    async with ListenStream(mcp, {"taskIds": [answered, cancelled]}) as stream:
+        await stream.next(of(answered, "input_required"))
+        await stream.next(of(cancelled, "input_required"))
+        approve = {"action": "accept", "content": {"decision": "approve"}}
+        await mcp.update_task(answered, {"decision": approve})
+        done = await stream.next(of(answered, "completed"))
+        assert done["params"]["result"]["structuredContent"]["decision"] == "approved"
+        await mcp.cancel_task(cancelled)
+        await stream.next(of(cancelled, "cancelled"))
+        await stream.next(is_final)  # nothing left to watch: the stream ends

@@ -18,6 +18,7 @@ from mcp_server.http.headers import HeaderSource
 from mcp_server.protocol.grants import EVERY_SCOPE, Grant
 from mcp_server.protocol.limits import Limits
 from mcp_server.protocol.request_state import RequestStateCodec
+from mcp_server.protocol.streams import Listening
 from mcp_server.protocol.wire import MODERN_VERSION
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tools.registry import ToolRegistry
@@ -35,6 +36,8 @@ class Services:
     clock: Callable[[], datetime]
     server_info: dict[str, Any]
     limits: Limits
+    # subscriptions/listen: stream slots, the task watchers of this replica, their limits.
+    listening: Listening
     instructions: str | None = None
     # How long a host without task support waits on a task tool before it gets a follow-up
     # result naming the task (the fallback of hosts with no task support).

@@ -4,6 +4,9 @@
 - The instructions tell a model how tasks work in both eras (`MCP_TASKS_INSTRUCTIONS` replaces
   them).
 - `state_secret` keys MRTR `requestState` and 2025-11-25 sessions: every replica must share it.
+  On a loopback address a missing one is replaced by a random key (development); anywhere else
+  the server refuses to start without one (a random key per replica breaks every session and
+  requestState that reaches another replica, and a guessable one lets anyone forge them).
 """
 
 from __future__ import annotations
@@ -14,11 +17,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from mcp_server import __version__
+from mcp_server.http.origin import is_loopback
 from mcp_server.protocol.context import Services
 from mcp_server.protocol.limits import Limits, PollLimiter
 from mcp_server.protocol.request_state import RequestStateCodec
+from mcp_server.protocol.streams import Listening, StreamSlots
 from mcp_server.runtime.config import Settings
 from mcp_server.tasks.store import TaskStore
+from mcp_server.tasks.watchers import TaskWatchers
 from mcp_server.tools.registry import ToolRegistry
 
 log = logging.getLogger("mcp_server.protocol.services")
@@ -33,8 +39,15 @@ DEFAULT_INSTRUCTIONS = (
 
 
 def state_secret(settings: Settings) -> bytes:
+    """The HMAC key of this server; a ValueError (one line) on a public address without one."""
     if settings.state_secret:
         return settings.state_secret.encode("utf-8")
+    if not is_loopback(settings.host):
+        raise ValueError(
+            f"MCP_TASKS_STATE_SECRET is required to serve on {settings.host} (not loopback): "
+            "set it to the same long random value on every replica, e.g. "
+            "python3 -c 'import secrets; print(secrets.token_hex(32))'"
+        )
     log.warning(
         "MCP_TASKS_STATE_SECRET is not set: using a random key, so MRTR requestState and "
         "2025-11-25 sessions do not survive a restart and are not shared between replicas"
@@ -60,6 +73,12 @@ def build_services(
         max_open_tasks_per_principal=settings.max_open_tasks_per_principal,
         polls=PollLimiter(settings.poll_rate_factor, settings.poll_burst),
     )
+    listening = Listening(
+        slots=StreamSlots(settings.max_listen_streams_per_principal, settings.max_listen_streams),
+        watchers=TaskWatchers(store, now, settings.poll_rate_factor, settings.poll_burst),
+        max_task_ids=settings.max_listen_task_ids,
+        max_watched_tasks=settings.max_watched_tasks,
+    )
     return Services(
         registry=registry,
         store=store,
@@ -67,6 +86,7 @@ def build_services(
         clock=now,
         server_info=SERVER_INFO,
         limits=limits,
+        listening=listening,
         instructions=settings.instructions or DEFAULT_INSTRUCTIONS,
         sync_wait_s=settings.sync_wait_s,
     )

@@ -9,10 +9,20 @@ Rules implemented:
 - `taskIds` needs the tasks extension on this request (-32021). Only tasks that exist, belong to
   the caller and are within their TTL are acknowledged, so the ack reveals nothing about others'.
 - `notifications/tasks` carries the DetailedTask `tasks/get` would return, without `resultType`:
-  the current state first, then every change, until the task is terminal.
+  the current state first, then every change recorded in the task's history (its state,
+  answers, a cancellation request, its end), until the task is terminal. The time a running
+  step has taken (in `statusMessage`) is not a change: `tasks/get` shows it.
+- Changes come from the replica's one watcher per task (tasks/watchers.py), shared by every
+  stream on that task: Temporal's history long-poll, and a re-read only after new events. A
+  stream costs nothing while its tasks do not change, however long it stays open.
+- Limits (streams.py): open streams per caller and per replica, and tasks watched per replica
+  (QUOTA_EXCEEDED, HTTP 429); task ids per stream (-32602). Opening a stream reads each task
+  as `tasks/get` does and spends the same poll budget (RATE_LIMITED, HTTP 429, Retry-After), so
+  reopening streams is no way around the poll limiter.
 - `toolsListChanged`: `notifications/tools/list_changed` whenever this server's tool list changes.
 - The server ends the stream with the listen response once nothing is left to watch, or after
-  `MAX_LISTEN_S` (clients listen again); `:` comments keep idle streams alive.
+  `MAX_LISTEN_S` (clients listen again), or when Temporal fails a read (the client listens
+  again); `:` comments keep idle streams alive.
 """
 
 from __future__ import annotations
@@ -39,17 +49,15 @@ from mcp_server.protocol.models import (
     TaskNotificationParams,
     to_wire,
 )
+from mcp_server.protocol.streams import Lease
 from mcp_server.protocol.task_views import detailed_task
 from mcp_server.protocol.wire import META_SERVER_INFO, TASKS_CAPABILITY
 from mcp_server.tasks.access import find_task
-from mcp_server.tasks.errors import TaskError
 from mcp_server.tasks.snapshots import TaskSnapshot
 from workflows.task_state import TERMINAL_STATUSES
 
 LISTEN_METHOD = "subscriptions/listen"
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-MAX_TASK_IDS = 100
-WATCH_INTERVAL_S = 0.5
 KEEPALIVE_S = 15.0
 MAX_LISTEN_S = 3600.0
 
@@ -58,18 +66,20 @@ MAX_LISTEN_S = 3600.0
 class Subscription:
     ctx: RequestContext
     services: Services
-    task_ids: list[str]
+    tasks: dict[str, TaskSnapshot]
     tools: bool
-    _tools_changed: asyncio.Event = field(default_factory=asyncio.Event)
+    lease: Lease
+    _wake: asyncio.Event = field(default_factory=asyncio.Event)
+    _tools_changed: bool = False
 
     def _meta(self) -> dict[str, Any]:
         return {SUBSCRIPTION_ID: self.ctx.request_id}
 
     def acknowledgement(self) -> Notification:
         honoured = core.SubscriptionFilter(tools_list_changed=True if self.tools else None)
-        if self.task_ids:
+        if self.tasks:
             honoured = core.SubscriptionFilter.model_validate(
-                {**to_wire(honoured), "taskIds": list(self.task_ids)}
+                {**to_wire(honoured), "taskIds": list(self.tasks)}
             )
         params = AcknowledgedParams(notifications=honoured, _meta=self._meta())
         return Notification(method="notifications/subscriptions/acknowledged", params=params)
@@ -83,62 +93,89 @@ class Subscription:
         meta = {**self._meta(), META_SERVER_INFO: self.services.server_info}
         return Response(id=self.ctx.request_id, result=ListenResult(_meta=meta))
 
+    def _tools_change(self) -> None:
+        self._tools_changed = True
+        self._wake.set()
+
     async def messages(self) -> AsyncIterator[BaseModel | None]:
         """The stream's messages in order; None asks for a keep-alive comment."""
-        yield self.acknowledgement()
-        # Only a stream that asked for tool-list changes listens for them: for any other, the
-        # event would stay set and turn the wait below into a busy loop of Temporal reads.
-        unsubscribe = (
-            self.services.registry.on_change(self._tools_changed.set) if self.tools else None
-        )
         try:
-            async for message in self._updates():
-                yield message
+            yield self.acknowledgement()
+            # Only a stream that asked for tool-list changes listens for them.
+            unsubscribe = (
+                self.services.registry.on_change(self._tools_change) if self.tools else None
+            )
+            try:
+                async for message in self._updates():
+                    yield message
+            finally:
+                if unsubscribe is not None:
+                    unsubscribe()
+            yield self.final_response()
         finally:
-            if unsubscribe is not None:
-                unsubscribe()
-        yield self.final_response()
+            self.lease.release()
 
     async def _updates(self) -> AsyncIterator[BaseModel | None]:
-        watching = list(self.task_ids)
+        watchers = self.services.listening.watchers
+        following = {task: watchers.follow(seen, self._wake) for task, seen in self.tasks.items()}
         sent: dict[str, dict[str, Any]] = {}
         deadline = time.monotonic() + MAX_LISTEN_S
         last_message = time.monotonic()
-        while (watching or self.tools) and time.monotonic() < deadline:
-            for task_id in list(watching):
+        try:
+            while (following or self.tools) and time.monotonic() < deadline:
+                for task_id, follower in list(following.items()):
+                    if follower.ended == "failed":
+                        return  # Temporal failed a read: end the stream, the client listens again
+                    snapshot = follower.take()
+                    if snapshot is not None:
+                        view = to_wire(detailed_task(snapshot))
+                        if view != sent.get(task_id):
+                            sent[task_id] = view
+                            last_message = time.monotonic()
+                            yield self.task_notification(snapshot)
+                        if snapshot.status in TERMINAL_STATUSES:
+                            following.pop(task_id).leave()
+                            continue
+                    if follower.done:
+                        following.pop(task_id).leave()  # gone: deleted, or past its TTL
+                if not (following or self.tools):
+                    return
+                now = time.monotonic()
+                wait = max(0.0, min(last_message + KEEPALIVE_S, deadline) - now)
                 try:
-                    snapshot = await find_task(
-                        self.services.store, task_id, self.ctx.principal, self.services.clock
-                    )
-                except (McpError, TaskError):
-                    return  # Temporal unreachable: end the stream, the client listens again
-                if snapshot is None:
-                    watching.remove(task_id)
-                    continue
-                view = to_wire(detailed_task(snapshot))
-                if view != sent.get(task_id):
-                    sent[task_id] = view
+                    await asyncio.wait_for(self._wake.wait(), wait)
+                except TimeoutError:
+                    pass
+                self._wake.clear()
+                if self._tools_changed:
+                    self._tools_changed = False
                     last_message = time.monotonic()
-                    yield self.task_notification(snapshot)
-                if snapshot.status in TERMINAL_STATUSES:
-                    watching.remove(task_id)
-            if not (watching or self.tools):
-                return
-            wait = WATCH_INTERVAL_S if watching else KEEPALIVE_S
-            try:
-                await asyncio.wait_for(self._tools_changed.wait(), wait)
-            except TimeoutError:
-                pass
-            if self._tools_changed.is_set():
-                self._tools_changed.clear()
-                last_message = time.monotonic()
-                yield Notification(
-                    method="notifications/tools/list_changed",
-                    params=EmptyNotificationParams(_meta=self._meta()),
-                )
-            elif time.monotonic() - last_message >= KEEPALIVE_S:
-                last_message = time.monotonic()
-                yield None
+                    yield Notification(
+                        method="notifications/tools/list_changed",
+                        params=EmptyNotificationParams(_meta=self._meta()),
+                    )
+                elif time.monotonic() - last_message >= KEEPALIVE_S:
+                    last_message = time.monotonic()
+                    yield None
+        finally:
+            for follower in following.values():
+                follower.leave()
+
+
+def _check_poll_budget(ctx: RequestContext, services: Services, task_id: str) -> None:
+    """Opening a stream reads the task as tasks/get does, from the same budget."""
+    try:
+        services.limits.polls.check(ctx.principal, task_id)
+    except McpError as err:
+        retry = (err.data or {}).get("retryAfterMs")
+        raise McpError(
+            err.code,
+            f"subscriptions/listen names a task that is read much faster than its "
+            f"pollIntervalMs allows (listen and tasks/get share one budget); retry in {retry} ms",
+            err.data,
+            http_status=err.http_status,
+            headers=err.headers,
+        ) from None
 
 
 async def listen(
@@ -146,19 +183,38 @@ async def listen(
 ) -> AsyncIterator[BaseModel | None]:
     """Validate a listen request (errors here are ordinary JSON-RPC errors, not a stream) and
     return its messages: JSON-RPC messages, and None where a keep-alive comment is due."""
+    listening = services.listening
     wanted = params.notifications
     task_ids = (wanted.model_extra or {}).get("taskIds")
-    honoured: list[str] = []
     if task_ids is not None:
         capabilities.require(
             ctx.capabilities, TASKS_CAPABILITY, "taskIds belong to the tasks extension"
         )
         if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
             raise invalid_params("params.notifications.taskIds must be an array of strings")
-        if len(task_ids) > MAX_TASK_IDS:
-            raise invalid_params(f"notifications.taskIds may list at most {MAX_TASK_IDS} tasks")
-        for task_id in dict.fromkeys(task_ids):
-            if await find_task(services.store, task_id, ctx.principal, services.clock):
-                honoured.append(task_id)
-    subscription = Subscription(ctx, services, honoured, wanted.tools_list_changed is True)
+        if len(task_ids) > listening.max_task_ids:
+            raise invalid_params(
+                f"notifications.taskIds lists {len(task_ids)} tasks; at most "
+                f"{listening.max_task_ids} are accepted on one stream"
+            )
+    lease = listening.slots.acquire(ctx.principal)
+    honoured: dict[str, TaskSnapshot] = {}
+    try:
+        for task_id in dict.fromkeys(task_ids or []):
+            _check_poll_budget(ctx, services, task_id)
+            snapshot = await find_task(services.store, task_id, ctx.principal, services.clock)
+            if snapshot is not None:
+                services.limits.polls.learn_interval(
+                    ctx.principal, task_id, snapshot.poll_interval_ms
+                )
+                honoured[task_id] = snapshot
+        listening.check_room(
+            task_id
+            for task_id, snapshot in honoured.items()
+            if snapshot.status not in TERMINAL_STATUSES
+        )
+    except BaseException:
+        lease.release()
+        raise
+    subscription = Subscription(ctx, services, honoured, wanted.tools_list_changed is True, lease)
     return subscription.messages()

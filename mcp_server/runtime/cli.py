@@ -23,6 +23,7 @@ from temporalio.client import Client
 
 from mcp_server.http.app import HttpServer, create_app
 from mcp_server.http.auth import build_authenticator
+from mcp_server.protocol.services import state_secret
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, port_is_free
 from mcp_server.runtime.temporal_connection import (
@@ -179,8 +180,9 @@ async def run_dev(args: argparse.Namespace, settings: Settings) -> None:
 
 
 async def run_part(settings: Settings, *, http: bool, worker: bool) -> None:
-    if http:
+    if http:  # a configuration that must not serve stops here, before Temporal is called
         build_authenticator(settings)
+        state_secret(settings)
     registry = load_toolsets(settings.toolset, settings.tool_modules, settings)
     client = await connect(settings)
     await ensure_search_attributes(client)

@@ -97,6 +97,12 @@ class Settings(BaseModel):
     # tasks/get may run this many times faster than the task's pollIntervalMs, after a burst.
     poll_rate_factor: Positive = 4
     poll_burst: Positive = 20
+    # subscriptions/listen: open streams per caller and per replica, task ids per stream, and
+    # tasks watched at once per replica (each watcher holds one long-poll on Temporal).
+    max_listen_streams_per_principal: Positive = 10
+    max_listen_streams: Positive = 200
+    max_listen_task_ids: Positive = 100
+    max_watched_tasks: Positive = 500
     max_cached_workflows: NonNegative = 1000  # 0: no workflow cache
     max_concurrent_activities: Positive = 100
     instructions: str | None = None

@@ -10,6 +10,8 @@ Mapping (README "How a task maps onto Temporal"):
   cancellation requests that a worker has not processed yet are read from the tail of the
   history, so a `tasks/get` right after `tasks/update` never lists an answered key, even when
   no worker is alive.
+- wait_for_events: one long-poll of the history (`GetWorkflowExecutionHistory` with
+  `wait_new_event`), which returns when the task's history grows: what listen streams follow.
 - submit_input: a signal (durable with no worker alive, survives server restarts).
 - cancel: a Temporal cancellation request (durable, a history event).
 
@@ -33,7 +35,10 @@ from typing import Any, Protocol
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
-from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
+from temporalio.api.workflowservice.v1 import (
+    GetWorkflowExecutionHistoryRequest,
+    GetWorkflowExecutionHistoryReverseRequest,
+)
 from temporalio.client import (
     Client,
     WorkflowExecutionDescription,
@@ -81,6 +86,8 @@ from workflows.task_state import (
 
 INITIAL_STATUS_MESSAGE = "Queued"
 RPC_TIMEOUT = timedelta(seconds=5)
+# Longer than Temporal's own long-poll timeout (20 s), which then answers "nothing new".
+LONG_POLL_TIMEOUT = timedelta(seconds=30)
 _HISTORY_PAGES_SCANNED = 4
 _TERMINAL_CACHE_SIZE = 4096
 _UNAVAILABLE = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED}
@@ -95,6 +102,9 @@ class TaskStore(Protocol):
 
     async def create(self, task: TaskInput, workflow: str, quota: int = 0) -> TaskSnapshot: ...
     async def get(self, task_id: str, owner: str | None = None) -> TaskSnapshot | None: ...
+    async def wait_for_events(
+        self, task_id: str, cursor: bytes
+    ) -> tuple[int, bytes | None] | None: ...
     async def list_owned(
         self, owner: str, page_size: int, cursor: str | None
     ) -> tuple[list[TaskSnapshot], str | None]: ...
@@ -323,6 +333,27 @@ class TemporalTaskStore:
         except RPCError as err:
             raise _translate(err, "read the task result") from err
         return replace(base, status="completed", status_message=base.status_message, result=result)
+
+    async def wait_for_events(self, task_id: str, cursor: bytes) -> tuple[int, bytes | None] | None:
+        """Wait until the task's history has events after `cursor` (b"": its start): one
+        long-poll. Returns how many events came and the cursor after them: (0, cursor) when
+        Temporal's long-poll timed out with nothing new, a None cursor once the history is
+        complete (the workflow closed). None: no such workflow."""
+        request = GetWorkflowExecutionHistoryRequest(
+            namespace=self._client.namespace,
+            execution=WorkflowExecution(workflow_id=task_id),
+            next_page_token=cursor,
+            wait_new_event=True,
+        )
+        try:
+            response = await self._client.workflow_service.get_workflow_execution_history(
+                request, timeout=LONG_POLL_TIMEOUT
+            )
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return None
+            raise _translate(err, "follow the task history") from err
+        return len(response.history.events), response.next_page_token or None
 
     # ----- update and cancel -------------------------------------------------------------
 
