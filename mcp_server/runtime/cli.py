@@ -23,6 +23,10 @@ from temporalio.client import Client
 
 from mcp_server.http.app import HttpServer, create_app
 from mcp_server.http.auth import build_authenticator, token_hash
+from mcp_server.observability import tracing
+from mcp_server.observability.logging import LogFormat
+from mcp_server.observability.logging import configure as configure_logging
+from mcp_server.observability.metrics import serve_metrics
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, port_is_free
 from mcp_server.runtime.temporal_connection import (
@@ -66,6 +70,8 @@ def _http_part(settings: Settings, registry: ToolRegistry, client: Client) -> Pa
         app, host=settings.host, port=settings.port, log_level="warning", lifespan="on"
     )
     server = HttpServer(config)
+    if settings.metrics_port is not None:
+        serve_metrics(settings.metrics_host, settings.metrics_port)
 
     async def stop() -> None:
         server.should_exit = True
@@ -281,6 +287,12 @@ def add_token(path: Path, principal: str, scopes: list[str]) -> str:
     return token
 
 
+def observe_logs(settings: Settings, default: LogFormat) -> None:
+    """The log format of this command (MCP_TASKS_LOG_FORMAT wins), once settings are valid."""
+    level = os.environ.get("MCP_TASKS_LOG_LEVEL", "INFO")
+    configure_logging(settings.log_format or default, level)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     if args.command == "stdio":
@@ -305,6 +317,8 @@ def main(argv: list[str] | None = None) -> None:
             toolset=args.toolset,
             tool_modules=tuple(args.tools) if args.tools else None,
         )
+        observe_logs(settings, default="text" if args.command in ("dev", "stdio") else "json")
+        tracing.configure(settings.otlp_endpoint, f"mcp-tasks-{args.command}")
         if args.command == "dev":
             asyncio.run(run_dev(args, settings))
         elif args.command == "stdio":
