@@ -36,13 +36,14 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
         }
         fields = getattr(record, "fields", None)
-        message = record.getMessage()
         if isinstance(fields, dict):
-            entry.update(fields)
-        elif message.startswith("{"):
-            entry.update(_object_or_message(message))
+            entry.update(fields)  # a request line: its text form is never built
         else:
-            entry["message"] = message
+            message = record.getMessage()
+            if message.startswith("{"):
+                entry.update(_object_or_message(message))
+            else:
+                entry["message"] = message
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, separators=(",", ":"), ensure_ascii=False, default=str)
@@ -76,5 +77,16 @@ def request_line(fields: dict[str, Any]) -> None:
     level = logging.WARNING if isinstance(status, int) and status >= 500 else logging.INFO
     if not log.isEnabledFor(level):
         return
-    text = " ".join(f"{key}={value}" for key, value in fields.items() if value is not None)
-    log.log(level, text, extra={"fields": fields})
+    log.log(level, _Text(fields), extra={"fields": fields})
+
+
+class _Text:
+    """The text form of a request line, built only by a text formatter that asks for it."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self.fields = fields
+
+    def __str__(self) -> str:
+        return " ".join(f"{key}={value}" for key, value in self.fields.items() if value is not None)
