@@ -4,12 +4,12 @@
 - `GET /readyz`: readiness, 200 or 503 with a JSON body naming what is missing (public).
 - `GET /metrics`: Prometheus text, behind the same Host/Origin and authentication as `/mcp`
   (scrape with a token), or on `MCP_TASKS_METRICS_PORT` without authentication.
-- the background refresh of the open-task gauges (observability/visibility.py).
+- the background refresh of the open-task gauges (observability/visibility.py), started by the
+  first scrape of /metrics: a server nobody scrapes asks Temporal nothing for them.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
@@ -29,7 +29,7 @@ from mcp_server.tools.registry import ToolRegistry
 async def operations(
     app: FastAPI, settings: Settings, registry: ToolRegistry, client: Client | None
 ) -> AsyncIterator[None]:
-    app.state.readiness = None
+    app.state.readiness = app.state.gauges = None
     if client is None:  # a store without Temporal (tests of the app alone): no probes to run
         yield
         return
@@ -39,13 +39,11 @@ async def operations(
         client, tools, settings.metrics_refresh_s, settings.task_queue,
         settings.ready_poller_max_age_s,
     )  # fmt: skip
-    refreshing = asyncio.create_task(gauges.run())
+    app.state.gauges = gauges
     try:
         yield
     finally:
-        refreshing.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await refreshing
+        await gauges.stop()
 
 
 async def healthz(request: Request) -> Response:
@@ -62,6 +60,9 @@ async def readyz(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
+    gauges: OpenTaskGauges | None = request.app.state.gauges
+    if gauges is not None:
+        gauges.start()  # once; this scrape answers with what the gauges hold now
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
 

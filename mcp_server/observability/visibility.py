@@ -1,5 +1,6 @@
 """The open-task gauges, refreshed in the background from Temporal's visibility store: never
-on a request's path, at most every `every_s` seconds, per server replica.
+on a request's path, at most every `every_s` seconds, per server replica, from the first scrape
+of /metrics on (routes.py), so a server nobody scrapes asks nothing.
 
 Per task tool of the registry: a count of running tasks whose `McpStatus` is `working` and one
 for `input_required` (Temporal counts cannot GROUP BY a custom search attribute); then the
@@ -11,6 +12,7 @@ task queue are counted as /readyz counts them (probes.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from datetime import UTC, datetime, timedelta
@@ -54,6 +56,18 @@ class OpenTaskGauges:
         self.task_queue = task_queue
         self.poller_max_age = timedelta(seconds=poller_max_age_s)
         self.max_listed = max_listed
+        self._refreshing: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Refresh in the background from now on (a second call does nothing)."""
+        if self._refreshing is None:
+            self._refreshing = asyncio.create_task(self.run())
+
+    async def stop(self) -> None:
+        if self._refreshing is not None:
+            self._refreshing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refreshing
 
     async def refresh(self) -> None:
         counts = {
