@@ -15,7 +15,7 @@ from typing import Any
 from starlette.requests import Request
 
 SCOPE_KEY = "mcp_observed"
-_MAX_TASK_ID = 64
+_MAX_LOGGED = 64  # a taskId or method a client sent is logged, cut to this
 
 
 @dataclass
@@ -38,11 +38,11 @@ def note_message(request: Request, message: dict[str, Any]) -> None:
     if record is None:
         return
     method = message.get("method")
-    record.method = method if isinstance(method, str) else None
+    record.method = method[:_MAX_LOGGED] if isinstance(method, str) else None
     params = message.get("params")
     task_id = params.get("taskId") if isinstance(params, dict) else None
     if isinstance(task_id, str):
-        record.task_id = task_id[:_MAX_TASK_ID]
+        record.task_id = task_id[:_MAX_LOGGED]
 
 
 def note_error(request: Request, code: int) -> None:

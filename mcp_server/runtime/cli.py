@@ -66,9 +66,12 @@ class Part:
 
 def _http_part(settings: Settings, registry: ToolRegistry, client: Client) -> Part:
     app = create_app(settings, registry, client=client)
+    # log_config=None: uvicorn's lines go through the process's log format (one JSON line each
+    # with MCP_TASKS_LOG_FORMAT=json) instead of uvicorn's own handlers.
     config = uvicorn.Config(
-        app, host=settings.host, port=settings.port, log_level="warning", lifespan="on"
-    )
+        app, host=settings.host, port=settings.port, log_level="warning", lifespan="on",
+        log_config=None,
+    )  # fmt: skip
     server = HttpServer(config)
     if settings.metrics_port is not None:
         serve_metrics(settings.metrics_host, settings.metrics_port)
