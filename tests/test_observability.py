@@ -12,13 +12,16 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import yaml
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -351,6 +354,43 @@ def test_tracing_is_off_and_costs_nothing_without_an_endpoint() -> None:
     )
     assert not tracing.enabled() and tracing.client_interceptors() == []
     assert tracing.server_span({}, {}) is tracing.server_span({"traceparent": "x"}, {})
+
+
+def test_spans_go_to_the_configured_otlp_endpoint() -> None:
+    received: list[tuple[str, bytes]] = []
+
+    class Collector(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append((self.path, body))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    collector = ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    threading.Thread(target=collector.serve_forever, daemon=True).start()
+    try:
+        endpoint = f"http://127.0.0.1:{collector.server_port}"
+        assert tracing.configure(endpoint, "mcp-tasks-test")
+        assert tracing.client_interceptors()
+        trace_id = uuid.uuid4().hex
+        headers = {"traceparent": f"00-{trace_id}-{uuid.uuid4().hex[:16]}-01"}
+        with tracing.server_span(headers, {"method": "tools/list"}):
+            pass
+        tracing.shutdown()  # flushes the batch
+    finally:
+        tracing.use(None)
+        collector.shutdown()
+        collector.server_close()
+    assert [path for path, _ in received] == ["/v1/traces"]
+    exported = ExportTraceServiceRequest.FromString(received[0][1])
+    spans = [s for r in exported.resource_spans for ss in r.scope_spans for s in ss.spans]
+    assert [(s.name, s.trace_id.hex()) for s in spans] == [("MCP tools/list", trace_id)]
+    assert not tracing.enabled()
 
 
 def test_the_json_format_merges_an_audit_line_and_keeps_a_traceback_on_one_line() -> None:

@@ -32,6 +32,7 @@ _NOOP: AbstractContextManager[None] = contextlib.nullcontext()
 _ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 _TRACE_KEYS = ("traceparent", "tracestate")
 _tracer: Any = None  # an opentelemetry.trace.Tracer while tracing is on
+_provider: Any = None  # its TracerProvider
 
 
 def endpoint(configured: str | None, env: Mapping[str, str] | None = None) -> str | None:
@@ -68,8 +69,17 @@ def configure(otlp_endpoint: str | None, service_name: str) -> bool:
 
 def use(provider: Any) -> None:
     """Trace with `provider` (an opentelemetry TracerProvider); None turns tracing off."""
-    global _tracer
+    global _tracer, _provider
+    _provider = provider
     _tracer = None if provider is None else provider.get_tracer("mcp_server")
+
+
+def shutdown() -> None:
+    """Export the spans still batched and turn tracing off (at the process's end)."""
+    provider = _provider
+    use(None)
+    if provider is not None:
+        provider.shutdown()
 
 
 def enabled() -> bool:

@@ -335,6 +335,7 @@ def main(argv: list[str] | None = None) -> None:
         code = 1
     else:
         code = 0
+    tracing.shutdown()  # the spans still batched, before leaving without finalizing
     # The Temporal SDK's Rust threads can crash a finalizing interpreter (sdk-python #300);
     # leave without finalizing once everything has been stopped.
     sys.stdout.flush()
