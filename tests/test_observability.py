@@ -1,6 +1,5 @@
-"""Operations: Prometheus metrics after a scripted session, what labels may carry, one trace
-from the HTTP request to an activity, one log line per request, liveness and readiness (a real
-worker process killed), and the dashboard and alert files of deploy/."""
+"""Operations: Prometheus metrics after a scripted session, what labels may carry, one log
+line per request, and the dashboard and alert files of deploy/."""
 
 from __future__ import annotations
 
@@ -8,36 +7,21 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
-import signal
-import subprocess
 import sys
-import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
-from temporalio.client import Client
 
 from mcp_server.http.auth import ANONYMOUS
-from mcp_server.observability import metrics, tracing
+from mcp_server.observability import metrics
 from mcp_server.observability.logging import REQUEST_LOGGER, JsonFormatter
-from mcp_server.runtime.config import Settings
-from mcp_server.runtime.devserver import TemporalDevServer, free_port
-from mcp_server.runtime.temporal_connection import observed_connection
-from mcp_server.tools.registry import ToolRegistry
-from tests.conftest import Stack, running_stack
-from tests.dev_process import MCP_TASKS
-from tests.mcp_client import TASKS_AND_ELICITATION, VERSION, McpClient
+from tests.conftest import Stack
+from tests.mcp_client import McpClient
 
 ROOT = Path(__file__).resolve().parent.parent
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -166,135 +150,6 @@ async def test_a_request_is_one_json_line_and_a_client_mistake_no_traceback(mcp:
     assert "\n" not in text and json.loads(text)["outcome"] == "-32602"
 
 
-async def test_one_trace_runs_from_the_http_request_through_the_workflow_to_an_activity(
-    temporal: TemporalDevServer, registry: ToolRegistry
-) -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing.use(provider)
-    try:
-        client = await Client.connect(temporal.address, **observed_connection(Settings()))
-        async with running_stack(client, registry) as stack:
-            trace_id = uuid.uuid4().hex
-            parent = uuid.uuid4().hex[:16]
-            headers = {"traceparent": f"00-{trace_id}-{parent}-01"}
-            created = await stack.mcp.call_tool(
-                "multi_step_job", {"steps": 1, "step_seconds": 0}, headers=headers
-            )
-            task_id = created.result["taskId"]
-            await stack.mcp.wait_terminal(task_id, within=20)
-            other = uuid.uuid4().hex
-            meta = {
-                "io.modelcontextprotocol/protocolVersion": VERSION,
-                "io.modelcontextprotocol/clientCapabilities": TASKS_AND_ELICITATION,
-                "traceparent": f"00-{other}-{parent}-01",
-            }
-            await stack.mcp.rpc("tasks/get", {"taskId": task_id}, meta=meta)
-            deadline = time.monotonic() + 10
-            while not any(s.name.startswith("RunActivity") for s in exporter.get_finished_spans()):
-                assert time.monotonic() < deadline, "no activity span"
-                await asyncio.sleep(0.1)
-    finally:
-        tracing.use(None)
-    spans = exporter.get_finished_spans()
-    by_id = {span.context.span_id: span for span in spans}
-
-    def parent_chain(span: ReadableSpan) -> list[str]:
-        chain = [span.name]
-        while span.parent is not None and span.parent.span_id in by_id:
-            span = by_id[span.parent.span_id]
-            chain.append(span.name)
-        return chain
-
-    http = next(s for s in spans if s.name == "MCP tools/call")
-    assert f"{http.context.trace_id:032x}" == trace_id
-    assert http.parent is not None and f"{http.parent.span_id:016x}" == parent
-    activity = next(s for s in spans if s.name.startswith("RunActivity"))
-    assert f"{activity.context.trace_id:032x}" == trace_id
-    chain = parent_chain(activity)
-    assert chain[-1] == "MCP tools/call", chain
-    assert any(name.startswith("StartWorkflow") for name in chain), chain
-    assert any(name.startswith("StartActivity") for name in chain), chain  # the workflow's
-    start = next(s for s in spans if s.name.startswith("StartWorkflow"))
-    run = next(s for s in spans if s.name.startswith("RunWorkflow"))
-    assert run.parent is not None and run.parent.span_id == start.context.span_id
-    assert run.context.trace_id == start.context.trace_id == http.context.trace_id
-    joined = [s for s in spans if s.name == "MCP tasks/get"][-1]  # after wait_terminal's
-    assert f"{joined.context.trace_id:032x}" == other
-    assert joined.parent is not None and f"{joined.parent.span_id:016x}" == parent
-
-
-class ShortPollTemporal(TemporalDevServer):
-    """A dev server whose long polls end after 2 s, so a live worker polls again often and a
-    dead one goes stale in seconds rather than a minute."""
-
-    def command(self) -> list[str]:
-        return [*super().command(), "--dynamic-config-value",
-                'matching.longPollExpirationInterval="2s"']  # fmt: skip
-
-
-@contextlib.asynccontextmanager
-async def short_poll_temporal(tmp_path: Path) -> AsyncIterator[TemporalDevServer]:
-    server = ShortPollTemporal(tmp_path / "temporal", port=free_port())
-    server.start()
-    try:
-        await server.wait_ready()
-        yield server
-    finally:
-        server.stop()
-
-
-async def wait_ready_status(stack: Stack, status: int, within: float) -> dict[str, Any]:
-    deadline = time.monotonic() + within
-    while True:
-        response = await stack.http.get(stack.url.replace("/mcp", "/readyz"))
-        if response.status_code == status:
-            body: dict[str, Any] = response.json()
-            return body
-        assert time.monotonic() < deadline, (
-            f"/readyz stayed {response.status_code}: {response.text}"
-        )
-        await asyncio.sleep(0.25)
-
-
-async def test_readyz_turns_503_once_the_only_worker_is_killed(
-    tmp_path: Path, registry: ToolRegistry
-) -> None:
-    async with short_poll_temporal(tmp_path) as temporal:
-        client = await Client.connect(temporal.address)
-        async with running_stack(client, registry, ready_poller_max_age_s=6) as stack:
-            live = await stack.http.get(stack.url.replace("/mcp", "/healthz"))
-            assert live.json() == {"status": "ok"}
-            await stack.stop_worker()  # the only worker is the process started below
-            env = {**os.environ, "MCP_TASKS_TEMPORAL_ADDRESS": temporal.address,
-                   "MCP_TASKS_TASK_QUEUE": stack.settings.task_queue,
-                   "MCP_TASKS_TOOLSET": "demo", "MCP_TASKS_LOG_FORMAT": "json"}  # fmt: skip
-            worker = await asyncio.create_subprocess_exec(
-                MCP_TASKS, "worker", env=env, stderr=subprocess.DEVNULL, start_new_session=True
-            )
-            try:
-                ready = await wait_ready_status(stack, 200, within=60)
-                assert ready["missing"] == [] and ready["workers"] >= 1
-                worker.send_signal(signal.SIGKILL)
-                await worker.wait()
-                gone = await wait_ready_status(stack, 503, within=60)
-            finally:
-                if worker.returncode is None:
-                    worker.kill()
-                    await worker.wait()
-            # Temporal may still list the dead poller; it no longer counts as a worker.
-            assert gone["missing"] == ["workers"] and gone["workers"] == 0
-            assert gone["temporal"] == "ok" and gone["searchAttributes"] == "ok"
-            still_alive = await stack.http.get(stack.url.replace("/mcp", "/healthz"))
-            assert still_alive.status_code == 200
-            temporal.stop()
-            down = await wait_ready_status(stack, 503, within=5)
-            assert down["missing"] == ["temporal"] and down["temporal"].startswith("unreachable")
-            live = await stack.http.get(stack.url.replace("/mcp", "/healthz"))
-            assert live.status_code == 200  # liveness never asks Temporal
-
-
 def test_the_alert_rules_and_the_dashboard_read_metrics_that_exist() -> None:
     rules = yaml.safe_load((ROOT / "deploy/prometheus/alerts.yml").read_text())
     alerts = [rule for group in rules["groups"] for rule in group["rules"]]
@@ -345,52 +200,6 @@ def _base(name: str) -> str:
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return name
-
-
-def test_tracing_is_off_and_costs_nothing_without_an_endpoint() -> None:
-    assert tracing.endpoint(None, {}) is None
-    assert tracing.endpoint(None, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}) == (
-        "http://c:4318"
-    )
-    assert not tracing.enabled() and tracing.client_interceptors() == []
-    assert tracing.server_span({}, {}) is tracing.server_span({"traceparent": "x"}, {})
-
-
-def test_spans_go_to_the_configured_otlp_endpoint() -> None:
-    received: list[tuple[str, bytes]] = []
-
-    class Collector(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            received.append((self.path, body))
-            self.send_response(200)
-            self.send_header("Content-Type", "application/x-protobuf")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    collector = ThreadingHTTPServer(("127.0.0.1", 0), Collector)
-    threading.Thread(target=collector.serve_forever, daemon=True).start()
-    try:
-        endpoint = f"http://127.0.0.1:{collector.server_port}"
-        assert tracing.configure(endpoint, "mcp-tasks-test")
-        assert tracing.client_interceptors()
-        trace_id = uuid.uuid4().hex
-        headers = {"traceparent": f"00-{trace_id}-{uuid.uuid4().hex[:16]}-01"}
-        with tracing.server_span(headers, {"method": "tools/list"}):
-            pass
-        tracing.shutdown()  # flushes the batch
-    finally:
-        tracing.use(None)
-        collector.shutdown()
-        collector.server_close()
-    assert [path for path, _ in received] == ["/v1/traces"]
-    exported = ExportTraceServiceRequest.FromString(received[0][1])
-    spans = [s for r in exported.resource_spans for ss in r.scope_spans for s in ss.spans]
-    assert [(s.name, s.trace_id.hex()) for s in spans] == [("MCP tools/list", trace_id)]
-    assert not tracing.enabled()
 
 
 def test_the_json_format_merges_an_audit_line_and_keeps_a_traceback_on_one_line() -> None:
