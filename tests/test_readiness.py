@@ -1,5 +1,6 @@
 """Probes: /healthz is liveness only; /readyz turns 503 once the only worker (a real process)
-is killed, though Temporal still lists its poller, and when Temporal stops."""
+is killed, though Temporal still lists its poller, and when Temporal stops (when a read
+failing on Temporal is counted)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
 from temporalio.client import Client
 
+from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
+from mcp_server.runtime.temporal_connection import observed_connection
 from mcp_server.tools.registry import ToolRegistry
 from tests.conftest import Stack, running_stack
 from tests.dev_process import MCP_TASKS
@@ -58,7 +62,7 @@ async def test_readyz_turns_503_once_the_only_worker_is_killed(
     tmp_path: Path, registry: ToolRegistry
 ) -> None:
     async with short_poll_temporal(tmp_path) as temporal:
-        client = await Client.connect(temporal.address)
+        client = await Client.connect(temporal.address, **observed_connection(Settings()))
         async with running_stack(client, registry, ready_poller_max_age_s=6) as stack:
             live = await stack.http.get(stack.url.replace("/mcp", "/healthz"))
             assert live.json() == {"status": "ok"}
@@ -89,3 +93,19 @@ async def test_readyz_turns_503_once_the_only_worker_is_killed(
             assert down["missing"] == ["temporal"] and down["temporal"].startswith("unreachable")
             live = await stack.http.get(stack.url.replace("/mcp", "/healthz"))
             assert live.status_code == 200  # liveness never asks Temporal
+            before = await describe_errors(stack)
+            reply = await stack.mcp.get_task(f"mcp-task-{'0' * 32}")
+            assert reply.status == 503, reply.body
+            assert await describe_errors(stack) == before + 1
+
+
+async def describe_errors(stack: Stack) -> float:
+    """mcp_tasks_temporal_rpc_errors_total of describe_workflow, whatever the gRPC code."""
+    text = (await stack.http.get(stack.url.replace("/mcp", "/metrics"))).text
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "mcp_tasks_temporal_rpc_errors_total"
+        and sample.labels["operation"] == "describe_workflow"
+    )
