@@ -9,6 +9,12 @@ It starts a Temporal dev server on a temporary data dir, and `mcp-tasks worker` 
 creation) latency, the time until all N are `input_required`, tasks/get latency at 1 and 16
 concurrent clients, and the resident memory of each of the three processes, idle and with the
 N approvals open. Results are printed and written to bench-results/.
+
+With `--metrics DIR` it also scrapes the server's /metrics and the worker's Temporal SDK
+metrics every `--scrape-every` seconds into DIR/samples.jsonl, answers and cancels a tenth of
+the approvals each at the end (so every panel has data), and leaves the last scrapes behind as
+DIR/server.prom and DIR/worker.prom; deploy/grafana/render_panels.py draws the dashboard from
+them.
 """
 
 from __future__ import annotations
@@ -106,11 +112,14 @@ def memory(processes: dict[str, int]) -> dict[str, float]:
     return {name: round(rss_mib(pid), 1) for name, pid in processes.items()}
 
 
-async def bench(tasks: int, reads: int) -> dict[str, Any]:
+async def bench(
+    tasks: int, reads: int, metrics_dir: Path | None = None, scrape_every: float = 2.0
+) -> dict[str, Any]:
     data_dir = Path(tempfile.mkdtemp(prefix="mcp-tasks-bench-"))
     temporal = TemporalDevServer(data_dir, port=free_port())
     temporal.start()
     port = free_port()
+    worker_metrics_port = free_port()
     env = {
         **os.environ,
         "MCP_TASKS_TEMPORAL_ADDRESS": temporal.address,
@@ -118,18 +127,24 @@ async def bench(tasks: int, reads: int) -> dict[str, Any]:
         "MCP_TASKS_PORT": str(port),
         "MCP_TASKS_MAX_OPEN_TASKS_PER_PRINCIPAL": "0",  # every task has the same owner here
     }
+    if metrics_dir is not None:
+        env["MCP_TASKS_METRICS_REFRESH_S"] = str(scrape_every)
+    worker_env = {**env, "MCP_TASKS_WORKER_METRICS_PORT": str(worker_metrics_port)}
     results: dict[str, Any] = {"tasks": tasks, "cpus": os.cpu_count()}
     parts: list[subprocess.Popen[bytes]] = []
     try:
         await temporal.wait_ready()
-        parts = [spawn(part, data_dir / f"{part}.log", env) for part in ("worker", "server")]
+        parts = [
+            spawn("worker", data_dir / "worker.log", worker_env if metrics_dir else env),
+            spawn("server", data_dir / "server.log", env),
+        ]
         assert temporal.process is not None
         pids = {"temporal": temporal.process.pid, "worker": parts[0].pid, "server": parts[1].pid}
         async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=64)) as http:
             deadline = time.monotonic() + 60
             while True:
                 try:
-                    if (await http.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200:
+                    if (await http.get(f"http://127.0.0.1:{port}/readyz")).status_code == 200:
                         break
                 except httpx.TransportError:
                     pass
@@ -137,6 +152,13 @@ async def bench(tasks: int, reads: int) -> dict[str, Any]:
                     raise RuntimeError(f"the server or worker did not start; see {data_dir}")
                 await asyncio.sleep(0.2)
             client = Client(http, f"http://127.0.0.1:{port}/mcp")
+            scraping = None
+            if metrics_dir is not None:
+                sources = {
+                    "server": f"http://127.0.0.1:{port}/metrics",
+                    "worker": f"http://127.0.0.1:{worker_metrics_port}/metrics",
+                }
+                scraping = asyncio.create_task(scrape(http, sources, metrics_dir, scrape_every))
             results["idle_rss_mib"] = memory(pids)
             ids: list[str] = []
 
@@ -167,6 +189,10 @@ async def bench(tasks: int, reads: int) -> dict[str, Any]:
                 key = f"tasks_get_c{concurrency}"
                 results[key] = percentiles(await timed_many(reads, concurrency, get))
             results["parked_rss_mib"] = memory(pids)
+            if scraping is not None:
+                await finish_some(client, ids)
+                await asyncio.sleep(3 * scrape_every)  # the gauges catch up
+                scraping.cancel()
     finally:
         for part in parts:
             part.send_signal(signal.SIGTERM)
@@ -176,14 +202,51 @@ async def bench(tasks: int, reads: int) -> dict[str, Any]:
     return results
 
 
+async def scrape(
+    http: httpx.AsyncClient, sources: dict[str, str], into: Path, every: float
+) -> None:
+    """Every `every` seconds, each source's Prometheus text as one JSON line per source
+    (elapsed seconds, source, text) in samples.jsonl; the last one also as SOURCE.prom."""
+    into.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with (into / "samples.jsonl").open("w") as out:
+        while True:
+            for source, url in sources.items():
+                try:
+                    text = (await http.get(url)).text
+                except httpx.TransportError:
+                    continue
+                line = {"t": round(time.monotonic() - started, 2), "source": source, "text": text}
+                out.write(json.dumps(line) + "\n")
+                out.flush()
+                (into / f"{source}.prom").write_text(text)
+            await asyncio.sleep(every)
+
+
+async def finish_some(client: Client, ids: list[str]) -> None:
+    """Answer a tenth of the approvals and cancel another tenth (tasks/update, tasks/cancel)."""
+    tenth = max(1, len(ids) // 10)
+    answer = {"decision": {"action": "accept", "content": {"decision": "approve"}}}
+    for task_id in ids[:tenth]:
+        params = {"taskId": task_id, "inputResponses": answer}
+        await client.rpc("tasks/update", params, task_id)
+    for task_id in ids[tenth : 2 * tenth]:
+        await client.rpc("tasks/cancel", {"taskId": task_id}, task_id)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--reads", type=int, default=2000)
+    parser.add_argument("--metrics", type=Path, default=None, metavar="DIR",
+                        help="scrape the server's and the worker's metrics into DIR")  # fmt: skip
+    parser.add_argument("--scrape-every", type=float, default=2.0, metavar="SECONDS")
     options = parser.parse_args()
-    results = asyncio.run(bench(options.tasks, options.reads))
+    results = asyncio.run(
+        bench(options.tasks, options.reads, options.metrics, options.scrape_every)
+    )
     out = Path("bench-results")
     out.mkdir(exist_ok=True)
     path = out / f"bench-{time.strftime('%Y%m%dT%H%M%S')}-{options.tasks}.json"

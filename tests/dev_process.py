@@ -71,7 +71,7 @@ class DevProcess:
         while time.monotonic() < deadline:
             assert self.process.poll() is None, "mcp-tasks dev exited"
             try:
-                if (await http.get(f"http://127.0.0.1:{self.port}/healthz")).status_code == 200:
+                if (await http.get(f"http://127.0.0.1:{self.port}/readyz")).status_code == 200:
                     return
             except httpx.TransportError:
                 pass

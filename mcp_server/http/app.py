@@ -7,7 +7,6 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
@@ -21,11 +20,13 @@ from mcp_server.http.middleware import (
     AuthenticationMiddleware,
     BodyLimitMiddleware,
     HostOriginMiddleware,
+    ObservabilityMiddleware,
     RequestIdMiddleware,
 )
 from mcp_server.http.origin import LOOPBACK_NAMES, OriginPolicy, is_loopback
 from mcp_server.http.sessions import SessionCodec
 from mcp_server.http.transport import McpEndpoint, error_response
+from mcp_server.observability.routes import add_operations_routes, operations
 from mcp_server.protocol.errors import INVALID_REQUEST, McpError
 from mcp_server.protocol.services import build_services, clock, state_secret
 from mcp_server.runtime.config import Settings
@@ -66,13 +67,15 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         task_store = store
+        temporal = client
         if task_store is None:
-            temporal = client or await connect(settings)
+            temporal = temporal or await connect(settings)
             task_store = TemporalTaskStore(temporal, settings.task_queue, clock)
         services = build_services(settings, registry, task_store, secret)
         app.state.endpoint = McpEndpoint(services, SessionCodec(secret))
         app.state.store = task_store
-        yield
+        async with operations(app, settings, registry, temporal):
+            yield
 
     # No interactive docs: every route this app serves is behind the same middleware, and
     # an OpenAPI description of one JSON-RPC endpoint would only mislead.
@@ -88,6 +91,7 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
     app.add_middleware(AuthenticationMiddleware, authenticator=authenticator)
     app.add_middleware(HostOriginMiddleware, policy=origin_policy(settings))
+    app.add_middleware(ObservabilityMiddleware)
     app.add_middleware(RequestIdMiddleware)
 
     async def mcp_post(request: Request) -> Response:
@@ -106,12 +110,6 @@ def create_app(
         )
         return error_response(error, None)
 
-    async def healthz(request: Request) -> Response:
-        health: dict[str, Any] = await request.app.state.store.health()
-        healthy = health.get("temporal") == "ok" and health.get("workers", 0) > 0
-        health["status"] = "ok" if healthy else "degraded"
-        return JSONResponse(health, status_code=200 if healthy else 503)
-
     async def mcp_get(request: Request) -> Response:
         endpoint: McpEndpoint = request.app.state.endpoint
         return await endpoint.get(request)
@@ -126,7 +124,7 @@ def create_app(
             return JSONResponse({"error": "this server does not use OAuth"}, status_code=404)
         return JSONResponse(metadata)
 
-    app.add_route("/healthz", healthz, methods=["GET"])
+    add_operations_routes(app)
     # RFC 9728: at the root, and suffixed with the resource's path.
     app.add_route(RESOURCE_METADATA_PATH, resource_metadata, methods=["GET"])
     app.add_route(f"{RESOURCE_METADATA_PATH}/mcp", resource_metadata, methods=["GET"])

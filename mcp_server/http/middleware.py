@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import time
 from typing import Any
 
 from starlette.datastructures import Headers, MutableHeaders
@@ -26,9 +27,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_server.http.auth import Authenticator, AuthError
 from mcp_server.http.origin import OriginPolicy
+from mcp_server.observability import metrics
+from mcp_server.observability.logging import request_line
+from mcp_server.observability.record import SCOPE_KEY as OBSERVED_KEY
+from mcp_server.observability.record import RequestRecord
 from mcp_server.protocol.errors import INVALID_REQUEST
 
-PUBLIC_PATHS = ("/healthz", "/.well-known/")
+PUBLIC_PATHS = ("/healthz", "/readyz", "/.well-known/")
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 
@@ -160,3 +165,49 @@ class BodyLimitMiddleware:
 
     async def _too_large(self, send: Send) -> None:
         await refuse(send, 413, f"Request body exceeds the limit of {self.limit} bytes")
+
+
+class ObservabilityMiddleware:
+    """One log line and the request metrics per MCP request (observability/), inside the
+    request id and outside Host/Origin and authentication, so refusals count too. The
+    transport tells it the JSON-RPC method, the task and the outcome (observability/record.py);
+    the latency is the time to the first byte of the answer (for a stream: until it opened)."""
+
+    def __init__(self, app: ASGIApp, paths: tuple[str, ...] = ("/mcp",)) -> None:
+        self.app = app
+        self.paths = paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] not in self.paths:
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        record = RequestRecord()
+        state = _state(scope)
+        state[OBSERVED_KEY] = record
+        status = 500
+        first_byte: float | None = None
+
+        async def timed_send(message: Message) -> None:
+            nonlocal status, first_byte
+            if message["type"] == "http.response.start":
+                status, first_byte = message["status"], time.perf_counter()
+            await send(message)
+
+        try:
+            await self.app(scope, receive, timed_send)
+        finally:
+            outcome = record.outcome or ("ok" if status < 400 else f"http_{status}")
+            latency = None if first_byte is None else first_byte - started
+            metrics.record_request(record.method, outcome, record.created_task, latency)
+            request_line(
+                {
+                    "requestId": state.get("request_id"),
+                    "method": record.method,
+                    "taskId": record.task_id,
+                    "principal": state.get("principal"),
+                    "outcome": outcome,
+                    "status": status,
+                    "durationMs": round((time.perf_counter() - started) * 1000, 2),
+                }
+            )

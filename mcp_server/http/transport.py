@@ -40,7 +40,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from mcp_server.http import headers
 from mcp_server.http.sessions import Session, SessionCodec
-from mcp_server.protocol import client_answers, dispatch, fallback
+from mcp_server.observability import record as observed
+from mcp_server.observability import tracing
+from mcp_server.protocol import audit, client_answers, dispatch, fallback
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.envelope import names_protocol_version as _is_modern
 from mcp_server.protocol.envelope import params_of as _params
@@ -140,18 +142,22 @@ class McpEndpoint:
         legacy = False
         try:
             message, request_id = _parse_envelope(body)
+            observed.note_message(request, message)
             grant: Grant = getattr(request.state, "grant", NO_SCOPE)
             exchange = Exchange(request, message, request_id, principal, grant)
             legacy = self._is_legacy(exchange)
-            if legacy:
-                return await self._legacy(exchange)
-            return await self._modern(exchange)
+            with tracing.server_span(request.headers, message):
+                if legacy:
+                    return await self._legacy(exchange)
+                return await self._modern(exchange)
         except McpError as error:
+            observed.note_error(request, error.code)
             # An insufficient scope is 403 in every era: clients step up on the status.
             legacy_status = legacy and not isinstance(error, InsufficientScope)
             return error_response(error, request_id, status=200 if legacy_status else None)
         except Exception:
             log.exception("unhandled error in %s", request.url.path)
+            observed.note_error(request, INTERNAL_ERROR)
             internal = McpError(INTERNAL_ERROR, "Internal error")
             return error_response(internal, request_id, status=200 if legacy else None)
 
@@ -219,6 +225,7 @@ class McpEndpoint:
         try:
             session = self._session(exchange)
         except McpError as error:
+            observed.note_error(exchange.request, error.code)
             return error_response(error, exchange.request_id)
         if method is None:
             await self._client_response(exchange, session)
@@ -336,6 +343,7 @@ class McpEndpoint:
             )
         if not exchange.accepts_stream():
             result = await dispatch.call(entry, ctx, self.services, params)
+            observed.note_created(exchange.request, audit.created_task_id(result))
             return JSONResponse(self._wrap(result, exchange.request_id, stamp=stamp))
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
 
@@ -349,6 +357,7 @@ class McpEndpoint:
         if job.done() and not first.done():
             first.cancel()
             result = job.result()  # raises McpError for the caller to answer
+            observed.note_created(exchange.request, audit.created_task_id(result))
             return JSONResponse(self._wrap(result, exchange.request_id, stamp=stamp))
         return StreamingResponse(
             self._stream(job, first, queue, exchange.request_id, stamp=stamp),

@@ -23,6 +23,10 @@ from temporalio.client import Client
 
 from mcp_server.http.app import HttpServer, create_app
 from mcp_server.http.auth import build_authenticator
+from mcp_server.observability import tracing
+from mcp_server.observability.logging import LogFormat
+from mcp_server.observability.logging import configure as configure_logging
+from mcp_server.observability.metrics import serve_metrics
 from mcp_server.protocol.services import state_secret
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, port_is_free
@@ -64,10 +68,15 @@ class Part:
 
 def _http_part(settings: Settings, registry: ToolRegistry, client: Client) -> Part:
     app = create_app(settings, registry, client=client)
+    # log_config=None: uvicorn's lines go through the process's log format (one JSON line each
+    # with MCP_TASKS_LOG_FORMAT=json) instead of uvicorn's own handlers.
     config = uvicorn.Config(
-        app, host=settings.host, port=settings.port, log_level="warning", lifespan="on"
-    )
+        app, host=settings.host, port=settings.port, log_level="warning", lifespan="on",
+        log_config=None,
+    )  # fmt: skip
     server = HttpServer(config)
+    if settings.metrics_port is not None:
+        serve_metrics(settings.metrics_host, settings.metrics_port)
 
     async def stop() -> None:
         server.should_exit = True
@@ -275,6 +284,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def observe_logs(settings: Settings, default: LogFormat) -> None:
+    """The log format of this command (MCP_TASKS_LOG_FORMAT wins), once settings are valid."""
+    level = os.environ.get("MCP_TASKS_LOG_LEVEL", "INFO")
+    configure_logging(settings.log_format or default, level)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     if args.command == "stdio":
@@ -304,6 +319,8 @@ def main(argv: list[str] | None = None) -> None:
             toolset=args.toolset,
             tool_modules=tuple(args.tools) if args.tools else None,
         )
+        observe_logs(settings, default="text" if args.command in ("dev", "stdio") else "json")
+        tracing.configure(settings.otlp_endpoint, f"mcp-tasks-{args.command}")
         if args.command == "dev":
             asyncio.run(run_dev(args, settings))
         elif args.command == "stdio":
@@ -317,6 +334,7 @@ def main(argv: list[str] | None = None) -> None:
         code = 1
     else:
         code = 0
+    tracing.shutdown()  # the spans still batched, before leaving without finalizing
     # The Temporal SDK's Rust threads can crash a finalizing interpreter (sdk-python #300);
     # leave without finalizing once everything has been stopped.
     sys.stdout.flush()

@@ -112,6 +112,17 @@ class Settings(BaseModel):
     import_dir: str = "imports"
     # A TOML file mapping tool names to existing workflows (tools/exposed.py).
     exposed_workflows_file: str | None = None
+    # Operations (README "Operations"): log format (None: text for dev/stdio, json otherwise);
+    # /metrics also on a listener of its own without authentication (None: only on the main
+    # port, behind authentication); the worker's Temporal SDK metrics (None: off); how often
+    # the open-task gauges are refreshed; how recent a poller must be for /readyz; OTLP.
+    log_format: Literal["text", "json"] | None = None
+    metrics_host: str = "127.0.0.1"
+    metrics_port: Port | None = None
+    worker_metrics_port: Port | None = None
+    metrics_refresh_s: float = Field(default=15.0, gt=0, le=3600)
+    ready_poller_max_age_s: float = Field(default=75.0, gt=0)
+    otlp_endpoint: str | None = None
 
     @field_validator("jwt_algorithms")
     @classmethod

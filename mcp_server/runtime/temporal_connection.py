@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from google.protobuf.duration_pb2 import Duration
 from temporalio.api.enums.v1 import IndexedValueType
@@ -17,8 +18,11 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, UpdateNa
 from temporalio.client import Client
 from temporalio.service import RPCError, TLSConfig
 
+from mcp_server.observability import tracing
+from mcp_server.observability.temporal_errors import RpcErrorCounter
 from mcp_server.runtime.codec import data_converter, header_codec_behavior
 from mcp_server.runtime.config import Settings
+from mcp_server.runtime.worker import sdk_metrics_runtime
 from workflows.task_state import SEARCH_ATTRIBUTES
 
 log = logging.getLogger("mcp_server.temporal")
@@ -49,7 +53,18 @@ async def connect(settings: Settings) -> Client:
         api_key=settings.api_key,
         data_converter=data_converter(settings.payload_key),
         header_codec_behavior=header_codec_behavior(settings.payload_key),
+        **observed_connection(settings),
     )
+
+
+def observed_connection(settings: Settings) -> dict[str, Any]:
+    """Operations' part of a connection: the RPC-error counter, tracing when it is on, and the
+    runtime that serves the Temporal SDK's Prometheus metrics when a port is set."""
+    options: dict[str, Any] = {"interceptors": [RpcErrorCounter(), *tracing.client_interceptors()]}
+    runtime = sdk_metrics_runtime(settings.metrics_host, settings.worker_metrics_port)
+    if runtime is not None:
+        options["runtime"] = runtime
+    return options
 
 
 async def ensure_search_attributes(client: Client) -> None:

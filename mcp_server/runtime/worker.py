@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import cache
 
 from temporalio.client import Client
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.worker import Worker
 
 from activities import quota as quota_activities
@@ -28,4 +30,16 @@ def build_worker(client: Client, settings: Settings, registry: ToolRegistry) -> 
         # default 10 s; 1 s lets a replacement worker take over quickly.
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
         graceful_shutdown_timeout=timedelta(seconds=5),
+    )
+
+
+@cache
+def sdk_metrics_runtime(host: str, port: int | None) -> Runtime | None:
+    """One Temporal runtime per process whose Prometheus exporter serves the SDK's metrics
+    (workflow task failures, activity failures, polls, schedule-to-start latency) on
+    http://host:port/metrics; None when no port is set (the SDK's default runtime)."""
+    if port is None:
+        return None
+    return Runtime(
+        telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=f"{host}:{port}"))
     )

@@ -1,0 +1,159 @@
+"""Every Prometheus metric of the MCP server, defined here and nowhere else.
+
+Rules:
+- Labels have bounded values only: a method of the dispatch table (else `other`), an outcome
+  (`ok`, a JSON-RPC code, or `http_<status>` for a refusal before JSON-RPC), an operation, a
+  tool name of the registry, a task status, a refusal reason, a Temporal operation and status
+  code. Never a taskId, a principal, a session, an argument or an answer
+  (tests/test_observability.py scrapes and checks).
+- Nothing here calls Temporal on the request path: a request only bumps counters and observes
+  one histogram. Open tasks and input waits are gauges refreshed in the background
+  (visibility.py), at most every `metrics_refresh_s`.
+- The worker's metrics are the Temporal SDK's own (its runtime's Prometheus exporter), on the
+  worker's port: workflow task failures, activity failures, poll results, schedule-to-start
+  latency. See README "Operations".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import (
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    start_http_server,
+)
+
+from mcp_server.protocol.dispatch import LEGACY_TABLE
+
+# No `_created` series: half the text of every scrape, and unused here.
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
+# Buckets from 1 ms to 10 min: a get is milliseconds, an attached tools/call up to 45 s, a
+# listen stream is measured to its first byte.
+_LATENCY_BUCKETS = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+    600.0,
+)  # fmt: skip
+
+KNOWN_METHODS = frozenset(LEGACY_TABLE)
+OPERATIONS = ("create", "get", "update", "cancel", "listen", "other")
+
+REQUESTS = Counter(
+    "mcp_tasks_requests",
+    "MCP HTTP requests by JSON-RPC method and outcome (ok, a JSON-RPC error code, http_NNN)",
+    ["method", "outcome"],
+)
+REQUEST_LATENCY = Histogram(
+    "mcp_tasks_request_duration_seconds",
+    "Time from the request to the first byte of its answer, by operation (create: a tools/call "
+    "that created a task; listen: until the stream opened)",
+    ["operation"],
+    buckets=_LATENCY_BUCKETS,
+)
+REFUSALS = Counter(
+    "mcp_tasks_refusals",
+    "Requests refused by a limit or a gate: quota, rate_limit, unauthenticated, forbidden, "
+    "body_too_large",
+    ["reason"],
+)
+TEMPORAL_RPC_ERRORS = Counter(
+    "mcp_tasks_temporal_rpc_errors",
+    "Temporal calls of the server that failed, by operation and gRPC status",
+    ["operation", "code"],
+)
+OPEN_TASKS = Gauge(
+    "mcp_tasks_open_tasks",
+    "Running tasks by tool and status (working, input_required), from Temporal's visibility "
+    "store (search attributes McpTool, McpStatus), refreshed in the background",
+    ["tool", "status"],
+)
+INPUT_WAIT_OLDEST = Gauge(
+    "mcp_tasks_input_wait_oldest_seconds",
+    "Age of the oldest input_required wait, by tool (0 when none waits)",
+    ["tool"],
+)
+WORKERS_POLLING = Gauge(
+    "mcp_tasks_workers_polling",
+    "Workers whose poller was seen on the task queue within MCP_TASKS_READY_POLLER_MAX_AGE_S "
+    "(what /readyz requires), refreshed in the background",
+)
+VISIBILITY_REFRESHES = Counter(
+    "mcp_tasks_visibility_refreshes",
+    "Background refreshes of the open-task gauges, by outcome (ok, error)",
+    ["outcome"],
+)
+VISIBILITY_REFRESHED_AT = Gauge(
+    "mcp_tasks_visibility_refreshed_timestamp_seconds",
+    "When the open-task gauges were last refreshed successfully (Unix time)",
+)
+
+# Webhook deliveries do not exist yet. Their names are fixed here so that the webhook work
+# records into these and the dashboard and alert rules (deploy/) already read them.
+WEBHOOK_DELIVERIES = Counter(
+    "mcp_tasks_webhook_deliveries",
+    "Webhook deliveries by outcome (delivered, failed, gave_up); not emitted yet",
+    ["outcome"],
+)
+WEBHOOK_DELIVERY_LATENCY = Histogram(
+    "mcp_tasks_webhook_delivery_duration_seconds",
+    "Time of one webhook delivery attempt; not emitted yet",
+    buckets=_LATENCY_BUCKETS,
+)
+
+_REFUSAL_BY_OUTCOME = {
+    "-31001": "quota",
+    "-31000": "rate_limit",
+    "http_401": "unauthenticated",
+    "http_403": "forbidden",
+    "http_413": "body_too_large",
+}
+_OPERATION = {
+    "tasks/get": "get",
+    "tasks/update": "update",
+    "tasks/cancel": "cancel",
+    "subscriptions/listen": "listen",
+}
+
+
+def method_label(method: str | None) -> str:
+    """A method name fit for a label: one of the table, else `other` (never the client's
+    string: an unknown method could be anything, and each would be a new time series)."""
+    if method is None:
+        return "-"
+    return method if method in KNOWN_METHODS else "other"
+
+
+def operation_of(method: str | None, created_task: bool) -> str:
+    if method == "tools/call":
+        return "create" if created_task else "other"
+    return _OPERATION.get(method or "", "other")
+
+
+_request_counters: dict[tuple[str, str], Any] = {}
+_latencies = {operation: REQUEST_LATENCY.labels(operation) for operation in OPERATIONS}
+
+
+def record_request(
+    method: str | None, outcome: str, created_task: bool, latency_s: float | None
+) -> None:
+    """One finished request: its count, its refusal reason if any, its latency. The labelled
+    children are kept (both label sets are bounded), so a request costs two dict lookups."""
+    key = (method_label(method), outcome)
+    counter = _request_counters.get(key)
+    if counter is None:
+        counter = _request_counters[key] = REQUESTS.labels(*key)
+    counter.inc()
+    reason = _REFUSAL_BY_OUTCOME.get(outcome)
+    if reason is not None:
+        REFUSALS.labels(reason).inc()
+    if latency_s is not None and method is not None:
+        _latencies[operation_of(method, created_task)].observe(latency_s)
+
+
+def serve_metrics(host: str, port: int) -> None:
+    """/metrics on a listener of its own (a daemon thread), without authentication: bind it
+    where only the scraper reaches (the default host is 127.0.0.1)."""
+    start_http_server(port, addr=host)

@@ -1,0 +1,72 @@
+"""The operator's routes and what the lifespan runs for them (README "Operations"):
+
+- `GET /healthz`: liveness, no Temporal call (public, like the OAuth metadata).
+- `GET /readyz`: readiness, 200 or 503 with a JSON body naming what is missing (public).
+- `GET /metrics`: Prometheus text, behind the same Host/Origin and authentication as `/mcp`
+  (scrape with a token), or on `MCP_TASKS_METRICS_PORT` without authentication.
+- the background refresh of the open-task gauges (observability/visibility.py), started by the
+  first scrape of /metrics: a server nobody scrapes asks Temporal nothing for them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from temporalio.client import Client
+
+from mcp_server.observability.probes import Readiness, liveness
+from mcp_server.observability.visibility import OpenTaskGauges
+from mcp_server.runtime.config import Settings
+from mcp_server.tools.registry import ToolRegistry
+
+
+@contextlib.asynccontextmanager
+async def operations(
+    app: FastAPI, settings: Settings, registry: ToolRegistry, client: Client | None
+) -> AsyncIterator[None]:
+    app.state.readiness = app.state.gauges = None
+    if client is None:  # a store without Temporal (tests of the app alone): no probes to run
+        yield
+        return
+    app.state.readiness = Readiness(client, settings.task_queue, settings.ready_poller_max_age_s)
+    tools = sorted(t.name for t in registry.tools() if t.task_support != "never")
+    gauges = OpenTaskGauges(
+        client, tools, settings.metrics_refresh_s, settings.task_queue,
+        settings.ready_poller_max_age_s,
+    )  # fmt: skip
+    app.state.gauges = gauges
+    try:
+        yield
+    finally:
+        await gauges.stop()
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse(liveness())
+
+
+async def readyz(request: Request) -> Response:
+    readiness: Readiness | None = request.app.state.readiness
+    if readiness is None:
+        body = {"status": "not ready", "missing": ["temporal"], "temporal": "not connected"}
+        return JSONResponse(body, status_code=503)
+    ready, body = await readiness.check()
+    return JSONResponse(body, status_code=200 if ready else 503)
+
+
+async def metrics(request: Request) -> Response:
+    gauges: OpenTaskGauges | None = request.app.state.gauges
+    if gauges is not None:
+        gauges.start()  # once; this scrape answers with what the gauges hold now
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+
+def add_operations_routes(app: FastAPI) -> None:
+    app.add_route("/healthz", healthz, methods=["GET"])
+    app.add_route("/readyz", readyz, methods=["GET"])
+    app.add_route("/metrics", metrics, methods=["GET"])

@@ -1,0 +1,216 @@
+"""Operations: Prometheus metrics after a scripted session, what labels may carry, one log
+line per request, and the dashboard and alert files of deploy/."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from mcp_server.http.auth import ANONYMOUS
+from mcp_server.observability import metrics
+from mcp_server.observability.logging import REQUEST_LOGGER, JsonFormatter
+from tests.conftest import Stack
+from tests.mcp_client import McpClient
+
+ROOT = Path(__file__).resolve().parent.parent
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+StackFactory = Callable[..., contextlib.AbstractAsyncContextManager[Stack]]
+
+
+async def scrape(stack: Stack) -> tuple[str, Samples]:
+    response = await stack.http.get(stack.url.replace("/mcp", "/metrics"))
+    assert response.status_code == 200, response.text
+    samples: Samples = {}
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            samples[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    return response.text, samples
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def moved(before: Samples, after: Samples, name: str, **labels: str) -> float:
+    return value(after, name, **labels) - value(before, name, **labels)
+
+
+async def test_metrics_move_with_a_scripted_session(fresh_stack: StackFactory) -> None:
+    async with fresh_stack(metrics_refresh_s=0.2) as stack:
+        mcp = stack.mcp
+        _, before = await scrape(stack)
+        asked = await mcp.create_task("request_approval", {"message": "Ship it?"})
+        await mcp.wait_status(asked, "input_required", within=10)
+        # The background refresh sees the wait (never a request: the gauges are cached).
+        deadline = time.monotonic() + 10
+        while True:
+            _, gauges = await scrape(stack)
+            waiting = value(gauges, "mcp_tasks_open_tasks", tool="request_approval",
+                            status="input_required")  # fmt: skip
+            if waiting >= 1:
+                break
+            assert time.monotonic() < deadline, "the open-task gauge never counted the wait"
+            await asyncio.sleep(0.2)
+        answer = {"action": "accept", "content": {"decision": "approve"}}
+        assert "error" not in (await mcp.update_task(asked, {"decision": answer})).body
+        stopped = await mcp.create_task("multi_step_job", {"require_approval": True})
+        assert "error" not in (await mcp.cancel_task(stopped)).body
+        bad = await mcp.rpc("tasks/get", {"taskId": 42})
+        assert bad.error["code"] == -32602
+        refused = 0
+        for _ in range(60):  # far faster than the task's pollIntervalMs allows
+            reply = await mcp.get_task(asked)
+            if "error" in reply.body:
+                assert reply.error["code"] == -31000
+                refused += 1
+        assert refused > 0
+        _, after = await scrape(stack)
+
+    requests = "mcp_tasks_requests_total"
+    assert moved(before, after, requests, method="tools/call", outcome="ok") == 2
+    assert moved(before, after, requests, method="tasks/update", outcome="ok") == 1
+    assert moved(before, after, requests, method="tasks/cancel", outcome="ok") == 1
+    assert moved(before, after, requests, method="tasks/get", outcome="-32602") == 1
+    assert moved(before, after, requests, method="tasks/get", outcome="-31000") == refused
+    assert moved(before, after, "mcp_tasks_refusals_total", reason="rate_limit") == refused
+    gets = moved(before, after, requests, method="tasks/get", outcome="ok")
+    assert gets >= 60 - refused
+    latency = "mcp_tasks_request_duration_seconds_count"
+    assert moved(before, after, latency, operation="create") == 2
+    assert moved(before, after, latency, operation="update") == 1
+    assert moved(before, after, latency, operation="cancel") == 1
+    assert moved(before, after, latency, operation="get") == gets + refused + 1
+    assert moved(before, after, "mcp_tasks_request_duration_seconds_sum", operation="create") > 0
+    slowest = "mcp_tasks_request_duration_seconds_bucket"
+    assert moved(before, after, slowest, operation="create", le="+Inf") == 2
+    assert value(after, "mcp_tasks_input_wait_oldest_seconds", tool="request_approval") >= 0
+    assert value(after, "mcp_tasks_visibility_refreshes_total", outcome="ok") >= 1
+
+
+async def test_labels_never_carry_a_task_id_a_principal_or_an_argument(mcp: McpClient) -> None:
+    secret = f"argument-{uuid.uuid4().hex}"
+    task_id = await mcp.create_task("multi_step_job", {"name": secret, "steps": 1})
+    await mcp.get_task(task_id)
+    unknown = f"x/{uuid.uuid4().hex}"
+    assert (await mcp.rpc(unknown)).error["code"] == -32601
+    stack_url = mcp.url.replace("/mcp", "/metrics")
+    text = (await mcp.http.get(stack_url)).text
+    for leaked in (task_id, secret, unknown, ANONYMOUS.digest):
+        assert leaked not in text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            assert "mcp-task-" not in json.dumps(sample.labels)
+            method = sample.labels.get("method")
+            assert method is None or method in metrics.KNOWN_METHODS | {"other", "-"}
+    assert 'method="other",outcome="-32601"' in text
+
+
+@contextlib.contextmanager
+def request_lines() -> Iterator[list[logging.LogRecord]]:
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    handler, logger = Keep(), logging.getLogger(REQUEST_LOGGER)
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)  # the CLI's default level; pytest leaves WARNING
+    try:
+        yield seen
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+async def test_a_request_is_one_json_line_and_a_client_mistake_no_traceback(mcp: McpClient) -> None:
+    with request_lines() as seen:
+        task_id = await mcp.create_task("multi_step_job", {"steps": 1, "step_seconds": 0})
+        await mcp.rpc("tasks/get", {"taskId": 42})
+    created, mistake = seen
+    line = json.loads(JsonFormatter().format(created))
+    assert line["method"] == "tools/call" and line["taskId"] == task_id
+    assert line["outcome"] == "ok" and line["status"] == 200
+    assert line["principal"] == ANONYMOUS.digest and len(line["requestId"]) == 16
+    assert isinstance(line["durationMs"], float) and line["logger"] == REQUEST_LOGGER
+    assert mistake.exc_info is None and mistake.levelno == logging.INFO
+    text = JsonFormatter().format(mistake)
+    assert "\n" not in text and json.loads(text)["outcome"] == "-32602"
+
+
+def test_the_alert_rules_and_the_dashboard_read_metrics_that_exist() -> None:
+    rules = yaml.safe_load((ROOT / "deploy/prometheus/alerts.yml").read_text())
+    alerts = [rule for group in rules["groups"] for rule in group["rules"]]
+    for group in rules["groups"]:
+        assert group["name"] and group["rules"]
+    for rule in alerts:
+        assert {"alert", "expr", "for", "labels", "annotations"} <= set(rule), rule
+        assert rule["labels"]["severity"] in {"page", "ticket"}
+        assert rule["annotations"]["summary"] and rule["annotations"]["description"]
+    names = {rule["alert"] for rule in alerts}
+    assert {"McpTasksNoWorkerPolling", "McpTasksWorkflowTaskFailures",
+            "McpTasksInputWaitTooOld", "McpTasksWebhookDeliveriesFailing"} <= names  # fmt: skip
+    ours = {m.describe()[0].name for m in _defined_metrics()}
+    dashboard = json.loads((ROOT / "deploy/grafana/mcp-tasks.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    assert exprs
+    for expr in exprs + [rule["expr"] for rule in alerts]:
+        used = [word for word in _metric_words(expr) if word.startswith("mcp_tasks_")]
+        for word in used:
+            assert _base(word) in ours, (word, expr)
+    config = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
+    assert "alerts.yml" in config["rule_files"][0]
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    for name in ("prometheus", "grafana"):
+        service = compose["services"][name]
+        assert service["profiles"] == ["observability"]
+        assert all(str(port).startswith("127.0.0.1:") for port in service["ports"])
+
+
+def _defined_metrics() -> list[Any]:
+    return [v for v in vars(metrics).values() if hasattr(v, "describe") and hasattr(v, "_name")]
+
+
+def _metric_words(expr: str) -> list[str]:
+    word, words = "", []
+    for char in expr + " ":
+        if char.isalnum() or char == "_":
+            word += char
+        else:
+            if word:
+                words.append(word)
+            word = ""
+    return words
+
+
+def _base(name: str) -> str:
+    for suffix in ("_bucket", "_count", "_sum", "_total"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def test_the_json_format_merges_an_audit_line_and_keeps_a_traceback_on_one_line() -> None:
+    formatter = JsonFormatter()
+    audit = logging.LogRecord("mcp_server.protocol.audit", logging.INFO, "", 0,
+                              '{"event":"task.create","taskId":"t"}', None, None)  # fmt: skip
+    merged = json.loads(formatter.format(audit))
+    assert merged["event"] == "task.create" and "message" not in merged
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        crash = logging.LogRecord("x", logging.ERROR, "", 0, "failed", None, sys.exc_info())
+    line = formatter.format(crash)
+    assert "\n" not in line and "RuntimeError: boom" in json.loads(line)["exception"]

@@ -1,0 +1,130 @@
+"""Traces: one trace from the HTTP request through the workflow to an activity, joined to the
+client's traceparent; off without an endpoint; exported by OTLP/HTTP when configured."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from temporalio.client import Client
+
+from mcp_server.observability import tracing
+from mcp_server.runtime.config import Settings
+from mcp_server.runtime.devserver import TemporalDevServer
+from mcp_server.runtime.temporal_connection import observed_connection
+from mcp_server.tools.registry import ToolRegistry
+from tests.conftest import running_stack
+from tests.mcp_client import TASKS_AND_ELICITATION, VERSION
+
+
+async def test_one_trace_runs_from_the_http_request_through_the_workflow_to_an_activity(
+    temporal: TemporalDevServer, registry: ToolRegistry
+) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.use(provider)
+    try:
+        client = await Client.connect(temporal.address, **observed_connection(Settings()))
+        async with running_stack(client, registry) as stack:
+            trace_id = uuid.uuid4().hex
+            parent = uuid.uuid4().hex[:16]
+            headers = {"traceparent": f"00-{trace_id}-{parent}-01"}
+            created = await stack.mcp.call_tool(
+                "multi_step_job", {"steps": 1, "step_seconds": 0}, headers=headers
+            )
+            task_id = created.result["taskId"]
+            await stack.mcp.wait_terminal(task_id, within=20)
+            other = uuid.uuid4().hex
+            meta = {
+                "io.modelcontextprotocol/protocolVersion": VERSION,
+                "io.modelcontextprotocol/clientCapabilities": TASKS_AND_ELICITATION,
+                "traceparent": f"00-{other}-{parent}-01",
+            }
+            await stack.mcp.rpc("tasks/get", {"taskId": task_id}, meta=meta)
+            deadline = time.monotonic() + 10
+            while not any(s.name.startswith("RunActivity") for s in exporter.get_finished_spans()):
+                assert time.monotonic() < deadline, "no activity span"
+                await asyncio.sleep(0.1)
+    finally:
+        tracing.use(None)
+    spans = exporter.get_finished_spans()
+    by_id = {span.context.span_id: span for span in spans}
+
+    def parent_chain(span: ReadableSpan) -> list[str]:
+        chain = [span.name]
+        while span.parent is not None and span.parent.span_id in by_id:
+            span = by_id[span.parent.span_id]
+            chain.append(span.name)
+        return chain
+
+    http = next(s for s in spans if s.name == "MCP tools/call")
+    assert f"{http.context.trace_id:032x}" == trace_id
+    assert http.parent is not None and f"{http.parent.span_id:016x}" == parent
+    activity = next(s for s in spans if s.name.startswith("RunActivity"))
+    assert f"{activity.context.trace_id:032x}" == trace_id
+    chain = parent_chain(activity)
+    assert chain[-1] == "MCP tools/call", chain
+    assert any(name.startswith("StartWorkflow") for name in chain), chain
+    assert any(name.startswith("StartActivity") for name in chain), chain  # the workflow's
+    start = next(s for s in spans if s.name.startswith("StartWorkflow"))
+    run = next(s for s in spans if s.name.startswith("RunWorkflow"))
+    assert run.parent is not None and run.parent.span_id == start.context.span_id
+    assert run.context.trace_id == start.context.trace_id == http.context.trace_id
+    joined = [s for s in spans if s.name == "MCP tasks/get"][-1]  # after wait_terminal's
+    assert f"{joined.context.trace_id:032x}" == other
+    assert joined.parent is not None and f"{joined.parent.span_id:016x}" == parent
+
+
+def test_tracing_is_off_and_costs_nothing_without_an_endpoint() -> None:
+    assert tracing.endpoint(None, {}) is None
+    assert tracing.endpoint(None, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}) == (
+        "http://c:4318"
+    )
+    assert not tracing.enabled() and tracing.client_interceptors() == []
+    assert tracing.server_span({}, {}) is tracing.server_span({"traceparent": "x"}, {})
+
+
+def test_spans_go_to_the_configured_otlp_endpoint() -> None:
+    received: list[tuple[str, bytes]] = []
+
+    class Collector(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append((self.path, body))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    collector = ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    threading.Thread(target=collector.serve_forever, daemon=True).start()
+    try:
+        endpoint = f"http://127.0.0.1:{collector.server_port}"
+        assert tracing.configure(endpoint, "mcp-tasks-test")
+        assert tracing.client_interceptors()
+        trace_id = uuid.uuid4().hex
+        headers = {"traceparent": f"00-{trace_id}-{uuid.uuid4().hex[:16]}-01"}
+        with tracing.server_span(headers, {"method": "tools/list"}):
+            pass
+        tracing.shutdown()  # flushes the batch
+    finally:
+        tracing.use(None)
+        collector.shutdown()
+        collector.server_close()
+    assert [path for path, _ in received] == ["/v1/traces"]
+    exported = ExportTraceServiceRequest.FromString(received[0][1])
+    spans = [s for r in exported.resource_spans for ss in r.scope_spans for s in ss.spans]
+    assert [(s.name, s.trace_id.hex()) for s in spans] == [("MCP tools/list", trace_id)]
+    assert not tracing.enabled()
