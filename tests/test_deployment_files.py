@@ -122,7 +122,7 @@ def test_docker_compose_validates_the_file_and_refuses_it_without_a_secret() -> 
 
 
 def test_a_public_server_refuses_to_start_without_a_state_secret() -> None:
-    public = Settings(host="0.0.0.0", insecure=True)
+    public = Settings(host="0.0.0.0", insecure=True, allowed_hosts=("mcp.lan",))
     with pytest.raises(ValueError, match="MCP_TASKS_STATE_SECRET is required"):
         create_app(public, ToolRegistry())
     create_app(public.with_(state_secret="s" * 32), ToolRegistry())
