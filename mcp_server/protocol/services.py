@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from mcp_server import __version__
 from mcp_server.protocol.context import Services
 from mcp_server.protocol.limits import Limits, PollLimiter
+from mcp_server.protocol.rate_limits import RateLimits
 from mcp_server.protocol.request_state import RequestStateCodec
 from mcp_server.runtime.config import Settings
 from mcp_server.tasks.store import TaskStore
@@ -59,6 +60,7 @@ def build_services(
         max_input_response_bytes=settings.max_input_response_bytes,
         max_open_tasks_per_principal=settings.max_open_tasks_per_principal,
         polls=PollLimiter(settings.poll_rate_factor, settings.poll_burst),
+        rates=RateLimits.of(settings),
     )
     return Services(
         registry=registry,

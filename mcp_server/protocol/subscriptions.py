@@ -157,8 +157,9 @@ async def listen(
             raise invalid_params("params.notifications.taskIds must be an array of strings")
         if len(task_ids) > MAX_TASK_IDS:
             raise invalid_params(f"notifications.taskIds may list at most {MAX_TASK_IDS} tasks")
+        misses = services.limits.rates.misses  # each unknown taskId is a "not found"
         for task_id in dict.fromkeys(task_ids):
-            if await find_task(services.store, task_id, ctx.principal, services.clock):
+            if await find_task(services.store, task_id, ctx.principal, services.clock, misses):
                 honoured.append(task_id)
     subscription = Subscription(ctx, services, honoured, wanted.tools_list_changed is True)
     return subscription.messages()

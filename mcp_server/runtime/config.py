@@ -92,6 +92,14 @@ class Settings(BaseModel):
     # tasks/get may run this many times faster than the task's pollIntervalMs, after a burst.
     poll_rate_factor: Positive = 4
     poll_burst: Positive = 20
+    # Per principal: tasks/update (task_respond), tasks/cancel (task_cancel) and lookups that
+    # end "not found", each a token bucket of `burst` refilled at the rate (0: no limit).
+    update_rate_per_minute: NonNegative = 600
+    update_burst: Positive = 100
+    cancel_rate_per_minute: NonNegative = 600
+    cancel_burst: Positive = 100
+    not_found_rate_per_minute: NonNegative = 600
+    not_found_burst: Positive = 100
     max_cached_workflows: NonNegative = 1000  # 0: no workflow cache
     max_concurrent_activities: Positive = 100
     instructions: str | None = None
