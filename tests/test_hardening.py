@@ -1,13 +1,17 @@
 """Security, second pass: names checked as whole strings, no server paths in client-facing errors,
-and each principal's own import area."""
+each principal's own import area, and request ids bounded in the audit log."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.exceptions import ApplicationError
@@ -15,11 +19,12 @@ from temporalio.exceptions import ApplicationError
 from activities.commands import PipelineFiles, parse_pipeline
 from activities.records import AREAS, ImportSpec, RecordImports
 from mcp_server.http.auth import ANONYMOUS, Principal
+from mcp_server.protocol import errors
 from mcp_server.runtime.cli import add_token
 from mcp_server.tools.patterns import ecma_to_python
 from mcp_server.tools.registry import ToolRegistry
 from tests.conftest import Stack
-from tests.mcp_client import McpClient
+from tests.mcp_client import TASKS, McpClient
 
 StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 
@@ -180,3 +185,41 @@ async def test_a_principal_cannot_read_or_overwrite_another_ones_database(
             message = task["result"]["content"][0]["text"]
             assert task["result"]["isError"] and repr(value) in message, message
     assert rows(alice_area / database) == [("1", "alice")]
+
+
+# ----- request ids: bounded in the audit log, absurd ones refused ------------------------------
+
+
+async def post_with_id(stack: Stack, request_id: str, method: str, task_id: str) -> Any:
+    params = {"taskId": task_id, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": TASKS,
+        "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "0"},
+    }}  # fmt: skip
+    body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    headers = stack.mcp.headers_for(method, params)
+    return await stack.http.post(stack.url, json=body, headers=headers)
+
+
+async def test_an_absurd_request_id_is_an_invalid_request(stack: Stack) -> None:
+    response = await post_with_id(stack, "i" * 257, "tasks/cancel", "mcp-task-" + "0" * 32)
+    assert response.json()["error"]["code"] == errors.INVALID_REQUEST
+    assert "longer than 256" in response.json()["error"]["message"]
+    assert response.json().get("id") is None  # not echoed: it was not accepted
+
+
+async def test_long_request_ids_and_task_ids_are_logged_truncated_and_marked(
+    stack: Stack, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcp_server.protocol.audit")
+    request_id, task_id = "r" * 256, "t" * 100_000
+    response = await post_with_id(stack, request_id, "tasks/cancel", task_id)
+    assert response.json()["id"] == request_id  # the client still gets its own id back
+    (line,) = [
+        json.loads(r.getMessage()) for r in caplog.records if r.name == "mcp_server.protocol.audit"
+    ]
+    assert line["outcome"] == f"error {errors.INVALID_PARAMS}"
+    assert len(caplog.text) < 2000
+    assert line["requestId"] == "r" * 64 + "…" and line["requestIdTruncated"] is True
+    assert line["requestIdSha256"] == hashlib.sha256(request_id.encode()).hexdigest()
+    assert line["taskId"] == "t" * 64 + "…" and line["taskIdTruncated"] is True
