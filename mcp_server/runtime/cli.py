@@ -18,10 +18,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import uvicorn
 from temporalio.client import Client
 
-from mcp_server.http.app import HttpServer, create_app
+from mcp_server.http.app import HttpServer, create_app, http_config
 from mcp_server.http.auth import build_authenticator, token_hash
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, port_is_free
@@ -62,10 +61,7 @@ class Part:
 
 def _http_part(settings: Settings, registry: ToolRegistry, client: Client) -> Part:
     app = create_app(settings, registry, client=client)
-    config = uvicorn.Config(
-        app, host=settings.host, port=settings.port, log_level="warning", lifespan="on"
-    )
-    server = HttpServer(config)
+    server = HttpServer(http_config(app, settings))
 
     async def stop() -> None:
         server.should_exit = True

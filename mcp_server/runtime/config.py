@@ -70,6 +70,10 @@ class Settings(BaseModel):
     allowed_hosts: CommaList = ()
     allowed_origins: CommaList = ()
     max_body_bytes: Positive = 1024 * 1024
+    # A whole request (head and body) must arrive within this time of the connection opening
+    # or of the previous response; a connection idle this long after a response is closed.
+    http_request_timeout_s: float = Field(default=20.0, gt=0, le=3600)
+    http_keep_alive_s: float = Field(default=5.0, gt=0, le=3600)
     # Authentication (see http/auth.py).
     auth: Literal["none", "tokens", "jwt"] = "none"
     insecure: Flag = False
