@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 import time
 import tomllib
@@ -36,6 +37,8 @@ HEARTBEAT_EVERY_S = 1.0
 KILL_GRACE_S = 5.0
 MAX_STEP_TIMEOUT_S = 24 * 3600
 INVALID_PIPELINE = "InvalidPipeline"
+# What a caller may name: the published schema's pattern, checked here as a whole string.
+PIPELINE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 
 
 @dataclass
@@ -72,15 +75,23 @@ async def run_command(step: CommandInput) -> dict[str, Any]:
     if info.heartbeat_details:  # a previous attempt died with its worker: end what it started
         _kill_group(int(info.heartbeat_details[0]["pgid"]), signal.SIGKILL)
     started = time.monotonic()
-    process = await asyncio.create_subprocess_shell(
-        step.command,
-        cwd=step.cwd,
-        env={**os.environ, **step.env},
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-    )
+    try:
+        process = await asyncio.create_subprocess_shell(
+            step.command,
+            cwd=step.cwd,
+            env={**os.environ, **step.env},
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as err:
+        # The error's own text names the absolute cwd: only its last part reaches the client.
+        raise ApplicationError(
+            f"the step cannot start in its cwd {Path(step.cwd).name!r}: {err.strerror}",
+            type=INVALID_PIPELINE,
+            non_retryable=True,
+        ) from None
     tail = bytearray()
     assert process.stdout is not None
     reader = asyncio.create_task(_collect(process.stdout, tail))
@@ -190,7 +201,9 @@ def parse_pipeline(path: Path) -> dict[str, Any]:
     `cwd` resolved against the file's directory. Every problem names the file and the key."""
     try:
         document = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+    except OSError as err:  # its text would name the absolute path
+        raise _invalid(path, f"cannot be read: {err.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise _invalid(path, f"cannot be read as TOML: {err}") from None
     try:
         pipeline = Pipeline.model_validate(document)
@@ -205,17 +218,24 @@ def parse_pipeline(path: Path) -> dict[str, Any]:
 
 
 class PipelineFiles:
-    """Reads pipelines from one directory only: a caller names a pipeline, never a path."""
+    """Reads pipelines from one directory only: a caller names a pipeline, never a path, and
+    errors never show where that directory is."""
 
     def __init__(self, directory: str) -> None:
         self.directory = Path(directory).resolve()
 
     @activity.defn(name="mcp_tasks.load_pipeline")
     async def load_pipeline(self, name: str) -> dict[str, Any]:
+        if not PIPELINE_NAME.fullmatch(name):
+            raise ApplicationError(
+                f"{name!r} is not a pipeline name ({PIPELINE_NAME.pattern})",
+                type=INVALID_PIPELINE,
+                non_retryable=True,
+            )
         path = (self.directory / f"{name}.toml").resolve()
         if path.parent != self.directory or not path.is_file():
             raise ApplicationError(
-                f"no pipeline named {name!r} in {self.directory}",
+                f"no pipeline named {name!r} in the pipelines directory",
                 type=INVALID_PIPELINE,
                 non_retryable=True,
             )

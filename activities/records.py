@@ -1,6 +1,12 @@
 """Batch import of CSV or JSON Lines files into SQLite, one idempotent chunk at a time.
 
-- Paths are resolved inside one allowed directory; anything else is refused.
+- Sources are shared and read-only: any file of the import directory outside its `principals/`
+  subdirectory (the server never writes there). Databases are the caller's own: they live in
+  `principals/<owner digest>/` of the import directory, and a database path that resolves
+  anywhere else (another caller's area, `..`, a symlink out) is refused. So one principal can
+  neither read nor overwrite another's databases.
+- Errors name paths as the caller gave them, never where the import directory is.
+- Table and key names are whole-string identifiers (`fullmatch`: no trailing newline).
 - `inspect_source` reads the file once: the columns, the number of rows, and the byte offset
   at which every chunk starts, so each chunk can be re-read on its own after a crash.
 - `import_chunk` upserts its rows on the key column in a single transaction: a chunk that is
@@ -25,6 +31,9 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+# The subdirectory holding each principal's own databases, and what an area may be named.
+AREAS = "principals"
+OWNER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 BAD_ROWS_REPORTED = 5
 IMPORT_REFUSED = "ImportRefused"
 
@@ -37,6 +46,8 @@ class ImportSpec:
     key: str
     format: str
     chunk_size: int
+    # The digest of the principal that owns the task: its databases are in its own area.
+    owner: str = ""
 
 
 def refused(message: str) -> ApplicationError:
@@ -66,22 +77,62 @@ def _rows(handle: io.BufferedReader, fmt: str) -> Iterator[tuple[int, Any]]:
                 yield position, line
 
 
+def _resolved(base: Path, relative: str, what: str) -> Path:
+    try:
+        return (base / relative).resolve()
+    except (OSError, ValueError):  # a NUL byte, a symlink loop
+        raise refused(f"the {what} {relative!r} is not a usable path") from None
+
+
+def _checked(spec: ImportSpec) -> None:
+    for what, name in (("table", spec.table), ("key", spec.key)):
+        if not IDENTIFIER.fullmatch(name):
+            raise refused(f"the {what} {name!r} is not an identifier ({IDENTIFIER.pattern})")
+
+
 class RecordImports:
     def __init__(self, directory: str) -> None:
         self.directory = Path(directory).resolve()
+        self.areas = self.directory / AREAS
 
-    def path(self, relative: str, what: str) -> Path:
-        resolved = (self.directory / relative).resolve()
+    def source(self, relative: str) -> Path:
+        """A shared source: inside the import directory, outside every principal's area."""
+        resolved = _resolved(self.directory, relative, "source")
         if not resolved.is_relative_to(self.directory):
-            raise refused(f"the {what} {relative!r} is outside the import directory")
+            raise refused(f"the source {relative!r} is outside the import directory")
+        if resolved.is_relative_to(self.areas):
+            raise refused(
+                f"the source {relative!r} is in {AREAS}/, where callers' databases are; "
+                "sources are the import directory's other files"
+            )
+        return resolved
+
+    def database(self, spec: ImportSpec) -> Path:
+        """The database in the owner's own area (made on first use, private to the server)."""
+        if not OWNER_NAME.fullmatch(spec.owner):
+            raise refused("the task names no owner, so it has no databases to write")
+        area = (self.areas / spec.owner).resolve()
+        resolved = _resolved(area, spec.database, "database")
+        if not resolved.is_relative_to(area) or resolved == area:
+            raise refused(
+                f"the database {spec.database!r} is outside the import directory "
+                "(each caller writes only in its own area)"
+            )
         return resolved
 
     @activity.defn(name="mcp_tasks.inspect_source")
     async def inspect_source(self, spec: ImportSpec) -> dict[str, Any]:
-        source = self.path(spec.source, "source")
-        self.path(spec.database, "database")
+        _checked(spec)
+        source = self.source(spec.source)
+        self.database(spec)
         if not source.is_file():
             raise refused(f"the source {spec.source!r} does not exist in the import directory")
+        try:
+            return self._inspect(source, spec)
+        except OSError as err:
+            raise refused(f"the source {spec.source!r} cannot be read: {err.strerror}") from None
+
+    def _inspect(self, source: Path, spec: ImportSpec) -> dict[str, Any]:
         offsets: list[int] = []
         columns: list[str] = []
         rows = 0
@@ -117,10 +168,27 @@ class RecordImports:
     async def import_chunk(
         self, spec: ImportSpec, columns: list[str], offset: int, first_row: int
     ) -> dict[str, Any]:
+        _checked(spec)
+        try:
+            return self._import_chunk(spec, columns, offset, first_row)
+        except OSError as err:  # its own text would name the absolute path
+            raise refused(
+                f"the source {spec.source!r} or the database {spec.database!r} cannot be "
+                f"used: {err.strerror}"
+            ) from None
+        except sqlite3.Error as err:  # no path in SQLite's messages; "locked" may pass
+            raise ApplicationError(
+                f"the database {spec.database!r} cannot be written: {err}",
+                type="DatabaseError",
+            ) from None
+
+    def _import_chunk(
+        self, spec: ImportSpec, columns: list[str], offset: int, first_row: int
+    ) -> dict[str, Any]:
         good: list[list[Any]] = []
         bad: list[dict[str, Any]] = []
         bad_count = 0
-        with self.path(spec.source, "source").open("rb") as handle:
+        with self.source(spec.source).open("rb") as handle:
             handle.seek(offset)
             for number, (_, row) in enumerate(_rows(handle, spec.format), first_row):
                 if number >= first_row + spec.chunk_size:
@@ -132,7 +200,7 @@ class RecordImports:
                         bad.append({"row": number, "error": problem})
                 else:
                     good.append(values)
-        _upsert(self.path(spec.database, "database"), spec, columns, good)
+        _upsert(self.database(spec), spec, columns, good)
         return {"imported": len(good), "badCount": bad_count, "bad": bad}
 
 
@@ -155,7 +223,7 @@ def _values(row: Any, columns: list[str], spec: ImportSpec) -> tuple[list[Any], 
 
 
 def _upsert(database: Path, spec: ImportSpec, columns: list[str], rows: list[list[Any]]) -> None:
-    database.parent.mkdir(parents=True, exist_ok=True)
+    database.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     connection = sqlite3.connect(database, timeout=30, isolation_level=None)
     try:
         connection.execute("PRAGMA journal_mode=WAL")

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from activities.records import AREAS
+from mcp_server.http.auth import ANONYMOUS
 from mcp_server.runtime.devserver import TemporalDevServer
 from tests.conftest import Stack
 from tests.dev_process import WorkerProcess
@@ -24,6 +26,11 @@ def csv_file(directory: Path, rows: int, extra: str = "") -> str:
     lines = ["id,name,city"] + [f"{i},person {i},city {i % 7}" for i in range(1, rows + 1)]
     (directory / name).write_text("\n".join(lines) + "\n" + extra)
     return name
+
+
+def area(import_dir: Path) -> Path:
+    """Where the anonymous caller's databases are (`--auth none`: every caller is it)."""
+    return import_dir / AREAS / ANONYMOUS.digest
 
 
 def count(database: Path, table: str) -> tuple[int, int]:
@@ -47,7 +54,7 @@ async def test_a_csv_import_commits_every_good_row_and_reports_the_bad_ones(
     assert result["imported"] == 2500 and result["badRows"] == 3 and result["totalRows"] == 2503
     assert [b["row"] for b in result["firstBadRows"]] == [2501, 2502, 2503]
     assert done["result"]["isError"] is False
-    assert count(import_dir / "people.db", "people_a") == (2500, 2500)
+    assert count(area(import_dir) / "people.db", "people_a") == (2500, 2500)
 
 
 async def test_importing_again_updates_rows_instead_of_duplicating_them(
@@ -62,7 +69,7 @@ async def test_importing_again_updates_rows_instead_of_duplicating_them(
     )
     done = await mcp.wait_terminal(await mcp.create_task("import_records", arguments))
     assert done["result"]["structuredContent"]["imported"] == 50
-    with sqlite3.connect(import_dir / "events.db") as connection:
+    with sqlite3.connect(area(import_dir) / "events.db") as connection:
         rows = connection.execute("SELECT COUNT(*), MIN(v), MAX(extra) FROM events").fetchone()
     assert rows == (50, "new", "[9]")
 
@@ -97,7 +104,7 @@ async def test_cancel_stops_between_chunks_and_says_how_many_rows_were_committed
     committed = int(cancelled["statusMessage"].split()[1].replace(",", ""))
     assert cancelled["statusMessage"] == f"Cancelled: {committed:,} of 2,000 rows were committed"
     assert 200 <= committed < 2000
-    assert count(import_dir / "cancel.db", "people") == (committed, committed)
+    assert count(area(import_dir) / "cancel.db", "people") == (committed, committed)
 
 
 @pytest.mark.slow
@@ -120,9 +127,9 @@ async def test_a_worker_killed_mid_import_loses_and_duplicates_nothing(
             )
         finally:
             worker.kill()
-        partial = count(import_dir / "crash.db", "people")[0]
+        partial = count(area(import_dir) / "crash.db", "people")[0]
         assert 0 < partial < 3000
         await stack.start_worker()
         done = await stack.mcp.wait_terminal(task_id, within=60)
         assert done["result"]["structuredContent"]["imported"] == 3000
-        assert count(import_dir / "crash.db", "people") == (3000, 3000)
+        assert count(area(import_dir) / "crash.db", "people") == (3000, 3000)

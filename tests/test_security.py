@@ -91,8 +91,10 @@ def test_the_tokens_file_keeps_hashes_never_tokens(tokens: tuple[Path, str, str]
 async def token_stack(
     fresh_stack: StackFactory, tokens: tuple[Path, str, str]
 ) -> AsyncIterator[Stack]:
-    # A large burst: the timing test polls one task back to back (rate limits are tested apart).
-    async with fresh_stack(auth="tokens", tokens_file=str(tokens[0]), poll_burst=1000) as stack:
+    # Large bursts: the timing test polls one task back to back and gets hundreds of "not
+    # found" answers (rate limits are tested apart, in test_rate_limits.py).
+    bursts = {"poll_burst": 1000, "not_found_burst": 1000}
+    async with fresh_stack(auth="tokens", tokens_file=str(tokens[0]), **bursts) as stack:
         yield stack
 
 

@@ -41,6 +41,7 @@ class ImportRecordsWorkflow(TaskWorkflow):
                 args.get("format") or ("csv" if source.lower().endswith(".csv") else "jsonl")
             ),
             chunk_size=int(args.get("chunk_size", 1000)),
+            owner=task.owner,
         )
         delay = timedelta(milliseconds=int(args.get("chunk_delay_ms", 0)))
         try:

@@ -25,6 +25,7 @@ from mcp_server.http.middleware import (
 )
 from mcp_server.http.origin import LOOPBACK_NAMES, OriginPolicy, is_loopback
 from mcp_server.http.sessions import SessionCodec
+from mcp_server.http.timeouts import guarded_h11
 from mcp_server.http.transport import McpEndpoint, error_response
 from mcp_server.observability.routes import add_operations_routes, operations
 from mcp_server.protocol.errors import INVALID_REQUEST, McpError
@@ -129,6 +130,23 @@ def create_app(
     app.add_route(RESOURCE_METADATA_PATH, resource_metadata, methods=["GET"])
     app.add_route(f"{RESOURCE_METADATA_PATH}/mcp", resource_metadata, methods=["GET"])
     return app
+
+
+def http_config(app: FastAPI, settings: Settings) -> uvicorn.Config:
+    """uvicorn's configuration: this app on the settings' address, with a time limit on
+    reading each request and on idle keep-alive connections (timeouts.py)."""
+    return uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        lifespan="on",
+        http=guarded_h11(settings.http_request_timeout_s),
+        timeout_keep_alive=settings.http_keep_alive_s,  # type: ignore[arg-type]
+        # uvicorn's lines go through the process's log format (one JSON line each with
+        # MCP_TASKS_LOG_FORMAT=json) instead of uvicorn's own handlers.
+        log_config=None,
+    )
 
 
 class HttpServer(uvicorn.Server):

@@ -1,7 +1,8 @@
 """ASGI middleware for what applies to every route, outermost first:
 
 1. `RequestIdMiddleware`: every request gets an id (the client's `X-Request-Id` when it is a
-   sane token, else a fresh one), echoed in the response's `X-Request-Id`.
+   sane token, 1-128 of `A-Za-z0-9._:-` and nothing else, else a fresh one), echoed in the
+   response's `X-Request-Id`.
 2. `HostOriginMiddleware`: Host and Origin against DNS rebinding (origin.py): 403.
 3. `AuthenticationMiddleware`: the credential (auth.py) on every route but the public ones
    (`/healthz`, the OAuth protected-resource metadata): 401 / 403 with `WWW-Authenticate`,
@@ -34,7 +35,7 @@ from mcp_server.observability.record import RequestRecord
 from mcp_server.protocol.errors import INVALID_REQUEST
 
 PUBLIC_PATHS = ("/healthz", "/readyz", "/.well-known/")
-_SANE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_SANE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 
 async def refuse(
@@ -63,7 +64,7 @@ class RequestIdMiddleware:
             await self.app(scope, receive, send)
             return
         offered = Headers(scope=scope).get("x-request-id", "")
-        request_id = offered if _SANE_ID.match(offered) else secrets.token_hex(8)
+        request_id = offered if _SANE_ID.fullmatch(offered) else secrets.token_hex(8)
         _state(scope)["request_id"] = request_id
 
         async def send_with_id(message: Message) -> None:

@@ -5,10 +5,16 @@ The dispatch table declares which methods are audited; this module decides when 
 (a `tools/call` only when it names a task tool) and writes the line. No arguments, answers or
 tokens are ever logged. The Temporal history keeps the same facts: the principal travels in the
 `mcp.submit_input` and `mcp.cancel_requested` signal payloads.
+
+What the client chose is bounded: a request id or taskId longer than `MAX_LOGGED_CHARS` is
+logged as its first characters and "…", plus `<field>Sha256` (the digest of the whole value,
+to match it with the client's own logs) and `<field>Truncated: true`. (The envelope already
+refuses ids over 256 characters; a taskId may be any length.)
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from typing import Any
@@ -21,6 +27,7 @@ from mcp_server.protocol.models import CreateTaskResult
 from mcp_server.protocol.wire import iso_now
 
 log = logging.getLogger("mcp_server.protocol.audit")
+MAX_LOGGED_CHARS = 128
 _EVENTS = {
     "tools/call": "task.create",
     "tasks/update": "task.update",
@@ -45,16 +52,27 @@ def created_task_id(result: BaseModel) -> str | None:
     return None
 
 
+def bounded(entry: dict[str, Any], name: str, value: Any) -> None:
+    """Set `entry[name]` to `value`, or to a marked prefix of it when it is too long to log."""
+    text = value if isinstance(value, str) else str(value)
+    if value is None or len(text) <= MAX_LOGGED_CHARS:
+        entry[name] = value
+        return
+    entry[name] = text[: MAX_LOGGED_CHARS // 2] + "…"
+    entry[f"{name}Sha256"] = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+    entry[f"{name}Truncated"] = True
+
+
 def write(ctx: RequestContext, params: Any, outcome: str, *, task_id: str | None = None) -> None:
     entry: dict[str, Any] = {
         "time": iso_now(),
         "event": _EVENTS.get(ctx.method, "task.cancel"),
         "method": ctx.method,
-        "requestId": ctx.request_id,
-        "taskId": task_id or getattr(params, "task_id", None),
-        "principal": ctx.principal,
-        "outcome": outcome,
     }
+    bounded(entry, "requestId", ctx.request_id)
+    bounded(entry, "taskId", task_id or getattr(params, "task_id", None))
+    entry["principal"] = ctx.principal
+    entry["outcome"] = outcome
     if ctx.method == "tools/call":
         entry["tool"] = params.name
     log.info(json.dumps(entry, separators=(",", ":")))

@@ -5,7 +5,8 @@ Rules implemented:
   -32700. Nesting deeper than `strict_json.MAX_DEPTH` (64) arrays and objects: -32602 naming the
   limit, before anything reads the message. Not one object (a batch, a scalar), `jsonrpc` not "2.0",
   an id that is neither a string nor an integer (MCP never allows null), a method that is not a
-  string: -32600.
+  string: -32600. So is an id longer than `MAX_ID_CHARS` (JSON-RPC sets no bound; no client
+  needs more, and the id is echoed, audited and carried into the task's history).
 - `params` is an object when present (null counts as absent): -32602.
 - The era is read from the message itself: one whose `params._meta` names a protocolVersion is
   2026-07-28 (even an `initialize`, which is then an unknown method).
@@ -28,6 +29,7 @@ from mcp_server.protocol.errors import (
 from mcp_server.protocol.wire import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, SUPPORTED_VERSIONS
 
 RequestId = str | int | None
+MAX_ID_CHARS = 256
 
 
 def parse_envelope(body: bytes | str) -> tuple[dict[str, Any], RequestId]:
@@ -48,6 +50,8 @@ def parse_envelope(body: bytes | str) -> tuple[dict[str, Any], RequestId]:
     valid_id = isinstance(request_id, str | int) and not isinstance(request_id, bool)
     if "id" in message and not valid_id:
         raise McpError(INVALID_REQUEST, "The request id must be a string or an integer")
+    if valid_id and len(str(request_id)) > MAX_ID_CHARS:
+        raise McpError(INVALID_REQUEST, f"The request id is longer than {MAX_ID_CHARS} characters")
     if message.get("jsonrpc") != "2.0":
         raise McpError(INVALID_REQUEST, 'jsonrpc must be "2.0"')
     if "method" in message and not isinstance(message["method"], str):

@@ -8,8 +8,10 @@ hosts that know nothing of tasks (see fallback.py).
   when `key` is left out), validated as a `tasks/update` answer is.
 - `task_cancel {taskId}`: asks the task to stop.
 Owner binding holds as for `tasks/*`: a task that is missing, expired or someone else's is
-"not found", alike. Mistakes a model can correct (a wrong key, a finished task) are `isError`
-results that say what to do, not protocol errors.
+"not found", alike, and so do the per-principal rate limits (task_respond counts as a
+tasks/update, task_cancel as a tasks/cancel, every "not found" as one: a JSON-RPC
+RATE_LIMITED error, as for `tasks/*`). Mistakes a model can correct (a wrong key, a finished
+task) are `isError` results that say what to do, not protocol errors.
 """
 
 from __future__ import annotations
@@ -117,8 +119,15 @@ async def call(
     task_id = arguments.get("taskId")
     if not isinstance(task_id, str) or not task_id:
         raise invalid_params(f"Invalid arguments for tool {name!r}: taskId must be a string")
+    rates = services.limits.rates
+    if name == "task_respond":
+        rates.updates.take(ctx.principal)
+    elif name == "task_cancel":
+        rates.cancels.take(ctx.principal)
     try:
-        snapshot = await find_task(services.store, task_id, ctx.principal, services.clock)
+        snapshot = await find_task(
+            services.store, task_id, ctx.principal, services.clock, rates.misses
+        )
         if snapshot is None:
             return _text(NOT_FOUND, error=True)
         if name == "task_status":

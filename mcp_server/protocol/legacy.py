@@ -12,7 +12,8 @@
   see fallback.py); then the tool's result (related-task `_meta`), or the task's
   JSON-RPC error; `tasks/list` lists only the caller's tasks, paginated, from
   Temporal's visibility store; `tasks/cancel` requests cancellation and answers the task
-  (a task already completed or failed: -32602).
+  (a task already completed or failed: -32602). The same per-principal rate limits apply
+  as to the extension's methods (cancellations, "not found" lookups: rate_limits.py).
 - A session's GET stream relays its own tasks' questions (fallback.session_questions).
 """
 
@@ -32,7 +33,6 @@ from mcp_server.protocol.legacy_views import cancel_task_result, get_task_result
 from mcp_server.protocol.models import PaginatedParams, Params, TaskIdParams
 from mcp_server.protocol.task_views import RELATED_TASK
 from mcp_server.protocol.wire import HANDSHAKE_VERSIONS, TASKS_EXTENSION
-from mcp_server.tasks.access import require_task
 
 if TYPE_CHECKING:
     from mcp_server.protocol.dispatch import Method
@@ -90,12 +90,12 @@ async def empty(ctx: RequestContext, services: Services, params: Params) -> core
 
 
 async def get_task(ctx: RequestContext, services: Services, params: TaskIdParams) -> BaseModel:
-    snapshot = await require_task(services.store, params.task_id, ctx.principal, services.clock)
+    snapshot = await tasks.lookup(ctx, services, params.task_id)
     return get_task_result(snapshot)
 
 
 async def task_result(ctx: RequestContext, services: Services, params: TaskIdParams) -> BaseModel:
-    await require_task(services.store, params.task_id, ctx.principal, services.clock)
+    await tasks.lookup(ctx, services, params.task_id)
     snapshot = await follow(ctx, services, params.task_id, None)
     result = outcome(snapshot)
     result.meta = {**(result.meta or {}), RELATED_TASK: {"taskId": snapshot.task_id}}
@@ -115,7 +115,8 @@ async def list_tasks(
 
 
 async def cancel_task(ctx: RequestContext, services: Services, params: TaskIdParams) -> BaseModel:
-    snapshot = await require_task(services.store, params.task_id, ctx.principal, services.clock)
+    services.limits.rates.cancels.take(ctx.principal)
+    snapshot = await tasks.lookup(ctx, services, params.task_id)
     await tasks.cancel(ctx, services, params.task_id)
     if snapshot.status in ("completed", "failed"):
         raise invalid_params(

@@ -9,6 +9,7 @@
   faster than the task's own pollIntervalMs, after a burst of `poll_burst`. A client that honours
   pollIntervalMs is never limited; one that polls much faster gets RATE_LIMITED, HTTP 429, with
   `Retry-After` and `data.retryAfterMs`. Buckets live in this replica's memory.
+- `tasks/update`, `tasks/cancel` and "not found" lookups: per principal (rate_limits.py).
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from mcp_server.protocol.errors import QUOTA_EXCEEDED, RATE_LIMITED, McpError, invalid_params
+from mcp_server.protocol.rate_limits import RateLimits
 from mcp_server.tasks.quota import QuotaExceeded
 
 T = TypeVar("T")
@@ -84,6 +86,8 @@ class Limits:
     max_input_response_bytes: int
     max_open_tasks_per_principal: int
     polls: PollLimiter
+    # Per principal: tasks/update, tasks/cancel and "not found" lookups (rate_limits.py).
+    rates: RateLimits = field(default_factory=RateLimits.off)
 
     def check_input_responses(self, responses: dict[str, Any]) -> None:
         if len(responses) > self.max_input_responses:

@@ -20,6 +20,7 @@ from mcp_server import __version__
 from mcp_server.http.origin import is_loopback
 from mcp_server.protocol.context import Services
 from mcp_server.protocol.limits import Limits, PollLimiter
+from mcp_server.protocol.rate_limits import RateLimits
 from mcp_server.protocol.request_state import RequestStateCodec
 from mcp_server.protocol.streams import Listening, StreamSlots
 from mcp_server.runtime.config import Settings
@@ -72,6 +73,7 @@ def build_services(
         max_input_response_bytes=settings.max_input_response_bytes,
         max_open_tasks_per_principal=settings.max_open_tasks_per_principal,
         polls=PollLimiter(settings.poll_rate_factor, settings.poll_burst),
+        rates=RateLimits.of(settings),
     )
     listening = Listening(
         slots=StreamSlots(settings.max_listen_streams_per_principal, settings.max_listen_streams),

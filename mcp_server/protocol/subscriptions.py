@@ -198,11 +198,14 @@ async def listen(
                 f"{listening.max_task_ids} are accepted on one stream"
             )
     lease = listening.slots.acquire(ctx.principal)
+    misses = services.limits.rates.misses  # each unknown taskId is a "not found"
     honoured: dict[str, TaskSnapshot] = {}
     try:
         for task_id in dict.fromkeys(task_ids or []):
             _check_poll_budget(ctx, services, task_id)
-            snapshot = await find_task(services.store, task_id, ctx.principal, services.clock)
+            snapshot = await find_task(
+                services.store, task_id, ctx.principal, services.clock, misses
+            )
             if snapshot is not None:
                 services.limits.polls.learn_interval(
                     ctx.principal, task_id, snapshot.poll_interval_ms

@@ -8,6 +8,8 @@ the same -32602, at the same time (tasks/access.py).
   superseded keys are ignored whatever their value. Each delivered answer must be a valid
   response to its request (-32602). A terminal task acks and changes nothing.
 - `tasks/cancel` acks at once, terminal or not; the workflow ends `cancelled` soon after.
+- Rate limits per principal, checked before the lookup (rate_limits.py): tasks/update and
+  tasks/cancel calls, and lookups that end "not found" (on every method that looks a task up).
 """
 
 from __future__ import annotations
@@ -22,12 +24,19 @@ from mcp_server.protocol.models import (
 )
 from mcp_server.protocol.task_views import get_task_result
 from mcp_server.tasks.access import require_task
+from mcp_server.tasks.snapshots import TaskSnapshot
 from workflows.task_state import TERMINAL_STATUSES, AuditStamp, SubmitInput
+
+
+async def lookup(ctx: RequestContext, services: Services, task_id: str) -> TaskSnapshot:
+    """The caller's task, or "not found" (counted by the caller's "not found" limit)."""
+    misses = services.limits.rates.misses
+    return await require_task(services.store, task_id, ctx.principal, services.clock, misses)
 
 
 async def get_task(ctx: RequestContext, services: Services, params: TaskIdParams) -> GetTaskResult:
     services.limits.polls.check(ctx.principal, params.task_id)
-    snapshot = await require_task(services.store, params.task_id, ctx.principal, services.clock)
+    snapshot = await lookup(ctx, services, params.task_id)
     services.limits.polls.learn_interval(ctx.principal, snapshot.task_id, snapshot.poll_interval_ms)
     return get_task_result(snapshot)
 
@@ -38,7 +47,7 @@ async def submit_answers(
     """Deliver the answers to a task's outstanding input requests (tasks/update, and a
     2025-11-25 client's responses to the requests the server sent it)."""
     services.limits.check_input_responses(responses)
-    snapshot = await require_task(services.store, task_id, ctx.principal, services.clock)
+    snapshot = await lookup(ctx, services, task_id)
     if snapshot.status in TERMINAL_STATUSES:
         return
     outstanding = {k: v for k, v in responses.items() if k in snapshot.input_requests}
@@ -56,12 +65,15 @@ async def submit_answers(
 async def update_task(
     ctx: RequestContext, services: Services, params: UpdateTaskParams
 ) -> CompleteResult:
+    services.limits.rates.updates.take(ctx.principal)
     await submit_answers(ctx, services, params.task_id, params.input_responses)
     return CompleteResult()
 
 
 async def cancel(ctx: RequestContext, services: Services, task_id: str) -> None:
-    snapshot = await require_task(services.store, task_id, ctx.principal, services.clock)
+    """Request the cancellation of the caller's task (the caller's cancel limit is checked by
+    each method, before its lookup)."""
+    snapshot = await lookup(ctx, services, task_id)
     if snapshot.status not in TERMINAL_STATUSES:
         stamp = AuditStamp(principal=ctx.principal, request_id=str(ctx.request_id))
         await services.store.cancel(snapshot.task_id, stamp)
@@ -70,5 +82,6 @@ async def cancel(ctx: RequestContext, services: Services, task_id: str) -> None:
 async def cancel_task(
     ctx: RequestContext, services: Services, params: TaskIdParams
 ) -> CompleteResult:
+    services.limits.rates.cancels.take(ctx.principal)
     await cancel(ctx, services, params.task_id)
     return CompleteResult()

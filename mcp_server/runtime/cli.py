@@ -18,10 +18,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import uvicorn
 from temporalio.client import Client
 
-from mcp_server.http.app import HttpServer, create_app
+from mcp_server.http.app import HttpServer, create_app, http_config
 from mcp_server.http.auth import build_authenticator
 from mcp_server.observability import tracing
 from mcp_server.observability.logging import LogFormat
@@ -68,13 +67,7 @@ class Part:
 
 def _http_part(settings: Settings, registry: ToolRegistry, client: Client) -> Part:
     app = create_app(settings, registry, client=client)
-    # log_config=None: uvicorn's lines go through the process's log format (one JSON line each
-    # with MCP_TASKS_LOG_FORMAT=json) instead of uvicorn's own handlers.
-    config = uvicorn.Config(
-        app, host=settings.host, port=settings.port, log_level="warning", lifespan="on",
-        log_config=None,
-    )  # fmt: skip
-    server = HttpServer(config)
+    server = HttpServer(http_config(app, settings))
     if settings.metrics_port is not None:
         serve_metrics(settings.metrics_host, settings.metrics_port)
 

@@ -75,6 +75,10 @@ class Settings(BaseModel):
     allowed_hosts: CommaList = ()
     allowed_origins: CommaList = ()
     max_body_bytes: Positive = 1024 * 1024
+    # A whole request (head and body) must arrive within this time of the connection opening
+    # or of the previous response; a connection idle this long after a response is closed.
+    http_request_timeout_s: float = Field(default=20.0, gt=0, le=3600)
+    http_keep_alive_s: float = Field(default=5.0, gt=0, le=3600)
     # Authentication (see http/auth.py).
     auth: Literal["none", "tokens", "jwt"] = "none"
     insecure: Flag = False
@@ -103,6 +107,14 @@ class Settings(BaseModel):
     max_listen_streams: Positive = 200
     max_listen_task_ids: Positive = 100
     max_watched_tasks: Positive = 500
+    # Per principal: tasks/update (task_respond), tasks/cancel (task_cancel) and lookups that
+    # end "not found", each a token bucket of `burst` refilled at the rate (0: no limit).
+    update_rate_per_minute: NonNegative = 600
+    update_burst: Positive = 100
+    cancel_rate_per_minute: NonNegative = 600
+    cancel_burst: Positive = 100
+    not_found_rate_per_minute: NonNegative = 600
+    not_found_burst: Positive = 100
     max_cached_workflows: NonNegative = 1000  # 0: no workflow cache
     max_concurrent_activities: Positive = 100
     instructions: str | None = None

@@ -19,6 +19,10 @@ Rules implemented:
   that depends on when the sleep began, which would keep each kind of lookup's own phase. So
   the wait sleeps until just before the deadline, then yields to the event loop (every other
   task keeps running) until the deadline has passed: at most `_SPIN_S` of busy waiting.
+- Nothing is pooled or shared between callers but the learnt usual time: each waiting lookup
+  is one coroutine. With `misses` (the per-principal "not found" limiter,
+  protocol/rate_limits.py) a lookup takes a token first and gives it back when found, so a
+  principal has at most its burst of "not found" lookups in flight and a bounded rate of them.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from datetime import datetime
+from typing import Protocol
 from weakref import WeakKeyDictionary
 
 from mcp_server.tasks.errors import TaskNotFound
@@ -40,6 +45,12 @@ NOT_FOUND_FLOOR_S = 0.005
 # Longer than asyncio's worst lateness on an idle loop (1 ms plus scheduling), so the sleep
 # ends before the deadline and the busy wait alone decides when the answer leaves.
 _SPIN_S = 0.002
+
+
+class MissLimiter(Protocol):
+    def take(self, principal: str) -> None: ...
+
+    def give_back(self, principal: str) -> None: ...
 
 
 class NotFoundDeadline:
@@ -81,10 +92,31 @@ async def wait_until(deadline: float) -> None:
 
 
 async def find_task(
-    store: TaskStore, task_id: str, owner: str, clock: Callable[[], datetime]
+    store: TaskStore,
+    task_id: str,
+    owner: str,
+    clock: Callable[[], datetime],
+    misses: MissLimiter | None = None,
 ) -> TaskSnapshot | None:
     """The task if it exists, belongs to `owner` and is within its TTL; else None, at the
-    common deadline of every "not found"."""
+    common deadline of every "not found". With `misses`, a lookup the owner's "not found"
+    bucket has no room for is refused (RATE_LIMITED) before the store is asked."""
+    if misses is not None:
+        misses.take(owner)
+    try:
+        snapshot = await _find(store, task_id, owner, clock)
+    except Exception:  # the store failed: no answer either way (a cancelled call still counts)
+        if misses is not None:
+            misses.give_back(owner)
+        raise
+    if snapshot is not None and misses is not None:
+        misses.give_back(owner)
+    return snapshot
+
+
+async def _find(
+    store: TaskStore, task_id: str, owner: str, clock: Callable[[], datetime]
+) -> TaskSnapshot | None:
     started = time.perf_counter()
     deadline = deadline_of(store)
     if len(task_id) <= MAX_TASK_ID_LENGTH and task_id.isprintable():
@@ -98,10 +130,14 @@ async def find_task(
 
 
 async def require_task(
-    store: TaskStore, task_id: str, owner: str, clock: Callable[[], datetime]
+    store: TaskStore,
+    task_id: str,
+    owner: str,
+    clock: Callable[[], datetime],
+    misses: MissLimiter | None = None,
 ) -> TaskSnapshot:
     """`find_task`, with "not found" raised as `TaskNotFound`."""
-    snapshot = await find_task(store, task_id, owner, clock)
+    snapshot = await find_task(store, task_id, owner, clock, misses)
     if snapshot is None:
         raise TaskNotFound(task_id)
     return snapshot

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities.commands import PipelineFiles, run_command
+from activities.commands import PIPELINE_NAME, PipelineFiles, run_command
 from activities.records import IDENTIFIER, RecordImports
 from activities.steps import ACTIVITIES
 from mcp_server.tools.registry import Tool, ToolCall, ToolRegistry
@@ -37,8 +37,9 @@ def register(registry: ToolRegistry) -> None:
     registry.add(
         Tool(
             "import_records",
-            "Imports a CSV or JSON Lines file into a SQLite table (both inside the server's "
-            "import directory), upserting on a key column, chunk by chunk, with progress.",
+            "Imports a CSV or JSON Lines file of the server's import directory into a SQLite "
+            "table of the caller's own databases, upserting on a key column, chunk by chunk, "
+            "with progress.",
             {
                 "type": "object",
                 "properties": {
@@ -82,7 +83,7 @@ def register(registry: ToolRegistry) -> None:
             {
                 "type": "object",
                 "properties": {
-                    "pipeline": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,100}$"},
+                    "pipeline": {"type": "string", "pattern": PIPELINE_NAME.pattern},
                 },
                 "required": ["pipeline"],
             },

@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from jsonschema import Draft202012Validator
+from jsonschema.protocols import Validator
 
 from mcp_server.runtime.config import Settings
 from mcp_server.tasks.ttl import kept_for
+from mcp_server.tools.patterns import ArgumentValidator
 
 TaskSupport = Literal["never", "optional", "required"]
 
@@ -197,7 +199,7 @@ class ToolRegistry:
         # What toolsets may read to configure their activities (e.g. pipelines_dir).
         self.settings = settings or Settings()
         self._tools: dict[str, Tool] = {}
-        self._validators: dict[str, Draft202012Validator] = {}
+        self._validators: dict[str, Validator] = {}
         self._listeners: list[Callable[[], None]] = []
         self.workflows: list[type] = []
         self.activities: list[Callable[..., Any]] = []
@@ -206,7 +208,8 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} is registered twice")
         self._tools[tool.name] = tool
-        self._validators[tool.name] = Draft202012Validator(tool.input_schema)
+        # ECMA-262 patterns: `$` is the end of the string, as clients read it (patterns.py).
+        self._validators[tool.name] = ArgumentValidator(tool.input_schema)
         self._changed()
         return tool
 

@@ -1,0 +1,90 @@
+"""Slowloris: a connection that sends half a request, or nothing, or idles after a response, is
+closed by the server (the server the `mcp-tasks server` command runs: http_config)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from temporalio.client import Client
+
+from mcp_server.http.app import HttpServer, create_app, http_config
+from mcp_server.runtime.config import Settings
+from mcp_server.runtime.devserver import free_port
+from mcp_server.tools.registry import ToolRegistry
+
+# Short limits for the test; every wait for a close is bounded well above them.
+REQUEST_TIMEOUT_S = 0.5
+KEEP_ALIVE_S = 0.5
+CLOSED_WITHIN_S = 10.0
+
+
+@pytest.fixture
+async def port(temporal_client: Client, registry: ToolRegistry) -> AsyncIterator[int]:
+    settings = Settings(
+        port=free_port(),
+        http_request_timeout_s=REQUEST_TIMEOUT_S,
+        http_keep_alive_s=KEEP_ALIVE_S,
+        state_secret="s" * 32,
+    )
+    server = HttpServer(
+        http_config(create_app(settings, registry, client=temporal_client), settings)
+    )
+    serving = asyncio.create_task(server.serve())
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline and not serving.done(), "uvicorn did not start"
+        await asyncio.sleep(0.02)
+    try:
+        yield settings.port
+    finally:
+        server.should_exit = True
+        await serving
+
+
+async def closed_by_server(reader: asyncio.StreamReader, within: float = CLOSED_WITHIN_S) -> bytes:
+    """Everything the server still sends before it closes the connection (bounded wait)."""
+    return await asyncio.wait_for(reader.read(), within)
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        b"",  # a connection that never sends anything
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: appl",  # half a head
+        # A whole head, then only part of the body it announced.
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b'Content-Length: 100\r\n\r\n{"jsonrpc":',
+    ],
+)
+async def test_a_half_sent_request_is_closed(port: int, sent: bytes) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(sent)
+    await writer.drain()
+    await closed_by_server(reader)
+    writer.close()
+
+
+async def test_trickling_bytes_does_not_keep_a_request_open(port: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    head = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 1000
+    closed = asyncio.create_task(closed_by_server(reader))
+    for byte in head:  # one byte every 50 ms: each resets no timer
+        if closed.done():
+            break
+        writer.write(bytes([byte]))
+        await asyncio.sleep(0.05)
+    await closed
+    writer.close()
+
+
+async def test_an_idle_keep_alive_connection_is_closed(port: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    await writer.drain()
+    # Within less than uvicorn's own default (5 s): the configured keep-alive applies.
+    response = await closed_by_server(reader, within=4.0)
+    assert response.startswith(b"HTTP/1.1 200 ") or response.startswith(b"HTTP/1.1 503 ")
+    writer.close()
