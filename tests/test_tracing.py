@@ -23,6 +23,7 @@ from mcp_server.runtime.temporal_connection import observed_connection
 from mcp_server.tools.registry import ToolRegistry
 from tests.conftest import running_stack
 from tests.mcp_client import TASKS_AND_ELICITATION, VERSION
+from workflows.quota import QUOTA_WORKFLOW
 
 
 async def test_one_trace_runs_from_the_http_request_through_the_workflow_to_an_activity(
@@ -75,9 +76,14 @@ async def test_one_trace_runs_from_the_http_request_through_the_workflow_to_an_a
     assert chain[-1] == "MCP tools/call", chain
     assert any(name.startswith("StartWorkflow") for name in chain), chain
     assert any(name.startswith("StartActivity") for name in chain), chain  # the workflow's
-    start = next(s for s in spans if s.name.startswith("StartWorkflow"))
-    run = next(s for s in spans if s.name.startswith("RunWorkflow"))
-    assert run.parent is not None and run.parent.span_id == start.context.span_id
+    # The task's run, not the open-task quota workflow's (QUOTA_WORKFLOW), which the same
+    # request starts first to reserve the task's slot.
+    run = next(
+        s for s in spans if s.name.startswith("RunWorkflow") and QUOTA_WORKFLOW not in s.name
+    )
+    assert run.parent is not None and run.parent.span_id in by_id
+    start = by_id[run.parent.span_id]
+    assert start.name.startswith("StartWorkflow") and QUOTA_WORKFLOW not in start.name, start.name
     assert run.context.trace_id == start.context.trace_id == http.context.trace_id
     joined = [s for s in spans if s.name == "MCP tasks/get"][-1]  # after wait_terminal's
     assert f"{joined.context.trace_id:032x}" == other

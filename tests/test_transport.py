@@ -183,6 +183,21 @@ async def test_dns_rebinding_is_refused_with_403(stack: Stack, headers: dict[str
     assert response.status_code == 403
 
 
+async def test_probes_answer_an_orchestrator_that_sends_the_pod_ip_as_host(stack: Stack) -> None:
+    """Kubernetes' httpGet probes send the pod's IP as Host: the probes answer them, while the
+    endpoint, and a probe fetched by a web page (with an Origin), stay behind the Host check."""
+    probe_host = {"Host": "10.1.2.3:8000"}
+    for probe in ("/healthz", "/readyz"):
+        response = await stack.http.get(stack.url.replace("/mcp", probe), headers=probe_host)
+        assert response.status_code == 200, (probe, response.text)
+        from_page = {**probe_host, "Origin": "http://evil.example.com"}
+        response = await stack.http.get(stack.url.replace("/mcp", probe), headers=from_page)
+        assert response.status_code == 403
+    body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": META}}
+    response = await raw_post(stack, body, {"Mcp-Method": "server/discover", **probe_host})
+    assert response.status_code == 403
+
+
 async def test_a_loopback_origin_is_accepted(stack: Stack) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": META}}
     headers = {"Mcp-Method": "server/discover", "Origin": "http://localhost:3000"}

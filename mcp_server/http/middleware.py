@@ -35,6 +35,9 @@ from mcp_server.observability.record import RequestRecord
 from mcp_server.protocol.errors import INVALID_REQUEST
 
 PUBLIC_PATHS = ("/healthz", "/readyz", "/.well-known/")
+# Probes: an orchestrator sends the pod's IP as Host (Kubernetes' httpGet probes), so they skip
+# the Host check; they say only whether the process and its dependencies are up.
+PROBE_PATHS = frozenset({"/healthz", "/readyz"})
 _SANE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 
@@ -81,7 +84,7 @@ class HostOriginMiddleware:
         self.policy = policy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] == "http" and not _is_probe(scope):
             headers = Headers(scope=scope)
             host = headers.get("host")
             allowed = self.policy.host_allowed(host) and self.policy.origin_allowed(
@@ -91,6 +94,13 @@ class HostOriginMiddleware:
                 await refuse(send, 403, "Forbidden: Host or Origin not allowed")
                 return
         await self.app(scope, receive, send)
+
+
+def _is_probe(scope: Scope) -> bool:
+    """A plain GET of a probe, not sent by a web page (no Origin)."""
+    if scope["method"] != "GET" or scope["path"] not in PROBE_PATHS:
+        return False
+    return not any(name == b"origin" for name, _ in scope["headers"])
 
 
 class AuthenticationMiddleware:
