@@ -234,9 +234,15 @@ async def test_the_quota_workflow_continues_as_new_with_its_slots_and_stays_exac
         queue = stack.settings.task_queue
         start = QuotaInput(f"owner-{uuid.uuid4().hex}", max_updates=3)
         handle = temporal_client.get_workflow_handle(quota_workflow_id(queue, start.owner))
-        answers = await asyncio.gather(
-            *(reserve(temporal_client, queue, start, [f"t{i}"], 20) for i in range(30))
-        )
+        # 8 at a time: concurrent, and under Temporal's cap of 10 updates in flight per
+        # workflow (a server replica sends one at a time per principal: tasks/quota.py).
+        gate = asyncio.Semaphore(8)
+
+        async def gated(task_id: str) -> ReserveAnswer:
+            async with gate:
+                return await reserve(temporal_client, queue, start, [task_id], 20)
+
+        answers = await asyncio.gather(*(gated(f"t{i}") for i in range(30)))
         granted = [task_id for answer in answers for task_id in answer.granted]
         assert len(granted) == 20 == len(set(granted))
         again = await reserve(temporal_client, queue, start, [granted[0], "late"], 20)

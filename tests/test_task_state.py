@@ -91,5 +91,8 @@ async def test_workflows_recorded_before_the_typed_memo_still_replay(
     out, reporting progress, redacting secrets, failing and being cancelled. Replaying it with
     today's workflows proves they still issue the same commands in the same order."""
     recorded = WorkflowHistory.from_json(history.stem, history.read_text())
-    result = await Replayer(workflows=registry.workflows).replay_workflow(recorded)
+    # debug_mode: no 2 s deadlock detector; this checks determinism, and a loaded CI machine
+    # once stalled a replay that long (TMPRL1101) with nothing wrong in the workflow.
+    replayer = Replayer(workflows=registry.workflows, debug_mode=True)
+    result = await replayer.replay_workflow(recorded)
     assert result.replay_failure is None

@@ -39,6 +39,7 @@ from workflows.quota import (
     QUOTA_WORKFLOW,
     RELEASE_SIGNAL,
     RESERVE_UPDATE,
+    TASK_TIMEOUT,
     QuotaInput,
     ReserveAnswer,
     ReserveRequest,
@@ -49,7 +50,15 @@ log = logging.getLogger("mcp_server.tasks.quota")
 
 WAIT_S = 10.0
 RETRY_AFTER_S = 5.0
-_UNAVAILABLE = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED}
+# Besides an unreachable Temporal: Temporal's cap on updates in flight per workflow
+# (RESOURCE_EXHAUSTED) and a quota workflow whose last workflow task failed, which Temporal
+# retries and meanwhile admits no update (FAILED_PRECONDITION): both pass, so retry later.
+_UNAVAILABLE = {
+    RPCStatusCode.UNAVAILABLE,
+    RPCStatusCode.DEADLINE_EXCEEDED,
+    RPCStatusCode.RESOURCE_EXHAUSTED,
+    RPCStatusCode.FAILED_PRECONDITION,
+}
 
 
 class QuotaExceeded(TaskError):
@@ -142,7 +151,9 @@ class QuotaReservations:
             ) from err
         except RPCError as err:
             if err.status in _UNAVAILABLE:
-                raise BackendUnavailable("Temporal", f"reserve a task slot: {err.message}") from err
+                raise BackendUnavailable(
+                    "Temporal", f"reserve a task slot: {err.message}", RETRY_AFTER_S
+                ) from err
             raise BackendRefused("Temporal", "reserve a task slot", err.message) from err
 
     async def _update_with_start(self, owner: str, request: ReserveRequest) -> ReserveAnswer:
@@ -153,6 +164,7 @@ class QuotaReservations:
             task_queue=self._task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             static_summary="MCP open-task quota",
+            task_timeout=TASK_TIMEOUT,
         )
         answer: ReserveAnswer = await self._client.execute_update_with_start_workflow(
             RESERVE_UPDATE,
