@@ -5,16 +5,12 @@ in error_description. Over real HTTP, with a real JWKS server where keys come fr
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,6 +25,7 @@ from mcp_server.http.auth import Principal, build_authenticator
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import free_port
 from tests.conftest import Stack
+from tests.jwks_server import JwksServer
 from tests.mcp_client import McpClient
 from tests.test_security import (  # noqa: F401 (fixtures)
     AUDIENCE,
@@ -158,46 +155,17 @@ async def test_error_description_is_a_fixed_phrase_without_library_text(
     assert reply.error["message"] == f"Unauthorized: {phrase}"
 
 
-@dataclass
-class Jwks:
-    url: str
-    stop: Callable[[], None]
-
-
 @pytest.fixture
-def jwks() -> Iterator[tuple[Jwks, rsa.RSAPrivateKey]]:
-    """A JWKS endpoint over real HTTP that the test can take down, and the key it publishes."""
+def jwks() -> Iterator[tuple[JwksServer, rsa.RSAPrivateKey]]:
+    """A JWKS endpoint the test can take down, and the key it publishes."""
     key = _rsa()
-    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
-    body = json.dumps({"keys": [{**jwk, "kid": "k1", "use": "sig", "alg": "RS256"}]}).encode()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    stopped = False
-
-    def stop() -> None:
-        nonlocal stopped
-        if not stopped:
-            stopped = True
-            server.shutdown()
-            server.server_close()
-
-    yield Jwks(f"http://127.0.0.1:{server.server_address[1]}/jwks.json", stop), key
-    stop()
+    endpoint = JwksServer(key, "k1")
+    yield endpoint, key
+    endpoint.stop()
 
 
 async def test_a_jwks_outage_is_503_with_retry_after_and_known_keys_outlive_it(
-    fresh_stack: StackFactory, jwks: tuple[Jwks, rsa.RSAPrivateKey]
+    fresh_stack: StackFactory, jwks: tuple[JwksServer, rsa.RSAPrivateKey]
 ) -> None:
     endpoint, key = jwks
     settings = {"auth": "jwt", "jwt_issuer": ISSUER, "jwt_audience": AUDIENCE,

@@ -7,13 +7,11 @@ import logging
 import statistics
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,7 @@ from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.access import NOT_FOUND_FLOOR_S, find_task
 from mcp_server.tasks.store import TemporalTaskStore, new_task_id
 from tests.conftest import Stack
+from tests.jwks_server import JwksServer
 from tests.mcp_client import McpClient
 
 StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
@@ -239,25 +238,9 @@ def mint(key: Any, **overrides: Any) -> str:
 @pytest.fixture
 def jwks_url(signing_key: rsa.RSAPrivateKey) -> Iterator[str]:
     """A JWKS document served over real HTTP, as an authorization server publishes it."""
-    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(signing_key.public_key()))
-    body = json.dumps({"keys": [{**jwk, "kid": "test-key", "use": "sig", "alg": "RS256"}]}).encode()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/jwks.json"
-    server.shutdown()
-    server.server_close()
+    endpoint = JwksServer(signing_key, "test-key")
+    yield endpoint.url
+    endpoint.stop()
 
 
 async def test_a_jwt_is_verified_with_keys_from_a_jwks_url(
