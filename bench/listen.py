@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from bench.run import META, Client, percentiles, spawn
+from bench.run import META, Client, percentiles, spawn, wait_ready
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 
 
@@ -72,16 +72,7 @@ async def bench(rounds: int) -> dict[str, Any]:
         await temporal.wait_ready()
         parts = [spawn(part, data_dir / f"{part}.log", env) for part in ("worker", "server")]
         async with httpx.AsyncClient(timeout=30) as http:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if (await http.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline or any(p.poll() is not None for p in parts):
-                    raise RuntimeError(f"the server or worker did not start; see {data_dir}")
-                await asyncio.sleep(0.2)
+            await wait_ready(http, f"http://127.0.0.1:{port}/readyz", parts, data_dir)
             client = Client(http, f"http://127.0.0.1:{port}/mcp")
             samples = [await one_round(client, index) for index in range(rounds)]
     finally:

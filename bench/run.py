@@ -108,6 +108,22 @@ def spawn(command: str, log: Path, env: dict[str, str]) -> subprocess.Popen[byte
         )
 
 
+async def wait_ready(
+    http: httpx.AsyncClient, probe: str, parts: list[subprocess.Popen[bytes]], data_dir: Path
+) -> None:
+    """Until `probe` answers 200; a part that exits, or 60 s, is a failed start."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if (await http.get(probe)).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline or any(p.poll() is not None for p in parts):
+            raise RuntimeError(f"the server or worker did not start; see {data_dir}")
+        await asyncio.sleep(0.2)
+
+
 def memory(processes: dict[str, int]) -> dict[str, float]:
     return {name: round(rss_mib(pid), 1) for name, pid in processes.items()}
 
@@ -141,16 +157,7 @@ async def bench(
         assert temporal.process is not None
         pids = {"temporal": temporal.process.pid, "worker": parts[0].pid, "server": parts[1].pid}
         async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=64)) as http:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if (await http.get(f"http://127.0.0.1:{port}/readyz")).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline or any(p.poll() is not None for p in parts):
-                    raise RuntimeError(f"the server or worker did not start; see {data_dir}")
-                await asyncio.sleep(0.2)
+            await wait_ready(http, f"http://127.0.0.1:{port}/readyz", parts, data_dir)
             client = Client(http, f"http://127.0.0.1:{port}/mcp")
             scraping = None
             if metrics_dir is not None:
