@@ -46,7 +46,7 @@ IDLE = timedelta(hours=1)
 MAX_UPDATES_PER_RUN = 500
 # A run's history stays short enough that a worker which lost the workflow from its cache
 # replays it well within the workflow task timeout, even on a loaded machine (a reservation and
-# its release write about 7 events; 1,253 events replayed in 1.8 s on an idle 2-core machine).
+# its release write about 7 events; `python -m bench.quota_replay` measures the replay).
 MAX_EVENTS_PER_RUN = 400
 # The workflow task timeout of a quota workflow: room for that replay on a slow worker, so a
 # quota workflow never times out its own workflow tasks over and over.
