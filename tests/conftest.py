@@ -102,24 +102,31 @@ async def running_stack(
         task_queue=f"tests-{uuid.uuid4()}", port=free_port(), state_secret="s" * 32
     ).with_(**overrides)
     app = create_app(settings, registry, client=client)
-    server = HttpServer(
-        uvicorn.Config(app, host="127.0.0.1", port=settings.port, log_level="warning")
-    )
-    serving = asyncio.create_task(server.serve())
+    async with serving(app, settings.port):
+        url = f"http://127.0.0.1:{settings.port}/mcp"
+        async with httpx.AsyncClient(timeout=15) as http:
+            stack = Stack(settings, client, registry, McpClient(http, url), http, url)
+            await stack.start_worker()
+            try:
+                yield stack
+            finally:
+                await stack.stop_worker()
+
+
+@contextlib.asynccontextmanager
+async def serving(app: Any, port: int) -> AsyncIterator[None]:
+    """`app` on a real uvicorn server on 127.0.0.1:`port`, from started to stopped."""
+    server = HttpServer(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    task = asyncio.create_task(server.serve())
     deadline = time.monotonic() + 10
     while not server.started:
-        assert time.monotonic() < deadline and not serving.done(), "uvicorn did not start"
+        assert time.monotonic() < deadline and not task.done(), "uvicorn did not start"
         await asyncio.sleep(0.02)
-    url = f"http://127.0.0.1:{settings.port}/mcp"
-    async with httpx.AsyncClient(timeout=15) as http:
-        stack = Stack(settings, client, registry, McpClient(http, url), http, url)
-        await stack.start_worker()
-        try:
-            yield stack
-        finally:
-            await stack.stop_worker()
-            server.should_exit = True
-            await serving
+    try:
+        yield
+    finally:
+        server.should_exit = True
+        await task
 
 
 @pytest.fixture(scope="session")

@@ -12,10 +12,9 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
-import uvicorn
 from temporalio.client import Client
 
-from mcp_server.http.app import HttpServer, create_app
+from mcp_server.http.app import create_app
 from mcp_server.protocol.context import Services
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import free_port
@@ -23,6 +22,7 @@ from mcp_server.runtime.worker import build_worker
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
+from tests.conftest import serving
 from tests.mcp_client import TASKS_AND_ELICITATION, VERSION, McpClient
 from tests.wire_schemas import assert_valid_stream_message
 
@@ -125,25 +125,16 @@ async def counted_stack(
     ).with_(**overrides)
     store = CountingStore(client, settings.task_queue)
     app = create_app(settings, registry, store=store)
-    server = HttpServer(
-        uvicorn.Config(app, host="127.0.0.1", port=settings.port, log_level="warning")
-    )
-    serving = asyncio.create_task(server.serve())
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline and not serving.done(), "uvicorn did not start"
-        await asyncio.sleep(0.02)
-    worker = build_worker(client, settings, registry)
-    working = asyncio.create_task(worker.run())
-    try:
-        async with httpx.AsyncClient(timeout=15) as http:
-            mcp = McpClient(http, f"http://127.0.0.1:{settings.port}/mcp")
-            yield mcp, app.state.endpoint.services, store
-    finally:
-        await worker.shutdown()
-        await working
-        server.should_exit = True
-        await serving
+    async with serving(app, settings.port):
+        worker = build_worker(client, settings, registry)
+        working = asyncio.create_task(worker.run())
+        try:
+            async with httpx.AsyncClient(timeout=15) as http:
+                mcp = McpClient(http, f"http://127.0.0.1:{settings.port}/mcp")
+                yield mcp, app.state.endpoint.services, store
+        finally:
+            await worker.shutdown()
+            await working
 
 
 async def eventually(condition: Callable[[], bool], within: float = 10.0) -> None:

@@ -111,7 +111,6 @@ class TaskStore(Protocol):
     async def waiting_in_session(self, owner: str, session: str) -> list[str]: ...
     async def submit_input(self, task_id: str, update: SubmitInput) -> None: ...
     async def cancel(self, task_id: str, stamp: AuditStamp) -> None: ...
-    async def health(self) -> dict[str, Any]: ...
 
 
 # How a closed execution whose memo does not say how it ended reads in tasks/list.
@@ -437,24 +436,3 @@ class TemporalTaskStore:
         except RPCError as err:
             if err.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile: the ack stands
                 raise _translate(err, "cancel the task") from err
-
-    # ----- health ------------------------------------------------------------------------
-
-    async def health(self) -> dict[str, Any]:
-        from temporalio.api.enums.v1 import TaskQueueType
-        from temporalio.api.taskqueue.v1 import TaskQueue
-        from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-
-        try:
-            await self._client.service_client.check_health(timeout=timedelta(seconds=2))
-            response = await self._client.workflow_service.describe_task_queue(
-                DescribeTaskQueueRequest(
-                    namespace=self._client.namespace,
-                    task_queue=TaskQueue(name=self._task_queue),
-                    task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-                ),
-                timeout=timedelta(seconds=2),
-            )
-        except RPCError as err:
-            return {"temporal": "unreachable", "detail": err.message, "workers": 0}
-        return {"temporal": "ok", "workers": len(response.pollers)}
