@@ -28,7 +28,12 @@ class RequestApprovalWorkflow(TaskWorkflow):
             "decision": {"type": "string", "title": "Decision", "enum": list(DECISIONS)},
             "reason": {"type": "string", "title": "Reason", "maxLength": 2000},
         }
-        required = ["decision", "reason"] if task.arguments.get("require_reason") else ["decision"]
+        required = ["decision"]
+        if task.arguments.get("require_reason"):
+            # Required and not blank: an empty string is no reason (the server checks every
+            # answer against this form, mcp_server/protocol/answer_schema.py).
+            required.append("reason")
+            properties["reason"] = {**properties["reason"], "minLength": 1}
         asked_at = workflow.now()
         until = (
             f" (until {(asked_at + timedelta(seconds=deadline_s)).isoformat()})"

@@ -27,6 +27,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from mcp_server.protocol.answer_schema import answer_problem
 from mcp_server.protocol.errors import McpError, invalid_params
 from mcp_server.protocol.wire import (
     META_CLIENT_CAPABILITIES,
@@ -206,8 +207,10 @@ _RESPONSE_MODEL: dict[str, type[BaseModel]] = {
 
 
 def check_input_response(key: str, request: JsonObject, response: Any) -> McpError | None:
-    """A -32602 error when `response` is not a valid answer to `request`, else None."""
-    where = f"inputResponses[{key!r}]"
+    """A -32602 error when `response` is not a valid answer to `request`, else None: its shape
+    (the result type of the request's method), then, for an accepted elicitation, its content
+    against the form that asked for it (answer_schema.py)."""
+    where = f"inputResponses.{key}"
     if not isinstance(response, dict):
         return invalid_params(f"{where} must be an object")
     model = _RESPONSE_MODEL.get(str(request.get("method")))
@@ -220,7 +223,8 @@ def check_input_response(key: str, request: JsonObject, response: Any) -> McpErr
     except ValidationError as err:
         first = err.errors()[0]
         return invalid_params(f"{where}.{_field_path(first)}: {first['msg']}")
-    return None
+    problem = answer_problem(request, response)
+    return None if problem is None else invalid_params(f"{where}: {problem}")
 
 
 # ----- messages on a stream --------------------------------------------------------------------
