@@ -140,9 +140,109 @@ run = "echo $$ > JOURNAL.pid; sleep 120 & wait"
         await asyncio.sleep(0.05)
     shell = int(pid_file.read_text())
     await mcp.cancel_task(task_id)
-    assert (await mcp.wait_terminal(task_id, within=10))["status"] == "cancelled"
+    cancelled = await mcp.wait_terminal(task_id, within=10)
+    assert cancelled["status"] == "cancelled"
+    # A cancelled task carries no result: its statusMessage says what was rolled back.
+    assert cancelled["statusMessage"] == (
+        'Cancelled during step 2/2 "slow"; rolled back: "a" (succeeded)'
+    )
     wait_gone([shell], timeout=5)
     assert journal(log) == ["a", "undo-a"]
+
+
+async def test_a_deploy_cancelled_at_its_approval_lists_each_rollback_and_its_outcome(
+    mcp: McpClient, pipelines_dir: Path
+) -> None:
+    name, log = pipeline(
+        pipelines_dir,
+        """
+[[steps]]
+name = "a"
+run = "echo a >> JOURNAL"
+rollback = "echo undo-a >> JOURNAL; exit 4"
+[[steps]]
+name = "b"
+run = "echo b >> JOURNAL"
+[[steps]]
+name = "c"
+run = "echo c >> JOURNAL"
+approval = "Go on with c?"
+""",
+    )
+    task_id = await mcp.create_task("deploy", {"pipeline": name})
+    await mcp.wait_status(task_id, "input_required", within=10)
+    await mcp.cancel_task(task_id)
+    cancelled = await mcp.wait_terminal(task_id, within=20)
+    assert cancelled["status"] == "cancelled"
+    assert cancelled["statusMessage"] == (
+        'Cancelled; rolled back: "b" (none defined), "a" (failed: exited with 4)'
+    )
+    assert journal(log) == ["a", "b", "undo-a"]
+
+
+async def test_a_step_whose_activity_fails_outright_still_rolls_back(
+    mcp: McpClient, pipelines_dir: Path
+) -> None:
+    """The step's command cannot even be spawned (its cwd does not exist): the activity fails
+    with a non-retryable error instead of returning an exit code. The completed steps are still
+    rolled back, and the result names the step and why."""
+    name, log = pipeline(
+        pipelines_dir,
+        """
+[[steps]]
+name = "a"
+run = "echo a >> JOURNAL"
+rollback = "echo undo-a >> JOURNAL"
+[[steps]]
+name = "b"
+run = "echo b >> JOURNAL"
+cwd = "no-such-directory"
+rollback = "echo undo-b >> JOURNAL"
+[[steps]]
+name = "c"
+run = "echo c >> JOURNAL"
+""",
+    )
+    done = await mcp.wait_terminal(await mcp.create_task("deploy", {"pipeline": name}), within=30)
+    assert done["status"] == "completed" and done["result"]["isError"] is True
+    text = done["result"]["content"][0]["text"]
+    assert 'step 2/3 "b" its activity failed: the step cannot start in its cwd' in text
+    assert "rolled back" in text
+    assert journal(log) == ["a", "undo-a"]
+    steps = {s["name"]: s for s in done["result"]["structuredContent"]["steps"]}
+    assert (steps["a"]["status"], steps["a"]["rollback"]) == ("rolled back", "succeeded")
+    assert steps["b"]["status"] == "failed" and steps["b"]["exitCode"] is None
+    assert "no-such-directory" in steps["b"]["error"] and steps["c"]["status"] == "pending"
+
+
+async def test_a_rollback_whose_activity_fails_outright_is_recorded_and_the_others_still_run(
+    mcp: McpClient, pipelines_dir: Path
+) -> None:
+    (pipelines_dir / "gone").mkdir(exist_ok=True)
+    name, log = pipeline(
+        pipelines_dir,
+        """
+[[steps]]
+name = "a"
+run = "echo a >> JOURNAL"
+rollback = "echo undo-a >> JOURNAL"
+[[steps]]
+name = "b"
+cwd = "gone"
+run = "echo b >> ../JOURNAL && rmdir ../gone"
+rollback = "echo undo-b >> ../JOURNAL"
+[[steps]]
+name = "c"
+run = "exit 9"
+""",
+    )
+    done = await mcp.wait_terminal(await mcp.create_task("deploy", {"pipeline": name}), within=30)
+    text = done["result"]["content"][0]["text"]
+    assert 'step 3/3 "c" exited with 9; rolled back (the rollback of b failed)' in text
+    steps = {s["name"]: s for s in done["result"]["structuredContent"]["steps"]}
+    assert steps["b"]["rollback"].startswith("failed: its activity failed: the step cannot start")
+    assert steps["a"]["rollback"] == "succeeded"
+    assert journal(log) == ["a", "b", "undo-a"]
 
 
 async def test_an_unknown_or_broken_pipeline_is_a_clear_tool_error(

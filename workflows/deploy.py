@@ -4,7 +4,13 @@
 - A step with `approval` first asks a human (an elicitation form showing what will run).
 - A declined approval, a failing step, or a cancellation rolls back the completed steps in
   reverse order (their `rollback` commands), then ends: `completed` + `isError` for a decline
-  or a failure, `cancelled` for a cancellation.
+  or a failure, `cancelled` for a cancellation. A step fails when its command exits non-zero
+  or times out, and also when its activity fails outright (the command cannot be spawned, the
+  activity's own timeout, retries exhausted, an exception on the worker): every kind rolls
+  back. A rollback command that fails (either way) is recorded and the others still run.
+- A cancelled deploy's statusMessage says where it was stopped and what was rolled back, each
+  step with its outcome: `Cancelled during step 2/3 "migrate"; rolled back: "build"
+  (succeeded)` (a cancelled task carries no result, so this is where a client reads it).
 - A worker killed mid-step: completed steps never run again (their results are in the history);
   the interrupted step is retried, so steps must be idempotent.
 """
@@ -17,6 +23,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.exceptions import TimeoutError as ActivityTimeout
 from temporalio.workflow import ActivityCancellationType
 
 from workflows.results import text_result
@@ -38,6 +45,9 @@ class DeployWorkflow(TaskWorkflow):
         self.steps: list[dict[str, Any]] = []
         self.done: list[dict[str, Any]] = []
         self._capabilities: dict[str, Any] = {}
+        # What the current step is (for the cancel message) and each rollback's outcome.
+        self._current_label: str | None = None
+        self._rolled_back: list[str] = []
 
     async def execute(self, task: TaskInput) -> dict[str, Any]:
         name = str(task.arguments["pipeline"])
@@ -59,6 +69,7 @@ class DeployWorkflow(TaskWorkflow):
         except BaseException as err:
             if is_cancelled_exception(err):
                 await self._roll_back("cancelled")
+                self.cancel_message = self._cancelled_summary()
             raise
 
     async def _run(self, name: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
@@ -78,15 +89,18 @@ class DeployWorkflow(TaskWorkflow):
                 return self._result(f"{name}: {label} was declined; rolled back", is_error=True)
             self.report(f"{label}: running")
             self.steps[index]["status"] = "running"
+            self._current_label = label
             outcome = await self._command(step["run"], step)
+            self._current_label = None
             self.steps[index].update(
                 outcome, status="succeeded" if outcome["exitCode"] == 0 else "failed"
             )
             if outcome["exitCode"] != 0:
                 await self._roll_back("failed")
-                why = "timed out" if outcome["timedOut"] else f"exited with {outcome['exitCode']}"
                 return self._result(
-                    f"{name}: {label} {why}; rolled back. Output tail:\n{outcome['outputTail']}",
+                    f"{name}: {label} {_why(outcome)}; rolled back"
+                    + self._rollback_note()
+                    + f". Output tail:\n{outcome['outputTail']}",
                     is_error=True,
                 )
             self.done.append(step)
@@ -109,6 +123,22 @@ class DeployWorkflow(TaskWorkflow):
         return answer.get("action") == "accept" and content.get("approve") is True
 
     async def _command(self, command: str, step: dict[str, Any]) -> dict[str, Any]:
+        """The command's outcome. An activity that fails outright is an outcome too
+        (`exitCode` None, `error` saying why), so the caller rolls back as for a non-zero exit;
+        only a cancellation propagates."""
+        try:
+            return await self._run_command(command, step)
+        except ActivityError as err:
+            if is_cancelled_exception(err):
+                raise
+            return {
+                "exitCode": None,
+                "timedOut": isinstance(err.cause, ActivityTimeout),
+                "error": _activity_failure(err),
+                "outputTail": "",
+            }
+
+    async def _run_command(self, command: str, step: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = await workflow.execute_activity(
             run_command,
             CommandInput(
@@ -130,17 +160,45 @@ class DeployWorkflow(TaskWorkflow):
             entry = next(s for s in self.steps if s["name"] == step["name"])
             if not step["rollback"]:
                 entry["rollback"] = "none defined"
+                self._rolled_back.append(f'"{step["name"]}" (none defined)')
                 continue
             self.report(f'{why}: rolling back "{step["name"]}"')
             outcome = await self._command(step["rollback"], step)
             entry["rollback"] = (
-                "succeeded" if outcome["exitCode"] == 0 else f"failed ({outcome['exitCode']})"
+                "succeeded" if outcome["exitCode"] == 0 else f"failed: {_why(outcome)}"
             )
             entry["status"] = "rolled back" if outcome["exitCode"] == 0 else entry["status"]
+            self._rolled_back.append(f'"{step["name"]}" ({entry["rollback"]})')
         self.done.clear()
+
+    def _rollback_note(self) -> str:
+        failed = [s["name"] for s in self.steps if str(s.get("rollback", "")).startswith("failed")]
+        return f" (the rollback of {', '.join(failed)} failed)" if failed else ""
+
+    def _cancelled_summary(self) -> str:
+        where = f"Cancelled during {self._current_label}" if self._current_label else "Cancelled"
+        if not self._rolled_back:
+            return f"{where}; nothing to roll back"
+        return f"{where}; rolled back: {', '.join(self._rolled_back)}"
 
     def _result(self, text: str, *, is_error: bool = False) -> dict[str, Any]:
         return text_result(text, structured={"steps": self.steps}, is_error=is_error)
+
+
+def _activity_failure(err: ActivityError) -> str:
+    """Why a step's activity failed outright, in a line (its cause, e.g. the spawn error)."""
+    cause = err.cause
+    if isinstance(cause, ActivityTimeout):
+        return f"its activity timed out ({cause.type.name if cause.type else 'timeout'})"
+    message = getattr(cause, "message", None) or str(cause or err)
+    return f"its activity failed: {message}"
+
+
+def _why(outcome: dict[str, Any]) -> str:
+    """Why a command failed: timed out, its exit code, or why its activity failed outright."""
+    if outcome.get("error"):
+        return str(outcome["error"])
+    return "timed out" if outcome["timedOut"] else f"exited with {outcome['exitCode']}"
 
 
 WORKFLOWS = [DeployWorkflow]
