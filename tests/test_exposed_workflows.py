@@ -13,7 +13,13 @@ from mcp_server.runtime.config import ConfigError, Settings
 from mcp_server.tools.exposed import load
 from mcp_server.tools.loading import load_toolsets
 from tests.mcp_client import McpClient
-from tests.user_workflows import EXPOSED_TOML, USERS_TASK_QUEUE, AddNumbers, PlaceOrder
+from tests.user_workflows import (
+    EXPOSED_TOML,
+    NOBODY_POLLS_QUEUE,
+    USERS_TASK_QUEUE,
+    AddNumbers,
+    PlaceOrder,
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -62,6 +68,42 @@ async def test_cancelling_the_task_cancels_the_users_workflow(
     assert child.status == WorkflowExecutionStatus.CANCELED
 
 
+async def test_a_queue_no_worker_polls_is_reported_and_cancel_ends_the_task(
+    mcp: McpClient, temporal_client: Client
+) -> None:
+    task_id = await mcp.create_task("unserved_order", {"item": "x"})
+    stuck = await mcp.wait_for(
+        task_id, lambda t: "no worker polls" in t.get("statusMessage", ""), within=30
+    )
+    assert stuck["status"] == "working"
+    assert stuck["statusMessage"] == (
+        f"no worker polls task queue {NOBODY_POLLS_QUEUE}; waiting for it "
+        "(cancel the task to give up)"
+    )
+    await mcp.cancel_task(task_id)
+    cancelled = await mcp.wait_terminal(task_id, within=30)
+    assert cancelled["status"] == "cancelled"
+    assert "TestsPlaceOrder did not stop within 2 s" in cancelled["statusMessage"]
+    child = await temporal_client.get_workflow_handle(f"{task_id}-TestsPlaceOrder").describe()
+    assert child.status == WorkflowExecutionStatus.TERMINATED  # nothing left running
+
+
+async def test_a_type_no_worker_registers_is_reported_and_cancel_ends_the_task(
+    mcp: McpClient, temporal_client: Client
+) -> None:
+    task_id = await mcp.create_task("misspelt_order", {"item": "x"})
+    stuck = await mcp.wait_for(
+        task_id, lambda t: "cannot run TestsPlaceOrdr" in t.get("statusMessage", ""), within=30
+    )
+    assert stuck["status"] == "working"
+    assert f"the workers polling task queue {USERS_TASK_QUEUE}" in stuck["statusMessage"]
+    assert "TestsPlaceOrdr" in stuck["statusMessage"].split("cannot run TestsPlaceOrdr: ")[1]
+    await mcp.cancel_task(task_id)
+    assert (await mcp.wait_terminal(task_id, within=30))["status"] == "cancelled"
+    child = await temporal_client.get_workflow_handle(f"{task_id}-TestsPlaceOrdr").describe()
+    assert child.status != WorkflowExecutionStatus.RUNNING
+
+
 # ----- the exposed-workflows file ------------------------------------------------------------
 
 ENTRY = '[[tools]]\nname = "refund"\nworkflow = "Refund"\ntask_queue = "payments"\n'
@@ -78,13 +120,16 @@ def rejection(tmp_path: Path, text: str) -> str:
 def test_the_tests_file_is_valid_and_its_entries_become_task_tools(tmp_path: Path) -> None:
     source = tmp_path / "exposed.toml"
     source.write_text(EXPOSED_TOML)
-    place_order, add_numbers = (entry.tool() for entry in load(source))
+    place_order, add_numbers, unserved, _ = (entry.tool() for entry in load(source))
     assert place_order.workflow_config == {
         "workflow": "TestsPlaceOrder",
         "task_queue": USERS_TASK_QUEUE,
         "positional": [],
         "result_path": "receipt",
+        "no_worker_wait_seconds": 60,
+        "cancel_wait_seconds": 30,
     }
+    assert unserved.workflow_config["no_worker_wait_seconds"] == 1
     assert (place_order.task_support, place_order.ttl_ms) == ("required", 24 * 3_600_000)
     assert add_numbers.description == "Runs the TestsAddNumbers workflow."
     assert add_numbers.workflow_config["positional"] == ["a", "b"]

@@ -9,6 +9,8 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 USERS_TASK_QUEUE = "tests-users-own-workers"
+# A task queue no worker ever polls.
+NOBODY_POLLS_QUEUE = "tests-nobody-polls-this-queue"
 
 
 @workflow.defn(name="TestsPlaceOrder")
@@ -43,4 +45,20 @@ workflow = "TestsAddNumbers"
 task_queue = "{USERS_TASK_QUEUE}"
 positional = ["a", "b"]
 input_schema = {{ type = "object", properties = {{ a = {{ type = "integer" }}, b = {{ type = "integer" }} }} }}
+
+[[tools]]
+name = "unserved_order"
+description = "The users' workflow on a task queue no worker polls."
+workflow = "TestsPlaceOrder"
+task_queue = "{NOBODY_POLLS_QUEUE}"
+no_worker_wait_seconds = 1
+cancel_wait_seconds = 2
+
+[[tools]]
+name = "misspelt_order"
+description = "A workflow type the users' worker does not register (a misspelling)."
+workflow = "TestsPlaceOrdr"
+task_queue = "{USERS_TASK_QUEUE}"
+no_worker_wait_seconds = 1
+cancel_wait_seconds = 2
 """

@@ -4,19 +4,44 @@ The task is a thin parent (its workflow ID is the taskId, so every task method w
 other tool) that runs the user's workflow as a child, by type name, on the user's task queue,
 where the user's own workers pick it up. Cancelling the task cancels the child. The child's
 result becomes `content` + `structuredContent`; its failure becomes an `isError` result.
+
+A child nobody runs (no worker polls its task queue, or the workers there do not register its
+type) is reported, and the task keeps waiting for it:
+- after `no_worker_wait_seconds` (default 60) without the child completing a workflow task,
+  an activity asks Temporal why (activities/exposed.py) and the statusMessage says so, e.g.
+  `no worker polls task queue payments; waiting for one (cancel the task to give up)`; it asks
+  again at doubling intervals (at most every `MAX_PROBE_INTERVAL_S`) until the child runs, then
+  never again. The task does not fail on its own: a worker being deployed or restarted is the
+  usual cause, and the child runs as soon as one polls (the task's TTL bounds the wait).
+- `tasks/cancel` always ends the task: the child is asked to cancel, and when it has not
+  closed within `cancel_wait_seconds` (default 30; it never will without a worker) the task
+  ends `cancelled` anyway, saying so; the child is then terminated by Temporal (the parent
+  close policy TERMINATE), so nothing is left running.
+Tasks started before this watch existed keep their old behaviour (`workflow.patched`).
 """
 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ChildWorkflowError, is_cancelled_exception
 
 from workflows.results import text_result
 from workflows.task_state import TaskInput
 from workflows.task_workflow import TaskWorkflow, task_workflow
+
+with workflow.unsafe.imports_passed_through():
+    from activities.exposed import PROBE_CHILD_ACTIVITY, ChildHealth, ChildProbe
+
+NO_WORKER_WAIT_S = 60.0
+CANCEL_WAIT_S = 30.0
+MAX_PROBE_INTERVAL_S = 600.0
+WATCH_PATCH = "exposed-child-watch"
+PROBE_RETRIES = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1))
 
 
 def pick(value: Any, path: str | None) -> Any:
@@ -37,11 +62,15 @@ class ExposedWorkflow(TaskWorkflow):
             else [task.arguments]
         )
         child_id = f"{task.task_id}-{child_type}"
-        self.report(f"running {child_type} on task queue {queue} (workflow {child_id})")
+        running = f"running {child_type} on task queue {queue} (workflow {child_id})"
+        self.report(running)
         try:
-            result = await workflow.execute_child_workflow(
-                child_type, args=args, id=child_id, task_queue=queue
-            )
+            if workflow.patched(WATCH_PATCH):
+                result = await self._watched(ChildProbe(child_id, child_type, queue), args, config)
+            else:
+                result = await workflow.execute_child_workflow(
+                    child_type, args=args, id=child_id, task_queue=queue
+                )
         except ChildWorkflowError as err:
             if is_cancelled_exception(err):
                 raise
@@ -52,6 +81,70 @@ class ExposedWorkflow(TaskWorkflow):
         structured = value if isinstance(value, dict) else {"result": value}
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         return text_result(text, structured=structured)
+
+    async def _watched(self, probe: ChildProbe, args: list[Any], config: dict[str, Any]) -> Any:
+        """The child's result; says why while nobody runs it; a cancellation ends the task
+        within `cancel_wait_seconds` whether or not the child ever stops."""
+        handle = await workflow.start_child_workflow(
+            probe.workflow_type, args=args, id=probe.workflow_id, task_queue=probe.task_queue
+        )
+        try:
+            await self._until_started(handle, probe, config)
+            # Not `await handle`: that would cancel the child on the task's cancellation and
+            # wait for it without bound; workflow.wait leaves the child to _cancel_child.
+            await workflow.wait([handle])
+        except BaseException as err:
+            if is_cancelled_exception(err) and not handle.done():
+                await self._cancel_child(handle, probe, config)
+            raise
+        return handle.result()
+
+    async def _until_started(
+        self, handle: workflow.ChildWorkflowHandle[Any, Any], probe: ChildProbe,
+        config: dict[str, Any],
+    ) -> None:  # fmt: skip
+        """Return once the child has run a workflow task (or closed); report why it has not."""
+        interval = float(config.get("no_worker_wait_seconds") or NO_WORKER_WAIT_S)
+        reported = False
+        while True:
+            done, _ = await workflow.wait([handle], timeout=interval)
+            if done:
+                return
+            health: ChildHealth = await workflow.execute_activity(
+                PROBE_CHILD_ACTIVITY,
+                probe,
+                result_type=ChildHealth,
+                start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=PROBE_RETRIES,
+            )
+            if health.started:
+                if reported:
+                    self.report(f"running {probe.workflow_type} on task queue {probe.task_queue}")
+                return
+            problem = health.problem or (
+                f"{probe.workflow_type} has not started: no worker has taken its first "
+                f"workflow task on task queue {probe.task_queue} yet"
+            )
+            self.report(f"{problem}; waiting for it (cancel the task to give up)")
+            reported = True
+            interval = min(interval * 2, MAX_PROBE_INTERVAL_S)
+
+    async def _cancel_child(
+        self, handle: workflow.ChildWorkflowHandle[Any, Any], probe: ChildProbe,
+        config: dict[str, Any],
+    ) -> None:  # fmt: skip
+        """Ask the child to cancel and wait for it a bounded time; a child that does not close
+        in time is left to the parent close policy (terminated as this task closes)."""
+        wait_s = float(config.get("cancel_wait_seconds") or CANCEL_WAIT_S)
+        handle.cancel()
+        done, _ = await workflow.wait([handle], timeout=wait_s)
+        if done and not handle.cancelled():
+            handle.exception()  # the child's own cancellation: retrieved, nothing to say
+        else:
+            self.cancel_message = (
+                f"Cancelled; {probe.workflow_type} did not stop within {wait_s:g} s (is a worker "
+                f"polling task queue {probe.task_queue}?): it was terminated"
+            )
 
 
 WORKFLOWS = [ExposedWorkflow]

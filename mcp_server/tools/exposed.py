@@ -13,6 +13,10 @@ positional = ["order_id"]                  # optional: pass these arguments in t
 result_path = "receipt"                    # optional: the part of the result to return
 ttl_hours = 24                             # optional (default 24)
 poll_interval_ms = 2000                    # optional (default 2000)
+no_worker_wait_seconds = 60                # optional: when the child has not started by then,
+                                           # the statusMessage says why (default 60)
+cancel_wait_seconds = 30                   # optional: tasks/cancel waits this long for the
+                                           # child to stop, then ends the task (default 30)
 
 The file is validated as a whole before any tool is added: an unknown key (a misspelling), a
 missing or mistyped value, or an `input_schema` that is not a JSON Schema of an object is a
@@ -37,6 +41,7 @@ from pydantic import (
     field_validator,
 )
 
+from activities import exposed as exposed_activities
 from mcp_server.runtime.config import ConfigError, describe, key_path
 from mcp_server.tools.registry import Tool, ToolRegistry
 from workflows import exposed
@@ -58,6 +63,8 @@ class ExposedWorkflow(BaseModel):
     result_path: str | None = None
     ttl_hours: float = Field(24, gt=0)
     poll_interval_ms: int = Field(2000, gt=0)
+    no_worker_wait_seconds: float = Field(exposed.NO_WORKER_WAIT_S, gt=0)
+    cancel_wait_seconds: float = Field(exposed.CANCEL_WAIT_S, gt=0)
 
     @field_validator("input_schema")
     @classmethod
@@ -84,6 +91,8 @@ class ExposedWorkflow(BaseModel):
                 "task_queue": self.task_queue,
                 "positional": list(self.positional),
                 "result_path": self.result_path,
+                "no_worker_wait_seconds": self.no_worker_wait_seconds,
+                "cancel_wait_seconds": self.cancel_wait_seconds,
             },
         )
 
@@ -120,5 +129,6 @@ def load(source: Path) -> list[ExposedWorkflow]:
 def register(registry: ToolRegistry) -> None:
     entries = load(Path(str(registry.settings.exposed_workflows_file)))
     registry.add_workflows(exposed.WORKFLOWS)
+    registry.add_activities(exposed_activities.ACTIVITIES)
     for entry in entries:
         registry.add(entry.tool())
