@@ -10,6 +10,9 @@ import pytest
 
 from mcp_server.protocol import errors
 from mcp_server.protocol.answer_schema import answer_problem, form_problem
+from mcp_server.protocol.fallback import input_request_id
+from tests.conftest import Stack
+from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient
 from tests.test_deploy import THREE_STEPS, journal, pipeline
 from workflows.task_workflow import elicitation
@@ -156,18 +159,6 @@ async def test_require_reason_demands_a_reason_and_an_enum_is_enforced(mcp: McpC
     assert done["result"]["structuredContent"]["reason"] == "green"
 
 
-async def test_a_declined_form_needs_no_content(mcp: McpClient) -> None:
-    task_id = await mcp.create_task(
-        "request_approval", {"message": "Ship?", "require_reason": True}
-    )
-    await mcp.wait_status(task_id, "input_required", within=5)
-    assert (await mcp.update_task(task_id, {"decision": {"action": "decline"}})).result[
-        "resultType"
-    ] == "complete"
-    done = await mcp.wait_terminal(task_id)
-    assert done["result"]["structuredContent"]["decision"] == "dismissed"
-
-
 async def test_the_follow_up_tool_refuses_an_invalid_answer_and_the_task_keeps_waiting(
     mcp: McpClient,
 ) -> None:
@@ -197,3 +188,29 @@ async def test_an_mrtr_round_answer_is_checked_against_its_form(mcp: McpClient) 
     extra = {"inputResponses": right, "requestState": first["requestState"]}
     created = (await mcp.call_tool("test_tool_with_task", extra=extra)).result
     assert created["resultType"] == "task"
+
+
+async def test_a_2025_11_25_clients_invalid_answer_is_dropped_and_the_task_keeps_waiting(
+    stack: Stack, mcp: McpClient
+) -> None:
+    """At 2025-11-25 the answer is the client's response to the server's elicitation/create
+    request: an invalid one cannot be refused to anyone, so it is dropped (logged) and the task
+    keeps waiting for a valid one, which decides it."""
+    client = LegacyClient(stack.http, stack.url)
+    await client.initialize()
+    created = await client.request(
+        "tools/call",
+        {"name": "request_approval", "arguments": {"message": "Ship?"}, "task": {}},
+    )
+    task_id = created.result["task"]["taskId"]
+    await mcp.wait_status(task_id, "input_required", within=5)
+    request_id = input_request_id(task_id, "decision")
+    for answer in (
+        {"action": "accept", "content": {"decision": "yes"}},
+        {"action": "accept", "content": {"decision": "reject"}},
+    ):
+        response = {"jsonrpc": "2.0", "id": request_id, "result": answer}
+        posted = await stack.http.post(stack.url, json=response, headers=client.headers())
+        assert posted.status_code == 202
+    done = await mcp.wait_terminal(task_id)
+    assert done["result"]["structuredContent"]["decision"] == "rejected"
