@@ -24,12 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
+from temporalio.worker import Worker
 
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.tools.loading import load_toolsets
 from tests.conftest import Stack, running_stack
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION
+from tests.user_workflows import EXPOSED_TOML, USERS_TASK_QUEUE, AddNumbers, PlaceOrder
 
 HISTORIES = Path(__file__).parent
 ACCEPT_APPROVE = {"action": "accept", "content": {"approve": True}}
@@ -190,6 +192,12 @@ async def multi_step_job_approved(r: Recorder) -> None:
     await r.finish("multi_step_job_approved", task_id)
 
 
+async def exposed_place_order(r: Recorder) -> None:
+    # ExposedWorkflow: a user's own workflow (tests/user_workflows.py) run as a child.
+    task_id = await r.start("place_order", {"item": "book", "seconds": 0.5})
+    await r.finish("exposed_place_order", task_id)
+
+
 def _conformance(
     tool: str,
     arguments: dict[str, Any],
@@ -241,6 +249,7 @@ SCENARIOS: dict[str, Callable[[Recorder], Awaitable[None]]] = {
         import_completed,
         import_cancelled,
         multi_step_job_approved,
+        exposed_place_order,
         conformance_confirm_delete_waiting,
         conformance_test_tool_with_task,
     )
@@ -282,13 +291,20 @@ async def record(names: list[str]) -> None:
         try:
             await temporal.wait_ready()
             client = await Client.connect(temporal.address)
-            settings = Settings(
-                pipelines_dir=str(files / "pipelines"), import_dir=str(files / "imports")
-            )
+            (files / "exposed.toml").write_text(EXPOSED_TOML)
+            overrides: dict[str, Any] = {
+                "pipelines_dir": str(files / "pipelines"),
+                "import_dir": str(files / "imports"),
+                "exposed_workflows_file": str(files / "exposed.toml"),
+            }
+            # The registry of the tests' `registry` fixture (tests/conftest.py).
             modules = ["mcp_server.tools.demo", "tests.fixture_tools"]
-            registry = load_toolsets("conformance", modules, settings)
-            overrides = {"pipelines_dir": settings.pipelines_dir, "import_dir": settings.import_dir}
-            async with running_stack(client, registry, **overrides) as stack:
+            registry = load_toolsets("conformance", modules, Settings().with_(**overrides))
+            users = [PlaceOrder, AddNumbers]
+            async with (
+                Worker(client, task_queue=USERS_TASK_QUEUE, workflows=users),
+                running_stack(client, registry, **overrides) as stack,
+            ):
                 recorder = Recorder(stack, files)
                 await asyncio.gather(*(SCENARIOS[name](recorder) for name in names))
         finally:
