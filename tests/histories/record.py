@@ -4,6 +4,7 @@ expired, cancelled), from a real run of the code checked out now.
 
     .venv/bin/python -m tests.histories.record                    # all of them
     .venv/bin/python -m tests.histories.record deploy_mid_step    # only these
+    .venv/bin/python -m tests.histories.record --out /tmp/h        # elsewhere
 
 It starts the stack it records against, as the tests do: a Temporal dev server on a temporary
 data dir, the MCP server on 127.0.0.1 and a worker with the test registry; drives each scenario
@@ -63,12 +64,12 @@ run = "sleep 60"
 
 
 class Recorder:
-    def __init__(self, stack: Stack, files: Path) -> None:
-        self.stack, self.mcp, self.files = stack, stack.mcp, files
+    def __init__(self, stack: Stack, files: Path, out: Path) -> None:
+        self.stack, self.mcp, self.files, self.out = stack, stack.mcp, files, out
 
     async def save(self, name: str, task_id: str) -> None:
         history = await self.stack.client.get_workflow_handle(task_id).fetch_history()
-        (HISTORIES / f"{name}.json").write_text(history.to_json())
+        (self.out / f"{name}.json").write_text(history.to_json())
         print(f"{name}: {len(history.events)} events")
 
     async def start(
@@ -281,7 +282,7 @@ SCENARIOS |= {
 }
 
 
-async def record(names: list[str]) -> None:
+async def record(names: list[str], out: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="record-histories-") as scratch:
         files = Path(scratch)
         for directory in ("temporal", "pipelines", "imports"):
@@ -305,7 +306,7 @@ async def record(names: list[str]) -> None:
                 Worker(client, task_queue=USERS_TASK_QUEUE, workflows=users),
                 running_stack(client, registry, **overrides) as stack,
             ):
-                recorder = Recorder(stack, files)
+                recorder = Recorder(stack, files, out)
                 await asyncio.gather(*(SCENARIOS[name](recorder) for name in names))
         finally:
             temporal.stop()
@@ -315,11 +316,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     known = ", ".join(SCENARIOS)
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"default: all of {known}")
-    names = parser.parse_args(argv).names or list(SCENARIOS)
+    parser.add_argument("--out", type=Path, default=HISTORIES, help="default: %(default)s")
+    args = parser.parse_args(argv)
+    names = args.names or list(SCENARIOS)
     unknown = [name for name in names if name not in SCENARIOS]
     if unknown:
         parser.error(f"no such history: {', '.join(unknown)}")
-    asyncio.run(record(names))
+    asyncio.run(record(names, args.out))
 
 
 if __name__ == "__main__":
