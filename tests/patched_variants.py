@@ -75,3 +75,17 @@ class ActivityAddedPatched(TaskWorkflow):
         if workflow.patched(PATCH):
             await check(task)
         return await confirm(self, task)
+
+
+@task_workflow("ConfirmDelete")
+class TextsChanged(TaskWorkflow):
+    """Other words only: the question, its form, the statusMessage and the result. The memo's
+    contents and the result are not compared on replay, so this needs no guard."""
+
+    async def execute(self, task: TaskInput) -> dict[str, Any]:
+        answer = await self.ask(
+            "confirm",
+            elicitation("Really delete it?", {"sure": {"type": "boolean"}}),
+            status_message="Asking before deleting",
+        )
+        return text_result(f"The answer was {answer.get('action')}")

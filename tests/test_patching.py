@@ -20,6 +20,7 @@ from tests.patched_variants import (
     ActivityAddedUnguarded,
     ReportAddedPatched,
     ReportAddedUnguarded,
+    TextsChanged,
 )
 from tests.test_task_state import HISTORIES, replay
 
@@ -44,4 +45,10 @@ async def test_a_change_without_patched_fails_the_replay_of_a_recorded_task(
 @pytest.mark.parametrize("variant", [ReportAddedPatched, ActivityAddedPatched])
 async def test_the_same_change_under_patched_replays_clean(variant: type, history: Path) -> None:
     result = await replay(history, [variant])
+    assert result.replay_failure is None
+
+
+@pytest.mark.parametrize("history", CONFIRM_DELETE, ids=lambda path: path.stem)
+async def test_changing_only_texts_needs_no_guard(history: Path) -> None:
+    result = await replay(history, [TextsChanged])
     assert result.replay_failure is None
