@@ -8,17 +8,20 @@ import asyncio
 import os
 import signal
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from temporalio.client import Client
+from temporalio.worker import Worker
 
 from mcp_server.runtime.config import ConfigError, Settings
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
+from mcp_server.runtime.supervisor import SupervisedWorker
 from tests.dev_process import DevProcess, alive, client_for, cmdline, reaped
-
-pytestmark = pytest.mark.slow
+from tests.user_workflows import AddNumbers
 
 
 async def _readyz(http: httpx.AsyncClient, port: int) -> tuple[int, dict[str, Any]]:
@@ -36,6 +39,7 @@ async def _ready_body(http: httpx.AsyncClient, port: int, within: float) -> dict
         await asyncio.sleep(0.1)
 
 
+@pytest.mark.slow
 async def test_kill_9_of_the_temporal_child_is_survived_and_the_waiting_task_completes(
     tmp_path: Path,
 ) -> None:
@@ -81,6 +85,7 @@ async def test_kill_9_of_the_temporal_child_is_survived_and_the_waiting_task_com
             assert done["result"]["content"][0]["text"] == "Deleted kept.txt"
 
 
+@pytest.mark.slow
 async def test_a_second_dev_on_the_same_data_dir_stops_with_a_message_and_harms_nothing(
     tmp_path: Path,
 ) -> None:
@@ -110,6 +115,7 @@ async def test_a_second_dev_on_the_same_data_dir_stops_with_a_message_and_harms_
             assert greeting.result["content"][0]["text"] == "Hello, Bo!"
 
 
+@pytest.mark.slow
 async def test_a_server_that_runs_but_does_not_answer_is_never_stopped_by_a_joiner(
     tmp_path: Path,
 ) -> None:
@@ -142,3 +148,31 @@ def test_the_sqlite_setting_is_checked_and_reaches_the_command(tmp_path: Path) -
     assert "synchronous=full" in TemporalDevServer(tmp_path, port=1).command()
     with pytest.raises(ConfigError, match="MCP_TASKS_SQLITE_SYNCHRONOUS='off': must be one of"):
         Settings.from_env({"MCP_TASKS_SQLITE_SYNCHRONOUS": "off"})
+
+
+async def test_a_worker_that_fails_is_built_again_and_then_serves(
+    temporal: TemporalDevServer, temporal_client: Client
+) -> None:
+    # A real worker failing for real (its namespace does not exist), then a good one.
+    failing = await Client.connect(temporal.address, namespace="no-such-namespace")
+    queue = f"supervised-{time.monotonic_ns()}"
+    built: list[Worker] = []
+
+    def build() -> Worker:
+        client = failing if not built else temporal_client
+        built.append(Worker(client, task_queue=queue, workflows=[AddNumbers]))
+        return built[-1]
+
+    supervised = SupervisedWorker(build)
+    running = asyncio.create_task(supervised.run())
+    try:
+        total = await temporal_client.execute_workflow(
+            AddNumbers.run, args=[2, 3], id=queue, task_queue=queue,
+            execution_timeout=timedelta(seconds=30),
+        )  # fmt: skip
+        assert total == 5
+        assert len(built) == 2 and supervised.restarts == 1
+    finally:
+        await supervised.shutdown()
+        async with asyncio.timeout(15):
+            await running

@@ -140,13 +140,14 @@ class SupervisedWorker:
 
     async def run(self) -> None:
         while not self._stopping.is_set():
-            self._worker = self.build()
-            self.backoff.up()
-            try:
+            try:  # building can fail too (the SDK refuses a second worker on the same queue
+                # while a failed one is still registered): that is retried like a failure
+                self._worker = self.build()
+                self.backoff.up()
                 await self._worker.run()
                 problem = "ended"
             except Exception as err:
-                problem = f"failed: {err}"
+                problem = f"failed: {str(err).splitlines()[0] if str(err) else repr(err)}"
             if self._stopping.is_set():
                 return
             delay = self.backoff.next_delay()
