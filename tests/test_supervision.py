@@ -158,7 +158,7 @@ async def test_a_worker_that_fails_is_built_again_and_then_serves(
     queue = f"supervised-{time.monotonic_ns()}"
     built: list[Worker] = []
 
-    def build() -> Worker:
+    async def build() -> Worker:
         client = failing if not built else temporal_client
         built.append(Worker(client, task_queue=queue, workflows=[AddNumbers]))
         return built[-1]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from temporalio.client import Client
+from temporalio.worker import Worker
 
 from mcp_server.http.app import HttpServer, create_app, http_config
 from mcp_server.http.auth import build_authenticator
@@ -84,7 +85,11 @@ def _worker_part(
     settings: Settings, registry: ToolRegistry, client: Client, *, supervised: bool = False
 ) -> Part:
     if supervised:  # next to an embedded Temporal: a worker that fails is started again
-        again = SupervisedWorker(lambda: build_worker(client, settings, registry))
+
+        async def build() -> Worker:  # on a client of its own (see SupervisedWorker)
+            return build_worker(await connect(settings), settings, registry)
+
+        again = SupervisedWorker(build)
         return Part("worker", again.run, again.shutdown)
     worker = build_worker(client, settings, registry)
     return Part("worker", worker.run, worker.shutdown)

@@ -21,7 +21,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -129,9 +129,11 @@ class EngineSupervisor:
 
 class SupervisedWorker:
     """Runs the worker `build` makes; when it ends with an error (not asked to stop), builds and
-    runs another after the back-off."""
+    runs another after the back-off. `build` should connect a client of its own each time: a
+    worker that failed before it started stays registered on its client, which then refuses
+    another worker on the same task queue."""
 
-    def __init__(self, build: Callable[[], Worker]) -> None:
+    def __init__(self, build: Callable[[], Awaitable[Worker]]) -> None:
         self.build = build
         self.backoff = Backoff()
         self.restarts = 0
@@ -140,9 +142,8 @@ class SupervisedWorker:
 
     async def run(self) -> None:
         while not self._stopping.is_set():
-            try:  # building can fail too (the SDK refuses a second worker on the same queue
-                # while a failed one is still registered): that is retried like a failure
-                self._worker = self.build()
+            try:  # building (connecting) can fail too: retried like a failure
+                self._worker = await self.build()
                 self.backoff.up()
                 await self._worker.run()
                 problem = "ended"
