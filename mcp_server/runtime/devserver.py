@@ -44,8 +44,8 @@ from mcp_server.runtime.engine_process import (
 )
 from workflows.task_state import SEARCH_ATTRIBUTES
 
-__all__ = ["LOCK_FILE", "RECORD_FILE", "ServerRecord", "TemporalDevServer", "free_port",
-           "port_is_free", "temporal_binary"]  # fmt: skip
+__all__ = ["LOCK_FILE", "RECORD_FILE", "ServerRecord", "Synchronous", "TemporalDevServer",
+           "free_port", "port_is_free", "temporal_binary"]  # fmt: skip
 
 log = logging.getLogger("mcp_server.runtime.devserver")
 
