@@ -35,6 +35,7 @@ from typing import Any
 
 import httpx
 
+from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 
 META = {
@@ -132,7 +133,9 @@ async def bench(
     tasks: int, reads: int, metrics_dir: Path | None = None, scrape_every: float = 2.0
 ) -> dict[str, Any]:
     data_dir = Path(tempfile.mkdtemp(prefix="mcp-tasks-bench-"))
-    temporal = TemporalDevServer(data_dir, port=free_port())
+    # MCP_TASKS_SQLITE_SYNCHRONOUS=normal measures the faster, less durable SQLite setting.
+    synchronous = Settings.from_env().sqlite_synchronous
+    temporal = TemporalDevServer(data_dir, port=free_port(), synchronous=synchronous)
     temporal.start()
     port = free_port()
     worker_metrics_port = free_port()
@@ -146,7 +149,7 @@ async def bench(
     if metrics_dir is not None:
         env["MCP_TASKS_METRICS_REFRESH_S"] = str(scrape_every)
     worker_env = {**env, "MCP_TASKS_WORKER_METRICS_PORT": str(worker_metrics_port)}
-    results: dict[str, Any] = {"tasks": tasks, "cpus": os.cpu_count()}
+    results: dict[str, Any] = {"tasks": tasks, "cpus": os.cpu_count(), "sqlite": synchronous}
     parts: list[subprocess.Popen[bytes]] = []
     try:
         await temporal.wait_ready()

@@ -38,6 +38,14 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def cmdline(pid: int) -> bytes:
+    """The command line of `pid`, its arguments separated by NUL ("" once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -54,7 +62,9 @@ def wait_gone(pids: list[int], timeout: float = 20) -> None:
 
 
 class DevProcess:
-    def __init__(self, data_dir: Path, port: int, temporal_port: int) -> None:
+    def __init__(
+        self, data_dir: Path, port: int, temporal_port: int, env: dict[str, str] | None = None
+    ) -> None:
         self.port = port
         self.url = f"http://127.0.0.1:{port}/mcp"
         self.log_path = data_dir.parent / f"dev-{time.monotonic_ns()}.log"
@@ -63,8 +73,19 @@ class DevProcess:
             [MCP_TASKS, "dev", "--toolset", "conformance", "--port", str(port),
              "--data-dir", str(data_dir), "--temporal-port", str(temporal_port)],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            env=None if env is None else {**os.environ, **env},
         )  # fmt: skip
         log.close()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def temporal_pid(self) -> int:
+        """The pid of the Temporal dev server this `mcp-tasks dev` started (its child)."""
+        (pid,) = [
+            child for child in descendants(self.process.pid) if b"start-dev" in cmdline(child)
+        ]
+        return pid
 
     async def wait_healthy(self, http: httpx.AsyncClient, within: float = 60) -> None:
         deadline = time.monotonic() + within

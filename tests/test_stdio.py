@@ -21,11 +21,8 @@ from mcp_server.protocol import errors
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from tests.dev_process import (
     MCP_TASKS,
-    DevProcess,
     alive,
-    client_for,
     descendants,
-    reaped,
     wait_gone,
 )
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, VERSION, Answer
@@ -525,24 +522,3 @@ async def test_when_the_stdio_dev_that_started_temporal_exits_the_one_that_joine
         for host in (first, second):
             if host is not None:
                 host.kill_tree()
-
-
-@pytest.mark.slow
-async def test_a_second_mcp_tasks_dev_joins_the_first_ones_temporal(tmp_path: Path) -> None:
-    data_dir, temporal_port = tmp_path / "data", free_port()
-    first = DevProcess(data_dir, free_port(), temporal_port)
-    processes = [first]
-    with reaped(processes):
-        async with client_for(first.port) as mcp:
-            await first.wait_healthy(mcp.http)
-            (temporal_pid,) = _temporal_pids(first.process.pid)
-            second = DevProcess(data_dir, free_port(), temporal_port)
-            processes.append(second)
-            await second.wait_healthy(mcp.http)
-            assert _temporal_pids(second.process.pid) == []
-            second.process.send_signal(signal.SIGTERM)
-            assert second.process.wait(30) == 0
-            assert alive(temporal_pid)
-            assert (await mcp.call_tool("greet", {"name": "Bo"})).result["content"][0]["text"] == (
-                "Hello, Bo!"
-            )

@@ -8,10 +8,17 @@
   recent: a live worker polls again at least once per long poll (Temporal's
   `matching.longPollExpirationInterval`, 1 min by default), so `poller_max_age_s` (default 75 s)
   is that plus a margin. Each check that fails is named in `missing`.
+- In `mcp-tasks dev` and `stdio --dev`, readiness also shows the supervised embedded Temporal
+  (`engine`: `running` or `restarting`, its restarts, the current or last outage with its
+  reason and length). While it restarts, `/readyz` is 503 with `missing: ["temporal"]` and
+  `temporal: "unreachable: <why it went>"`, without a call to wait out; once it is back, the
+  usual checks run again and `engine.lastOutage` says what happened. Liveness stays 200
+  throughout: the process is fine and repairs the engine itself, so it must not be restarted.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -24,6 +31,16 @@ from temporalio.client import Client
 from workflows.task_state import SEARCH_ATTRIBUTES
 
 _RPC_TIMEOUT = timedelta(seconds=2)
+
+EngineStatus = Callable[[], dict[str, Any]]
+_engine: EngineStatus | None = None
+
+
+def report_engine(status: EngineStatus | None) -> None:
+    """The process's supervised embedded Temporal (runtime/supervisor.py), shown by /readyz;
+    None: no embedded engine (a server on a Temporal of its own)."""
+    global _engine
+    _engine = status
 
 
 def liveness() -> dict[str, Any]:
@@ -41,6 +58,13 @@ class Readiness:
         """(ready, the body saying what is there and what is missing)."""
         body: dict[str, Any] = {"temporal": "ok", "searchAttributes": "ok"}
         missing: list[str] = []
+        engine = _engine() if _engine is not None else None
+        if engine is not None:
+            body["engine"] = engine
+            if engine["state"] != "running":
+                why = engine["outage"]["reason"]
+                body.update(temporal=f"unreachable: {why}", searchAttributes="unknown", workers=0)
+                return False, {"status": "not ready", "missing": ["temporal"], **body}
         try:
             await self.client.service_client.check_health(timeout=_RPC_TIMEOUT)
         except Exception as err:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from temporalio.client import Client
+from temporalio.worker import Worker
 
 from mcp_server.http.app import HttpServer, create_app, http_config
 from mcp_server.http.auth import build_authenticator
@@ -26,9 +27,11 @@ from mcp_server.observability import tracing
 from mcp_server.observability.logging import LogFormat
 from mcp_server.observability.logging import configure as configure_logging
 from mcp_server.observability.metrics import serve_metrics
+from mcp_server.observability.probes import report_engine
 from mcp_server.protocol.services import state_secret
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, port_is_free
+from mcp_server.runtime.supervisor import EngineSupervisor, SupervisedWorker, claim_data_dir
 from mcp_server.runtime.temporal_connection import (
     connect,
     ensure_search_attributes,
@@ -78,9 +81,25 @@ def _http_part(settings: Settings, registry: ToolRegistry, client: Client) -> Pa
                 f"the HTTP server could not run on {settings.host}:{settings.port}")  # fmt: skip
 
 
-def _worker_part(settings: Settings, registry: ToolRegistry, client: Client) -> Part:
+def _worker_part(
+    settings: Settings, registry: ToolRegistry, client: Client, *, supervised: bool = False
+) -> Part:
+    if supervised:  # next to an embedded Temporal: a worker that fails is started again
+
+        async def build() -> Worker:  # on a client of its own (see SupervisedWorker)
+            return build_worker(await connect(settings), settings, registry)
+
+        again = SupervisedWorker(build)
+        return Part("worker", again.run, again.shutdown)
     worker = build_worker(client, settings, registry)
     return Part("worker", worker.run, worker.shutdown)
+
+
+def _engine_part(temporal: TemporalDevServer) -> Part:
+    """The supervisor that restarts the embedded Temporal; /readyz shows what it sees."""
+    engine = EngineSupervisor(temporal)
+    report_engine(engine.status)
+    return Part("Temporal dev server", engine.run)
 
 
 async def _serve(parts: list[Part]) -> None:
@@ -132,6 +151,7 @@ async def _dev_temporal(
     temporal = TemporalDevServer(
         data_dir, port=args.temporal_port, ui=getattr(args, "ui", False),
         ui_port=getattr(args, "ui_port", None), namespace=settings.namespace,
+        synchronous=settings.sqlite_synchronous,
     )  # fmt: skip
     await temporal.start_or_join()
     try:
@@ -156,6 +176,8 @@ def _temporal_line(temporal: TemporalDevServer) -> str:
 async def run_dev(args: argparse.Namespace, settings: Settings) -> None:
     build_authenticator(settings)  # a configuration that must not serve stops here
     registry = load_toolsets(settings.toolset, settings.tool_modules, settings)
+    endpoint = f"http://{settings.host}:{settings.port}/mcp"
+    claim_data_dir(Path(os.path.abspath(args.data_dir)), endpoint)  # one `dev` per data dir
     if not port_is_free(settings.host, settings.port):
         raise SystemExit(f"mcp-tasks: port {settings.host}:{settings.port} is already in use")
     temporal, settings, client = await _dev_temporal(args, settings)
@@ -173,8 +195,8 @@ async def run_dev(args: argparse.Namespace, settings: Settings) -> None:
         await _serve(
             [
                 _http_part(settings, registry, client),
-                _worker_part(settings, registry, client),
-                Part("Temporal dev server", temporal.watch),
+                _worker_part(settings, registry, client, supervised=True),
+                _engine_part(temporal),
             ]
         )
     finally:
@@ -219,9 +241,9 @@ async def run_stdio(
         server = StdioServer(settings, registry, client, reader, writer)
         parts = [Part("stdio transport", server.serve)]
         if args.worker:
-            parts.append(_worker_part(settings, registry, client))
+            parts.append(_worker_part(settings, registry, client, supervised=args.dev))
         if temporal is not None:
-            parts.append(Part("Temporal dev server", temporal.watch))
+            parts.append(_engine_part(temporal))
         await _serve(parts)
     finally:
         if temporal is not None:

