@@ -188,6 +188,8 @@ async def bench(
                     task = await client.rpc("tasks/get", {"taskId": task_id}, task_id)
                     if task["status"] == "input_required":
                         pending.discard(task_id)
+                if pending:  # as a client does: a task read again waits its pollIntervalMs
+                    await asyncio.sleep(task.get("pollIntervalMs", 1000) / 1000)
             results["all_parked_after_s"] = round(time.perf_counter() - started, 1)
 
             async def get(index: int) -> None:
