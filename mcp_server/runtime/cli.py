@@ -36,7 +36,7 @@ from mcp_server.runtime.temporal_connection import (
     warn_if_retention_short,
 )
 from mcp_server.runtime.tokens import add_token
-from mcp_server.runtime.worker import build_worker
+from mcp_server.runtime.worker import build_worker, sweeping_expired_tasks
 from mcp_server.stdio.channel import claim_stdio
 from mcp_server.stdio.server import StdioServer
 from mcp_server.tools.loading import load_toolsets
@@ -80,7 +80,12 @@ def _http_part(settings: Settings, registry: ToolRegistry, client: Client) -> Pa
 
 def _worker_part(settings: Settings, registry: ToolRegistry, client: Client) -> Part:
     worker = build_worker(client, settings, registry)
-    return Part("worker", worker.run, worker.shutdown)
+
+    async def run() -> None:
+        async with sweeping_expired_tasks(client, settings, registry):
+            await worker.run()
+
+    return Part("worker", run, worker.shutdown)
 
 
 async def _serve(parts: list[Part]) -> None:
