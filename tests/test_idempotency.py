@@ -19,7 +19,9 @@ from mcp_server.protocol.idempotency import META_IDEMPOTENCY_KEY
 from mcp_server.runtime.tokens import add_token
 from tests.conftest import Stack
 from tests.legacy_client import LegacyClient
-from tests.mcp_client import TASKS_AND_ELICITATION, VERSION, McpClient, Reply
+from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, VERSION, McpClient, Reply
+from tests.test_stdio import StdioHost, host, stdio_env  # noqa: F401 (fixtures)
+from tests.test_stdio import meta as stdio_meta
 
 StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 ACCEPT = {"action": "accept", "content": {"confirm": True}}
@@ -253,3 +255,20 @@ async def test_a_host_without_tasks_retrying_an_attached_run_follows_the_same_ta
         named = [reply.result["structuredContent"]["taskId"] for reply in replies]
         assert named[0] == named[1], replies
         await stack.mcp.cancel_task(named[0])
+
+
+@pytest.mark.slow
+async def test_on_stdio_the_key_in_meta_gets_the_same_task(host: StdioHost) -> None:  # noqa: F811
+    key = new_key()
+    params = {
+        "name": "slow_compute",
+        "arguments": {"seconds": 30},
+        "_meta": stdio_meta(TASKS, **{META_IDEMPOTENCY_KEY: key}),
+    }
+    first = (await host.request("tools/call", params)).result
+    retry = (await host.request("tools/call", params)).result
+    assert first["resultType"] == "task" and retry["taskId"] == first["taskId"]
+    other = await host.request("tools/call", {**params, "arguments": {"seconds": 29}})
+    assert other.error["code"] == errors.INVALID_PARAMS
+    cancel = {"taskId": first["taskId"], "_meta": stdio_meta(TASKS)}
+    await host.request("tasks/cancel", cancel)
