@@ -71,6 +71,9 @@ class TaskInput:
     # The quota workflow holding this task's open-task slot ("" when none: no quota, or a task
     # started before quotas were reserved); the task releases the slot there when it closes.
     quota_workflow_id: str = ""
+    # A digest of (principal, idempotency key, tool, arguments) when the call carried an
+    # idempotency key ("" otherwise): a retry with the key must match it (tasks/idempotency.py).
+    call_digest: str = ""
 
 
 @dataclass
@@ -106,6 +109,8 @@ class TaskState:
     input_requests: dict[str, Any] = field(default_factory=dict)
     # Written only when set, so the memo of every other task is exactly what it always was.
     session: str | None = None
+    # Likewise: the call digest of a task started with an idempotency key.
+    call_digest: str | None = None
 
     @classmethod
     def initial(cls, task: TaskInput, status_message: str) -> TaskState:
@@ -120,6 +125,7 @@ class TaskState:
             poll_interval_ms=task.poll_interval_ms,
             status_message=status_message,
             session=task.session or None,
+            call_digest=task.call_digest or None,
         )
 
     def to_memo(self) -> dict[str, Any]:
@@ -136,6 +142,7 @@ class TaskState:
             "statusMessage": self.status_message,
             "inputRequests": dict(self.input_requests),
             **({"session": self.session} if self.session else {}),
+            **({"callDigest": self.call_digest} if self.call_digest else {}),
         }
 
     @classmethod
@@ -167,6 +174,7 @@ class TaskState:
             status_message=message if isinstance(message, str) else None,
             input_requests=dict(requests) if isinstance(requests, dict) else {},
             session=session if isinstance(session := memo.get("session"), str) else None,
+            call_digest=digest if isinstance(digest := memo.get("callDigest"), str) else None,
         )
 
 

@@ -29,12 +29,21 @@ from typing import Any
 from pydantic import BaseModel
 
 from mcp_server.http.headers import check_param_headers, header_params
-from mcp_server.protocol import capabilities, fallback, followup, legacy_views, mrtr, upfront
+from mcp_server.protocol import (
+    capabilities,
+    fallback,
+    followup,
+    idempotency,
+    legacy_views,
+    mrtr,
+    upfront,
+)
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import invalid_params, missing_capability
 from mcp_server.protocol.models import InputRequiredResult, ToolCallParams
 from mcp_server.protocol.task_views import create_task_result, tool_result
 from mcp_server.protocol.wire import TASKS_CAPABILITY, iso_now
+from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.store import new_task_id
 from mcp_server.tools.registry import Tool, ToolCall
 from workflows.task_state import TaskInput
@@ -100,6 +109,8 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         raise invalid_params(
             f"Invalid arguments for tool {tool.name!r}: {'; '.join(errors)}", {"errors": errors}
         )
+    # A task tool's call with an idempotency key names its task (protocol/idempotency.py).
+    keyed = idempotency.keyed_call(ctx, params, tool.name, arguments)
     as_task = capabilities.declares_tasks(ctx.capabilities) if ctx.modern else bool(params.task)
     if ctx.modern and tool.task_support == "required" and not as_task:
         raise missing_capability(
@@ -134,7 +145,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         return tool_result(await tool.handler(call))
     assert tool.workflow is not None
     task = TaskInput(
-        task_id=new_task_id(),
+        task_id=keyed.get("task_id") or new_task_id(),
         tool=tool.name,
         arguments=arguments,
         created_at=iso_now(services.clock()),
@@ -146,13 +157,17 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         secret_arguments=sorted(tool.secret_arguments),
         tool_config=tool.workflow_config,
         session=(ctx.session or "") if as_task and not ctx.modern else "",
+        call_digest=keyed.get("call_digest", ""),
     )
-    if not as_task:
-        return await fallback.run_attached(ctx, services, task, tool.workflow, tool.sync_timeout_s)
     workflow = tool.workflow
-    snapshot = await services.limits.within_open_task_quota(
-        lambda quota: services.store.create(task, workflow, quota)
-    )
+    try:
+        if not as_task:
+            return await fallback.run_attached(ctx, services, task, workflow, tool.sync_timeout_s)
+        snapshot = await services.limits.within_open_task_quota(
+            lambda quota: services.store.create(task, workflow, quota)
+        )
+    except IdempotencyConflict as err:
+        raise idempotency.conflict(err) from None
     if ctx.modern:
         return create_task_result(snapshot)
     return legacy_views.create_task_result(snapshot)

@@ -39,7 +39,7 @@ from mcp_server.runtime.temporal_connection import (
     warn_if_retention_short,
 )
 from mcp_server.runtime.tokens import add_token
-from mcp_server.runtime.worker import build_worker
+from mcp_server.runtime.worker import build_worker, sweeping_expired_tasks
 from mcp_server.stdio.channel import claim_stdio
 from mcp_server.stdio.server import StdioServer
 from mcp_server.tools.loading import load_toolsets
@@ -92,7 +92,12 @@ def _worker_part(
         again = SupervisedWorker(build)
         return Part("worker", again.run, again.shutdown)
     worker = build_worker(client, settings, registry)
-    return Part("worker", worker.run, worker.shutdown)
+
+    async def run() -> None:
+        async with sweeping_expired_tasks(client, settings, registry):
+            await worker.run()
+
+    return Part("worker", run, worker.shutdown)
 
 
 def _engine_part(temporal: TemporalDevServer) -> Part:

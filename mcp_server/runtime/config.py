@@ -117,6 +117,8 @@ class Settings(BaseModel):
     not_found_burst: Positive = 100
     max_cached_workflows: NonNegative = 1000  # 0: no workflow cache
     max_concurrent_activities: Positive = 100
+    # How often each worker deletes the expired tasks of its task queue (tasks/expiry.py).
+    expiry_sweep_s: float = Field(default=300.0, gt=0, le=86400)
     instructions: str | None = None
     # Where `deploy` finds pipeline files (a pipeline is only ever read from here).
     pipelines_dir: str = "pipelines"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from functools import cache
 
@@ -11,6 +14,7 @@ from temporalio.worker import Worker
 
 from activities import quota as quota_activities
 from mcp_server.runtime.config import Settings
+from mcp_server.tasks.expiry import run_sweeper
 from mcp_server.tools.registry import ToolRegistry
 from workflows import quota
 from workflows.secret_interceptor import SecretsInterceptor
@@ -31,6 +35,27 @@ def build_worker(client: Client, settings: Settings, registry: ToolRegistry) -> 
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
         graceful_shutdown_timeout=timedelta(seconds=5),
     )
+
+
+@contextlib.asynccontextmanager
+async def sweeping_expired_tasks(
+    client: Client, settings: Settings, registry: ToolRegistry
+) -> AsyncIterator[None]:
+    """While inside: every `expiry_sweep_s`, delete the task queue's expired tasks
+    (tasks/expiry.py), with the TTLs the registry's tools have at that moment."""
+
+    def ttls() -> dict[str, int]:
+        return {tool.name: tool.ttl_ms for tool in registry.tools() if tool.ttl_ms}
+
+    sweeper = asyncio.create_task(
+        run_sweeper(client, settings.task_queue, ttls, settings.expiry_sweep_s)
+    )
+    try:
+        yield
+    finally:
+        sweeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sweeper
 
 
 @cache

@@ -53,6 +53,7 @@ from temporalio.common import (
     WorkflowIDConflictPolicy,
     WorkflowIDReusePolicy,
 )
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_server.tasks.errors import (
@@ -61,6 +62,8 @@ from mcp_server.tasks.errors import (
     BackendUnavailable,
     TaskError,
 )
+from mcp_server.tasks.expiry import Deletions
+from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.quota import QuotaReservations
 from mcp_server.tasks.snapshots import (
     TaskSnapshot,
@@ -68,7 +71,7 @@ from mcp_server.tasks.snapshots import (
     snapshot_of,
     with_activity_progress,
 )
-from mcp_server.tasks.ttl import ttl_after_close
+from mcp_server.tasks.ttl import is_expired, ttl_after_close
 from workflows.task_state import (
     CANCEL_REQUESTED_SIGNAL,
     MEMO_KEY,
@@ -146,10 +149,13 @@ class TemporalTaskStore:
         self._task_queue = task_queue
         self._terminal: OrderedDict[str, TaskSnapshot] = OrderedDict()
         self._quota = QuotaReservations(client, task_queue)
+        self._deletions = Deletions(client)
 
     # ----- create ------------------------------------------------------------------------
 
-    async def _start(self, task: TaskInput, workflow: str) -> WorkflowHandle[Any, Any]:
+    async def _start(
+        self, task: TaskInput, workflow: str, replaces_expired: bool = False
+    ) -> WorkflowHandle[Any, Any]:
         memo = TaskState.initial(task, INITIAL_STATUS_MESSAGE).to_memo()
         attributes = TypedSearchAttributes(
             [
@@ -173,9 +179,19 @@ class TemporalTaskStore:
                 memo={MEMO_KEY: memo},
                 search_attributes=attributes,
                 execution_timeout=timedelta(milliseconds=task.ttl_ms) if task.ttl_ms else None,
-                # A taskId names exactly one execution, ever.
-                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                # A taskId names exactly one execution, ever, but for a keyed call's task that
+                # expired (a new run replaces it). A keyed call's retry joins the running task
+                # (USE_EXISTING); a closed one is WorkflowAlreadyStartedError.
+                id_reuse_policy=(
+                    WorkflowIDReusePolicy.ALLOW_DUPLICATE
+                    if replaces_expired
+                    else WorkflowIDReusePolicy.REJECT_DUPLICATE
+                ),
+                id_conflict_policy=(
+                    WorkflowIDConflictPolicy.USE_EXISTING
+                    if task.call_digest
+                    else WorkflowIDConflictPolicy.FAIL
+                ),
                 static_summary=f"MCP tool {task.tool}",
                 rpc_timeout=RPC_TIMEOUT,
             )
@@ -188,17 +204,55 @@ class TemporalTaskStore:
         """Start the task. With `quota` > 0, first reserve one of the owner's `quota` open-task
         slots (QuotaExceeded when none is free). A start that surely failed gives the slot
         back; one whose outcome is unknown (Temporal unreachable) leaves it to the quota
-        workflow's reclaim, which frees it if the task never started."""
+        workflow's reclaim, which frees it if the task never started.
+
+        A call with an idempotency key (`task.call_digest`, tasks/idempotency.py) whose task
+        exists gets that task as it is now, and starts nothing; once that task has expired,
+        a new run of the taskId replaces it."""
+        expired = False
+        if task.call_digest:
+            existing, expired = await self._keyed(task)
+            if existing is not None:
+                return existing
         if quota:
             task = replace(task, quota_workflow_id=self._quota.workflow_id(task.owner))
             await self._quota.reserve(task.owner, task.task_id, quota)
         try:
-            await self._start(task, workflow)
-        except (ArgumentsTooLarge, BackendRefused):
-            if quota:
+            await self._start(task, workflow, replaces_expired=expired)
+        except (ArgumentsTooLarge, BackendRefused, WorkflowAlreadyStartedError) as err:
+            if quota:  # a closed keyed task released its slot when it closed
                 await self._quota.release(task.owner, task.task_id)
-            raise
+            if not isinstance(err, WorkflowAlreadyStartedError):
+                raise
+        if task.call_digest:  # started, or joined a twin call's task: compare with it
+            existing, _ = await self._keyed(task)
+            if existing is None:
+                raise BackendUnavailable(
+                    "Temporal", "the task of this idempotency key expired meanwhile", 1.0
+                )
+            return existing
         return snapshot_of(TaskState.initial(task, INITIAL_STATUS_MESSAGE))
+
+    async def _keyed(self, task: TaskInput) -> tuple[TaskSnapshot | None, bool]:
+        """The task a keyed call names, as it is now, or None; and whether it has expired
+        (then its run is being deleted, and the key may start a new run). IdempotencyConflict
+        when it was created by a call with another tool or other arguments."""
+        description = await self._describe(task.task_id)
+        if description is None:
+            return None, False
+        state = TaskState.from_memo(await description.memo_value(MEMO_KEY, None))
+        if state is not None and state.owner == task.owner:
+            if description.status == WorkflowExecutionStatus.RUNNING:
+                snapshot = await self._running(task.task_id, description, state)
+            else:
+                snapshot = await self._closed(task.task_id, description, state)
+            if is_expired(snapshot, self._clock()):
+                self._terminal.pop(task.task_id, None)
+                self._deletions.request(task.task_id, description.run_id)
+                return None, True
+            if state.call_digest == task.call_digest:
+                return snapshot, False
+        raise IdempotencyConflict(task.task_id)
 
     # ----- get ---------------------------------------------------------------------------
 
@@ -215,7 +269,10 @@ class TemporalTaskStore:
         someone else's."""
         cached = self._terminal.get(task_id)
         if cached is not None and (owner is None or cached.owner == owner):
-            return cached  # anyone else takes the same describe() as for a missing task
+            if not is_expired(cached, self._clock()):
+                return cached  # anyone else takes the same describe() as for a missing task
+            # Expired: read afresh, to delete it (or find the new run of its idempotency key).
+            self._terminal.pop(task_id, None)
         description = await self._describe(task_id)
         if description is None:
             return None
@@ -225,6 +282,9 @@ class TemporalTaskStore:
         if description.status == WorkflowExecutionStatus.RUNNING:
             return await self._running(task_id, description, state)
         snapshot = await self._closed(task_id, description, state)
+        if is_expired(snapshot, self._clock()):
+            self._deletions.request(task_id, description.run_id)  # gone from Temporal too
+            return snapshot
         self._terminal[task_id] = snapshot
         if len(self._terminal) > _TERMINAL_CACHE_SIZE:
             self._terminal.popitem(last=False)

@@ -9,6 +9,8 @@ Rules implemented:
   the TTL) and gets the same grace.
 - Temporal's namespace retention must keep closed workflows at least `kept_for(ttl)`.
 - A task without a TTL (`ttlMs` null) never expires.
+- An expired task is deleted from Temporal (expiry.py): by the read that finds it expired, or
+  by the workers' sweeper; its idempotency key (idempotency.py) is then free again.
 """
 
 from __future__ import annotations
@@ -55,3 +57,10 @@ def readable_until(snapshot: TaskSnapshot) -> datetime | None:
 def is_expired(snapshot: TaskSnapshot, now: datetime) -> bool:
     until = readable_until(snapshot)
     return until is not None and now >= until
+
+
+def closed_expired(created_at: str, closed_at: str, ttl_ms: int | None, now: datetime) -> bool:
+    """Whether a task that closed at `closed_at` has expired at `now` (what `is_expired` says
+    of its closed snapshot)."""
+    ttl = ttl_after_close(created_at, closed_at, ttl_ms)
+    return ttl is not None and now >= parse_timestamp(created_at) + timedelta(milliseconds=ttl)
