@@ -71,6 +71,10 @@ class TaskInput:
     # The quota workflow holding this task's open-task slot ("" when none: no quota, or a task
     # started before quotas were reserved); the task releases the slot there when it closes.
     quota_workflow_id: str = ""
+    # What the previous run of this task handed on when it continued as new
+    # (TaskWorkflow.continue_as_new): the task state it showed and the tool's own progress.
+    # Empty in a task's first run.
+    carried: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
