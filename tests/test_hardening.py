@@ -78,7 +78,7 @@ async def test_a_table_or_key_with_a_trailing_newline_is_refused(
         owner=ANONYMOUS.digest,
     )
     with pytest.raises(ApplicationError, match="is not an identifier"):
-        await RecordImports(str(tmp_path)).inspect_source(spec)
+        RecordImports(str(tmp_path)).plan_import(spec)
 
 
 # ----- no server paths in client-facing errors ------------------------------------------------
