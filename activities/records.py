@@ -138,6 +138,11 @@ class RecordImports:
         _checked(spec)
         source = self.source(spec.source)
         database = self.database(spec)
+        area = (self.areas / spec.owner).resolve()
+        for folder in database.parents[: len(database.relative_to(area).parts) - 1]:
+            if folder.exists() and not folder.is_dir():
+                shown = folder.relative_to(area).as_posix()
+                raise refused(f"the database {spec.database!r} cannot be made: {shown!r} is a file")
         problem = table_problem(database, spec.database, spec.table, spec.key)
         if problem:
             raise refused(problem)
