@@ -184,6 +184,10 @@ REFUSALS: dict[str, tuple[str, str, str | bytes | None, str]] = {
         "id,Name,name\n1,a,b\n", "people", None,
         "the columns 'Name' and 'name' (columns 2 and 3) are one column to SQLite",
     ),
+    "JSON keys differing in case": (
+        '{"id": 1, "a": 1}\n{"id": 2, "A": 2}\n', "people", None,
+        "the columns 'a' and 'A' (columns 2 and 3) are one column to SQLite",
+    ),
     "reserved table name": (
         PEOPLE, "sqlite_people", None, "the table name 'sqlite_people' is reserved",
     ),
@@ -212,7 +216,8 @@ async def test_an_import_that_cannot_succeed_is_a_tool_error_at_once_writing_not
     stack: Stack, import_dir: Path, case: str
 ) -> None:
     text, table, before, reason = REFUSALS[case]
-    source = import_dir / f"refused-{uuid.uuid4().hex[:8]}.csv"
+    suffix = ".jsonl" if text.startswith("{") else ".csv"
+    source = import_dir / f"refused-{uuid.uuid4().hex[:8]}{suffix}"
     source.write_text(text)
     folder = area(import_dir) / uuid.uuid4().hex[:8]
     folder.mkdir(parents=True)
@@ -255,6 +260,21 @@ async def test_a_quote_closed_lines_later_is_a_bad_row_naming_the_lines_it_swall
             ("1",),
             ("5",),
         ]
+
+
+async def test_a_json_number_sqlite_cannot_hold_is_a_bad_row_not_a_failed_import(
+    mcp: McpClient, import_dir: Path
+) -> None:
+    source = import_dir / f"big-{uuid.uuid4().hex[:8]}.jsonl"
+    source.write_text('{"id": 1, "n": 5}\n\n{"id": 2, "n": 99999999999999999999}\n{"id": 3}\n')
+    arguments = {"source": source.name, "database": "big.db", "table": "numbers", "key": "id"}
+    done = await mcp.wait_terminal(await mcp.create_task("import_records", arguments), within=30)
+    assert done["status"] == "completed", done
+    result = done["result"]["structuredContent"]
+    assert (result["imported"], result["badRows"], result["totalRows"]) == (2, 1, 3)
+    assert result["firstBadRows"] == [
+        {"row": 2, "line": 3, "error": "has a number in 'n' beyond SQLite's 64-bit integers"}
+    ]
 
 
 async def test_a_chunk_refused_midway_ends_the_task_saying_what_was_committed(
