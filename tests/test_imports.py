@@ -277,6 +277,23 @@ async def test_a_json_number_sqlite_cannot_hold_is_a_bad_row_not_a_failed_import
     ]
 
 
+async def test_a_source_that_shrinks_during_the_import_is_said_to_have_ended_early(
+    mcp: McpClient, import_dir: Path
+) -> None:
+    source = csv_file(import_dir, 300)
+    arguments = {"source": source, "database": "shrunk.db", "table": "people", "key": "id",
+                 "chunk_size": 100, "chunk_delay_ms": 1500}  # fmt: skip
+    task_id = await mcp.create_task("import_records", arguments)
+    await mcp.wait_for(task_id, lambda t: t.get("statusMessage", "").startswith("100 /"))
+    lines = (import_dir / source).read_text().splitlines(keepends=True)
+    (import_dir / source).write_text("".join(lines[:151]))  # the header and 150 rows
+    done = await mcp.wait_terminal(task_id, within=30)
+    assert done["result"]["content"][0]["text"] == (
+        "Imported 150 of 300 rows into people; the source ended after row 150, shorter than "
+        "when planned"
+    )
+
+
 async def test_a_chunk_refused_midway_ends_the_task_saying_what_was_committed(
     stack: Stack, import_dir: Path
 ) -> None:

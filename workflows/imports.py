@@ -124,6 +124,8 @@ class ImportRecordsWorkflow(TaskWorkflow):
         summary = f"Imported {p.imported:,} of {p.total_rows:,} rows into {spec.table}"
         if p.bad_count:
             summary += f"; {p.bad_count:,} bad rows skipped"
+        if p.row <= p.total_rows:
+            summary += f"; the source ended after row {p.row - 1:,}, shorter than when planned"
         return text_result(summary, structured=_totals(spec, p))
 
     async def _execute_v1(self, spec: ImportSpec, delay: timedelta) -> dict[str, Any]:
