@@ -7,22 +7,29 @@
   neither read nor overwrite another's databases.
 - Errors name paths as the caller gave them, never where the import directory is.
 - Table and key names are whole-string identifiers (`fullmatch`: no trailing newline).
-- `inspect_source` reads the file once: the columns, the number of rows, and the byte offset
-  at which every chunk starts, so each chunk can be re-read on its own after a crash.
-- `import_chunk` upserts its rows on the key column in a single transaction: a chunk that is
-  retried (its worker died) writes the same rows again, so nothing is duplicated or lost.
-- Bad rows (no key, wrong width, not a JSON object) are counted and the first few reported;
-  they never stop the import.
+- The activities are plain `def`s: their file and SQLite I/O blocks, so they run on the
+  worker's activity thread pool (runtime/worker.py), never on the event loop that every other
+  activity and the worker's own heartbeats share. They heartbeat at most once a second while
+  they read or write, so a worker that dies mid-chunk is noticed within the heartbeat timeout.
+- `plan_import` reads the file once, before anything is written: its columns, its number of
+  rows, and every deterministic reason it cannot be imported (record_tables.py; a CSV quote
+  that never closes, record_rows.py). Those are `ImportRefused`, non-retryable.
+- `import_chunk` reads `chunk_size` rows from a byte offset and upserts them on the key column
+  in a single transaction: a chunk that is retried (its worker died) writes the same rows
+  again, so nothing is duplicated or lost. It returns where the next chunk starts.
+- Bad rows (no key, wrong width, invalid CSV or JSON, a number SQLite cannot hold) are counted
+  and the first few reported with their row and line; they never stop the import.
+- `inspect_source` is the planning activity of imports started before `plan_import` existed
+  (workflows/imports.py); it also lists every chunk's offset.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 import sqlite3
-from collections.abc import Iterator
+import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,12 +37,17 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.record_rows import Row, UnterminatedQuote, read_header, read_rows
+from activities.record_tables import column_problem, is_transient, table_problem, upsert
+
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 # The subdirectory holding each principal's own databases, and what an area may be named.
 AREAS = "principals"
 OWNER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 BAD_ROWS_REPORTED = 5
 IMPORT_REFUSED = "ImportRefused"
+HEARTBEAT_EVERY_S = 1.0
+_INT64 = range(-(2**63), 2**63)
 
 
 @dataclass
@@ -54,29 +66,6 @@ def refused(message: str) -> ApplicationError:
     return ApplicationError(message, type=IMPORT_REFUSED, non_retryable=True)
 
 
-def quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _rows(handle: io.BufferedReader, fmt: str) -> Iterator[tuple[int, Any]]:
-    """(byte offset where the row ends, row) for each row from the handle's position."""
-    position = handle.tell()
-
-    def lines() -> Iterator[str]:
-        nonlocal position
-        for raw in handle:
-            position += len(raw)
-            yield raw.decode("utf-8", errors="replace")
-
-    if fmt == "csv":
-        for row in csv.reader(lines()):
-            yield position, row
-    else:
-        for line in lines():
-            if line.strip():
-                yield position, line
-
-
 def _resolved(base: Path, relative: str, what: str) -> Path:
     try:
         return (base / relative).resolve()
@@ -88,6 +77,20 @@ def _checked(spec: ImportSpec) -> None:
     for what, name in (("table", spec.table), ("key", spec.key)):
         if not IDENTIFIER.fullmatch(name):
             raise refused(f"the {what} {name!r} is not an identifier ({IDENTIFIER.pattern})")
+
+
+class _Pulse:
+    """Heartbeats at most once every HEARTBEAT_EVERY_S, however often it is called."""
+
+    def __init__(self) -> None:
+        self.due = time.monotonic()
+        self.live = activity.in_activity()  # False when called directly (tests)
+
+    def __call__(self) -> None:
+        now = time.monotonic()
+        if self.live and now >= self.due:
+            self.due = now + HEARTBEAT_EVERY_S
+            activity.heartbeat()
 
 
 class RecordImports:
@@ -120,98 +123,162 @@ class RecordImports:
             )
         return resolved
 
+    @activity.defn(name="mcp_tasks.plan_import")
+    def plan_import(self, spec: ImportSpec) -> dict[str, Any]:
+        """The columns, the number of rows, and where the first row starts (its byte offset
+        and line); ImportRefused if the import cannot succeed."""
+        return self._plan(spec, with_offsets=False)
+
     @activity.defn(name="mcp_tasks.inspect_source")
-    async def inspect_source(self, spec: ImportSpec) -> dict[str, Any]:
+    def inspect_source(self, spec: ImportSpec) -> dict[str, Any]:
+        """The plan of imports started before plan_import: also every chunk's byte offset."""
+        return self._plan(spec, with_offsets=True)
+
+    def _plan(self, spec: ImportSpec, with_offsets: bool) -> dict[str, Any]:
         _checked(spec)
         source = self.source(spec.source)
-        self.database(spec)
+        database = self.database(spec)
+        area = (self.areas / spec.owner).resolve()
+        for folder in database.parents[: len(database.relative_to(area).parts) - 1]:
+            if folder.exists() and not folder.is_dir():
+                shown = folder.relative_to(area).as_posix()
+                raise refused(f"the database {spec.database!r} cannot be made: {shown!r} is a file")
+        problem = table_problem(database, spec.database, spec.table, spec.key)
+        if problem:
+            raise refused(problem)
         if not source.is_file():
             raise refused(f"the source {spec.source!r} does not exist in the import directory")
         try:
-            return self._inspect(source, spec)
+            plan = self._scan(source, spec, with_offsets)
         except OSError as err:
             raise refused(f"the source {spec.source!r} cannot be read: {err.strerror}") from None
+        except UnterminatedQuote as err:
+            raise refused(str(err)) from None
+        columns = plan["columns"]
+        if spec.key not in columns:
+            raise refused(f"the key column {spec.key!r} is not among the columns {columns}")
+        problem = column_problem(columns)
+        if problem:
+            raise refused(f"the source's columns cannot be a table: {problem}")
+        return plan
 
-    def _inspect(self, source: Path, spec: ImportSpec) -> dict[str, Any]:
+    def _scan(self, source: Path, spec: ImportSpec, with_offsets: bool) -> dict[str, Any]:
         offsets: list[int] = []
         columns: list[str] = []
         rows = 0
+        beat = _Pulse()
         with source.open("rb") as handle:
-            start = 0
+            first_line = 1
             if spec.format == "csv":
-                header = next(csv.reader([handle.readline().decode("utf-8", errors="replace")]), [])
-                columns = [name.strip() for name in header]
-                start = handle.tell()
+                columns, first_line = read_header(handle)
+            start = first = handle.tell()
             seen: dict[str, None] = {}
-            for end, row in _rows(handle, spec.format):
-                if rows % spec.chunk_size == 0:
+            for row in read_rows(handle, spec.format, first_line):
+                if with_offsets and rows % spec.chunk_size == 0:
                     offsets.append(start)
                 rows += 1
-                start = end
+                start = row.end
+                beat()
                 if spec.format == "jsonl":
                     try:
-                        record = json.loads(row)
+                        record = json.loads(row.text)
                     except ValueError:
                         continue
                     if isinstance(record, dict):
                         seen.update(dict.fromkeys(map(str, record)))
             if spec.format == "jsonl":
                 columns = list(seen)
-        if spec.key not in columns:
-            raise refused(f"the key column {spec.key!r} is not among the columns {columns}")
-        bad = [c for c in columns if not c]
-        if bad:
-            raise refused("the source has a column without a name")
-        return {"columns": columns, "totalRows": rows, "chunkOffsets": offsets}
+        plan: dict[str, Any] = {"columns": columns, "totalRows": rows}
+        if with_offsets:
+            plan["chunkOffsets"] = offsets
+        else:
+            plan.update(offset=first, line=first_line)
+        return plan
 
     @activity.defn(name="mcp_tasks.import_chunk")
-    async def import_chunk(
-        self, spec: ImportSpec, columns: list[str], offset: int, first_row: int
+    def import_chunk(
+        self, spec: ImportSpec, columns: list[str], offset: int, first_row: int, first_line: int = 0
     ) -> dict[str, Any]:
+        """Up to chunk_size rows from byte `offset` (row `first_row`, at line `first_line`; 0:
+        not known, from an import started before lines were counted), upserted at once."""
         _checked(spec)
         try:
-            return self._import_chunk(spec, columns, offset, first_row)
+            return self._import_chunk(spec, columns, offset, first_row, first_line)
         except OSError as err:  # its own text would name the absolute path
             raise refused(
                 f"the source {spec.source!r} or the database {spec.database!r} cannot be "
                 f"used: {err.strerror}"
             ) from None
-        except sqlite3.Error as err:  # no path in SQLite's messages; "locked" may pass
+        except UnterminatedQuote as err:  # the file changed since it was planned
+            raise refused(str(err)) from None
+        except sqlite3.Error as err:  # no path in SQLite's messages
             raise ApplicationError(
                 f"the database {spec.database!r} cannot be written: {err}",
-                type="DatabaseError",
+                type="DatabaseError" if is_transient(err) else IMPORT_REFUSED,
+                non_retryable=not is_transient(err),
             ) from None
 
     def _import_chunk(
-        self, spec: ImportSpec, columns: list[str], offset: int, first_row: int
+        self, spec: ImportSpec, columns: list[str], offset: int, first_row: int, first_line: int
     ) -> dict[str, Any]:
         good: list[list[Any]] = []
         bad: list[dict[str, Any]] = []
-        bad_count = 0
+        bad_count = read = 0
+        beat = _Pulse()
+        end, next_line = offset, first_line
         with self.source(spec.source).open("rb") as handle:
             handle.seek(offset)
-            for number, (_, row) in enumerate(_rows(handle, spec.format), first_row):
-                if number >= first_row + spec.chunk_size:
+            for row in read_rows(handle, spec.format, max(first_line, 1)):
+                if read == spec.chunk_size:
                     break
+                read += 1
+                end, next_line = row.end, row.last_line + 1
+                beat()
                 values, problem = _values(row, columns, spec)
-                if problem:
-                    bad_count += 1
-                    if len(bad) < BAD_ROWS_REPORTED:
-                        bad.append({"row": number, "error": problem})
-                else:
+                if problem is None:
                     good.append(values)
-        _upsert(self.database(spec), spec, columns, good)
-        return {"imported": len(good), "badCount": bad_count, "bad": bad}
+                    continue
+                bad_count += 1
+                if len(bad) < BAD_ROWS_REPORTED:
+                    bad.append(_bad_row(first_row + read - 1, row, problem, first_line > 0))
+        with _uninterrupted():  # a transaction is never cut short
+            upsert(self.database(spec), spec.table, spec.key, columns, good, beat)
+        return {
+            "imported": len(good),
+            "badCount": bad_count,
+            "bad": bad,
+            "rows": read,
+            "nextOffset": end,
+            "nextLine": next_line if first_line else 0,
+        }
 
 
-def _values(row: Any, columns: list[str], spec: ImportSpec) -> tuple[list[Any], str | None]:
+def _uninterrupted() -> AbstractContextManager[None]:
+    """Holds back the worker's cancellation of this thread until the block ends."""
+    return activity.shield_thread_cancel_exception() if activity.in_activity() else nullcontext()
+
+
+def _bad_row(number: int, row: Row, problem: str, lines_known: bool) -> dict[str, Any]:
+    if not lines_known:
+        return {"row": number, "error": problem}
+    if row.last_line != row.line:
+        problem += f" (the row runs over {row.where()})"
+    return {"row": number, "line": row.line, "error": problem}
+
+
+def _values(row: Row, columns: list[str], spec: ImportSpec) -> tuple[list[Any], str | None]:
+    if row.problem is not None:
+        return [], row.problem
     if spec.format == "csv":
-        if len(row) != len(columns):
-            return [], f"has {len(row)} fields, the header has {len(columns)}"
-        record = dict(zip(columns, row, strict=True))
+        fields = row.fields or []
+        if not fields:
+            return [], "is blank"
+        if len(fields) != len(columns):
+            return [], f"has {len(fields)} fields, the header has {len(columns)}"
+        record: Any = dict(zip(columns, fields, strict=True))
     else:
         try:
-            record = json.loads(row)
+            record = json.loads(row.text)
         except ValueError as err:  # JSONDecodeError, or an integer beyond the digit limit
             return [], f"is not valid JSON: {getattr(err, 'msg', err)}"
         if not isinstance(record, dict):
@@ -219,38 +286,7 @@ def _values(row: Any, columns: list[str], spec: ImportSpec) -> tuple[list[Any], 
     if record.get(spec.key) in (None, ""):
         return [], f"has no value for the key column {spec.key!r}"
     values = [record.get(column) for column in columns]
+    for column, value in zip(columns, values, strict=True):
+        if isinstance(value, int) and value not in _INT64:
+            return [], f"has a number in {column!r} beyond SQLite's 64-bit integers"
     return [json.dumps(v) if isinstance(v, dict | list) else v for v in values], None
-
-
-def _upsert(database: Path, spec: ImportSpec, columns: list[str], rows: list[list[Any]]) -> None:
-    database.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    connection = sqlite3.connect(database, timeout=30, isolation_level=None)
-    try:
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("BEGIN IMMEDIATE")
-        table = quoted(spec.table)
-        others = [quoted(c) for c in columns if c != spec.key]
-        definition = ", ".join([f"{quoted(spec.key)} PRIMARY KEY", *others])
-        connection.execute(f"CREATE TABLE IF NOT EXISTS {table} ({definition})")
-        existing = {r[1] for r in connection.execute(f"PRAGMA table_info({table})")}
-        for column in columns:
-            if column not in existing:
-                connection.execute(f"ALTER TABLE {table} ADD COLUMN {quoted(column)}")
-        names = ", ".join(quoted(c) for c in columns)
-        marks = ", ".join("?" for _ in columns)
-        updates = (
-            ", ".join(f"{c} = excluded.{c}" for c in others)
-            or f"{quoted(spec.key)} = excluded.{quoted(spec.key)}"
-        )
-        connection.executemany(
-            f"INSERT INTO {table} ({names}) VALUES ({marks}) "
-            f"ON CONFLICT({quoted(spec.key)}) DO UPDATE SET {updates}",
-            rows,
-        )
-        connection.execute("COMMIT")
-    except BaseException:
-        if connection.in_transaction:
-            connection.execute("ROLLBACK")
-        raise
-    finally:
-        connection.close()

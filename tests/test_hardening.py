@@ -78,7 +78,7 @@ async def test_a_table_or_key_with_a_trailing_newline_is_refused(
         owner=ANONYMOUS.digest,
     )
     with pytest.raises(ApplicationError, match="is not an identifier"):
-        await RecordImports(str(tmp_path)).inspect_source(spec)
+        RecordImports(str(tmp_path)).plan_import(spec)
 
 
 # ----- no server paths in client-facing errors ------------------------------------------------
@@ -123,8 +123,8 @@ async def test_an_import_that_cannot_write_its_database_does_not_show_the_server
     # A database "inside" that database file: making its directory fails with an OSError.
     nested = {**first, "database": f"{source}.db/inner.db"}
     task = await mcp.wait_terminal(await mcp.create_task("import_records", nested), 40)
-    assert task["status"] == "failed", task
-    assert "cannot be used" in task["statusMessage"]
+    assert task["status"] == "completed" and task["result"]["isError"] is True, task
+    assert f"cannot be made: '{source}.db' is a file" in task["statusMessage"]
     assert str(import_dir.parent) not in text_of(task)
 
 

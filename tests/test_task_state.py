@@ -86,7 +86,11 @@ def test_optional_fields_missing_from_a_memo_take_their_defaults() -> None:
     assert state.ttl_ms is None and state.input_requests == {}
 
 
-@pytest.mark.parametrize("history", sorted(HISTORIES.glob("*.json")), ids=lambda path: path.stem)
+@pytest.mark.parametrize(
+    "history",
+    sorted(HISTORIES.rglob("*.json")),
+    ids=lambda path: str(path.relative_to(HISTORIES).with_suffix("")),
+)
 async def test_every_recorded_history_replays_with_todays_workflows(
     registry: ToolRegistry, history: Path
 ) -> None:
@@ -104,7 +108,7 @@ def test_every_task_workflow_that_ships_has_a_recorded_history() -> None:
     tests/histories/record.py (the open-task quota workflow is not a task workflow)."""
     shipped = [*approvals.WORKFLOWS, *conformance.WORKFLOWS, *demo.WORKFLOWS,
                *deploy.WORKFLOWS, *exposed.WORKFLOWS, *imports.WORKFLOWS]  # fmt: skip
-    recorded = {workflow_type(path) for path in HISTORIES.glob("*.json")}
+    recorded = {workflow_type(path) for path in HISTORIES.rglob("*.json")}
     names = {str(workflow._Definition.must_from_class(cls).name) for cls in shipped}
     assert len(names) == 15 and sorted(names - recorded) == []
 

@@ -74,6 +74,10 @@ class TaskInput:
     # A digest of (principal, idempotency key, tool, arguments) when the call carried an
     # idempotency key ("" otherwise): a retry with the key must match it (tasks/idempotency.py).
     call_digest: str = ""
+    # What the previous run of this task handed on when it continued as new
+    # (TaskWorkflow.continue_as_new): the task state it showed and the tool's own progress.
+    # Empty in a task's first run.
+    carried: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -13,6 +13,8 @@ A tool's workflow subclasses `TaskWorkflow`, implements `execute()`, and is decl
   the state says `cancelled` and the execution closes as CANCELED;
 - a result-size guard, so an oversized result ends the task with a clear tool error instead of
   a workflow that can never complete;
+- `continue_as_new()`, which keeps a long task's history short: the next run has the same
+  workflow ID (so the same taskId), the state `tasks/get` showed, and the tool's progress;
 - the task's secret arguments redacted from its memo, its result and its failure
   (workflows/redaction.py; the worker's interceptor does the same for exceptions).
 """
@@ -22,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey
@@ -116,6 +118,26 @@ class TaskWorkflow:
             key = f"{base}-{n}"
         return key
 
+    @property
+    def carried(self) -> dict[str, Any]:
+        """The `progress` the previous run passed to `continue_as_new()`; {} in the first."""
+        return dict(self.task.carried.get("progress") or {}) if self.task else {}
+
+    def continue_as_new(self, progress: dict[str, Any]) -> NoReturn:
+        """Close this run and go on in a new one of the same task, from the start of
+        `execute()`: the workflow ID (so the taskId), the task state tasks/get shows, the
+        cancel message, the keys issued and `progress` (read back as `self.carried`) stay; the
+        open-task quota slot stays held (only the task's real end releases it). Call it
+        between steps, with no question outstanding."""
+        if self._outstanding or self._answers:
+            raise RuntimeError("a task cannot continue as new while a question is open")
+        assert self.task is not None
+        state = self._current.to_memo()
+        carried = {"state": state, "progress": progress, "cancelMessage": self.cancel_message,
+                   "issuedKeys": sorted(self._issued_keys),
+                   "answeredBy": self.answered_by}  # fmt: skip
+        workflow.continue_as_new(replace(self.task, carried=carried), memo={MEMO_KEY: state})
+
     async def ask(
         self,
         key: str,
@@ -197,8 +219,14 @@ class TaskWorkflow:
     async def _run_task(self, task: TaskInput) -> dict[str, Any]:
         self.task = task
         self._redactor = Redactor.for_arguments(task.arguments, task.secret_arguments)
-        # The starter wrote this memo with the start; keep it as our base without re-upserting.
+        # The starter wrote this memo with the start (or the previous run, with its
+        # continue-as-new); keep it as our base without re-upserting.
         self._state = TaskState.initial(task, self.initial_status_message)
+        if task.carried:
+            self._state = TaskState.from_memo(task.carried.get("state")) or self._state
+            self.cancel_message = str(task.carried.get("cancelMessage") or self.cancel_message)
+            self._issued_keys = set(task.carried.get("issuedKeys") or ())
+            self.answered_by = dict(task.carried.get("answeredBy") or {})
         try:
             result = bounded(self._redactor.value(await self.execute(task)))
         except BaseException as err:

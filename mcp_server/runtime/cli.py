@@ -90,14 +90,16 @@ def _worker_part(
             return build_worker(await connect(settings), settings, registry)
 
         again = SupervisedWorker(build)
-        return Part("worker", again.run, again.shutdown)
-    worker = build_worker(client, settings, registry)
+        work, stop = again.run, again.shutdown
+    else:
+        worker = build_worker(client, settings, registry)
+        work, stop = worker.run, worker.shutdown
 
-    async def run() -> None:
+    async def run() -> None:  # every worker process sweeps the expired tasks of its queue
         async with sweeping_expired_tasks(client, settings, registry):
-            await worker.run()
+            await work()
 
-    return Part("worker", run, worker.shutdown)
+    return Part("worker", run, stop)
 
 
 def _engine_part(temporal: TemporalDevServer) -> Part:

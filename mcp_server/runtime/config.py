@@ -124,6 +124,9 @@ class Settings(BaseModel):
     pipelines_dir: str = "pipelines"
     # `import_records` reads sources and writes databases only inside this directory.
     import_dir: str = "imports"
+    # Chunks one run of an import workflow commits before it continues as new (its history
+    # stays short; the taskId stays). Read by the server when it starts an import.
+    import_chunks_per_run: Positive = 200
     # A TOML file mapping tool names to existing workflows (tools/exposed.py).
     exposed_workflows_file: str | None = None
     # Operations (README "Operations"): log format (None: text for dev/stdio, json otherwise);

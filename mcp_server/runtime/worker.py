@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from functools import cache
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
@@ -20,8 +22,28 @@ from workflows import quota
 from workflows.secret_interceptor import SecretsInterceptor
 
 
+class _PooledWorker(Worker):
+    """A worker that owns the thread pool its sync activities run on: the pool is shut down
+    once `run()` has returned, when the worker no longer runs any activity."""
+
+    def __init__(self, pool: ThreadPoolExecutor, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, activity_executor=pool, **kwargs)
+        self._pool = pool
+
+    async def run(self) -> None:
+        try:
+            await super().run()
+        finally:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+
 def build_worker(client: Client, settings: Settings, registry: ToolRegistry) -> Worker:
-    return Worker(
+    # Sync (`def`) activities, whose blocking I/O must stay off the event loop, run on this
+    # pool: one thread per activity slot, so a slot never waits for a thread (threads are
+    # made on demand).
+    pool = ThreadPoolExecutor(settings.max_concurrent_activities, "mcp-tasks-activity")
+    return _PooledWorker(
+        pool,
         client,
         task_queue=settings.task_queue,
         workflows=[*registry.workflows, *quota.WORKFLOWS],

@@ -397,7 +397,8 @@ class TemporalTaskStore:
         """Wait until the task's history has events after `cursor` (b"": its start): one
         long-poll. Returns how many events came and the cursor after them: (0, cursor) when
         Temporal's long-poll timed out with nothing new, a None cursor once the history is
-        complete (the workflow closed). None: no such workflow."""
+        complete (that run closed; a task that continued as new goes on in a newer run, which
+        b"" starts reading). None: no such workflow."""
         request = GetWorkflowExecutionHistoryRequest(
             namespace=self._client.namespace,
             execution=WorkflowExecution(workflow_id=task_id),
@@ -444,7 +445,8 @@ class TemporalTaskStore:
             token = base64.urlsafe_b64decode(cursor.encode("ascii")) if cursor else None
         except (ValueError, UnicodeError) as err:
             raise ValueError("malformed cursor") from err
-        query = f'{SEARCH_ATTRIBUTE_OWNER}="{owner}"'
+        # A task that continued as new is one task: only its newest run is listed.
+        query = f'{SEARCH_ATTRIBUTE_OWNER}="{owner}" AND ExecutionStatus!="ContinuedAsNew"'
         pages = self._client.list_workflows(
             query, page_size=page_size, next_page_token=token, rpc_timeout=RPC_TIMEOUT
         )

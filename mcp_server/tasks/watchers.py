@@ -10,6 +10,8 @@ Rules implemented:
   `rate_factor` reads per pollIntervalMs. Events that come faster are folded into the next
   read. Starting costs one read (the events before the cursor are not told apart from new
   ones).
+- A task that continues as new keeps its taskId (the workflow ID) in a new run: when a run's
+  history is complete and the task is not terminal, the watcher follows the newest run.
 - Every follower gets the watcher's newest snapshot, never an older one after a newer one.
 - The watcher stops when its last follower leaves, or once its task is terminal, gone (deleted,
   or past its TTL) or unreadable (Temporal failed): its followers are told and wake up.
@@ -113,19 +115,20 @@ class _Watcher:
     async def _run(self) -> None:
         store, task_id, owner = self.hub.store, self.latest.task_id, self.latest.owner
         pace = _Pace(self.hub.rate_factor, self.hub.burst)
-        cursor: bytes | None = b""
+        cursor = b""
         why: End | None = None
         try:
-            while cursor is not None:
+            while True:
                 asked = time.monotonic()
                 answer = await store.wait_for_events(task_id, cursor)
                 if answer is None:
                     why = "gone"
                     break
-                new_events, cursor = answer
-                if not new_events and cursor is not None:
+                new_events, after = answer
+                if not new_events and after is not None:
                     # Temporal's long-poll timed out: nothing happened. One that answers at
                     # once with nothing (it should not) must not turn into a busy loop.
+                    cursor = after
                     await asyncio.sleep(max(0.0, _MIN_EMPTY_POLL_S - (time.monotonic() - asked)))
                     continue
                 await pace.next_read(self.latest.poll_interval_ms)
@@ -136,6 +139,9 @@ class _Watcher:
                 self._publish(snapshot)
                 if snapshot.status in TERMINAL_STATUSES:
                     break
+                # No cursor after: that run closed but the task did not, so it continued as
+                # new. b"" reads the newest run from its start.
+                cursor = b"" if after is None else after
         except TaskError as err:
             log.warning("stopped watching %s: %s", task_id, err)
             why = "failed"

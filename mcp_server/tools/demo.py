@@ -33,7 +33,7 @@ def register(registry: ToolRegistry) -> None:
     registry.add_workflows(deploy.WORKFLOWS)
     registry.add_workflows(imports.WORKFLOWS)
     records = RecordImports(registry.settings.import_dir)
-    registry.add_activities([records.inspect_source, records.import_chunk])
+    registry.add_activities([records.plan_import, records.inspect_source, records.import_chunk])
     registry.add(
         Tool(
             "import_records",
@@ -67,6 +67,7 @@ def register(registry: ToolRegistry) -> None:
             },
             task_support="optional",
             workflow="ImportRecords",
+            workflow_config={"chunks_per_run": registry.settings.import_chunks_per_run},
             ttl_ms=7 * DAY_MS,
             poll_interval_ms=1000,
         )
