@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.api.enums.v1 import PendingActivityState
+from temporalio.client import Client
 
 from tests.crash_topology import PARTS, Part, Topology, running
 from tests.mcp_client import McpClient
@@ -196,3 +198,35 @@ async def test_200_tasks_in_flight_all_complete_after_kill_9_of_the_worker(tmp_p
         assert all(result["isError"] is False for result in results)
         names = sorted(result["structuredContent"]["name"] for result in results)
         assert names == sorted(f"job-{index}" for index in range(IN_FLIGHT))
+
+
+async def wait_started(client: Client, task_id: str, attempt: int, within: float = 60) -> None:
+    """Until the task's activity runs its `attempt` on a worker."""
+    deadline = time.monotonic() + within
+    while True:
+        description = await client.get_workflow_handle(task_id).describe()
+        pending = description.raw_description.pending_activities
+        if pending and pending[0].attempt == attempt:
+            if pending[0].state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED:
+                return
+        assert time.monotonic() < deadline, f"attempt {attempt} did not start: {pending}"
+        await asyncio.sleep(0.1)
+
+
+CRASHES = 5
+
+
+async def test_a_step_outlives_a_worker_that_crashes_again_and_again(tmp_path: Path) -> None:
+    """A worker in a crash loop (kill -9 as each attempt of a step starts) used to fail the task
+    for good after 5 attempts; a step that resumes from its heartbeat is retried until done."""
+    async with running(tmp_path) as (topology, mcp):
+        client = await Client.connect(topology.temporal.address)
+        job = {"name": "crash-loop", "steps": 1, "step_seconds": 2}
+        task_id = await mcp.create_task("multi_step_job", job)
+        for attempt in range(1, CRASHES + 1):
+            await wait_started(client, task_id, attempt)
+            topology.kill("worker")
+            await topology.start_part("worker")
+        done = await mcp.wait_terminal(task_id, within=120)
+        assert done["status"] == "completed", done
+        assert done["result"]["structuredContent"]["steps"][0]["attempt"] == CRASHES + 1
