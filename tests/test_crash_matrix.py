@@ -230,3 +230,25 @@ async def test_a_step_outlives_a_worker_that_crashes_again_and_again(tmp_path: P
         done = await mcp.wait_terminal(task_id, within=120)
         assert done["status"] == "completed", done
         assert done["result"]["structuredContent"]["steps"][0]["attempt"] == CRASHES + 1
+
+
+async def test_a_step_whose_worker_process_alone_is_killed_is_not_finished_twice(
+    tmp_path: Path,
+) -> None:
+    """kill -9 of the worker's own pid (as the OOM killer does), not of what it started: the
+    step's shell used to live on and finish "slow" while the retry ran it again."""
+    async with running(tmp_path) as (topology, mcp):
+        write_pipelines(topology)
+        task_id = await mcp.create_task("deploy", {"pipeline": "mid-step"})
+        await wait_marker(topology, "mid-step", "slow-start")
+        worker = topology.worker.process
+        assert worker is not None
+        worker.kill()
+        worker.wait()
+        topology.worker.process = None
+        await topology.start_part("worker")
+        await approve(mcp, task_id)
+        end = await mcp.wait_terminal(task_id, within=90)
+        assert end["status"] == "completed" and end["result"]["isError"] is False, end
+        counts = markers(topology, "mid-step")
+        assert counts["slow-start"] == 2 and counts["slow-end"] == 1, dict(counts)
