@@ -9,6 +9,8 @@ the step, e.g. `deploy.toml: steps[2].timeout_seconds (step 'migrate'): must be 
 - it heartbeats every second, so a cancellation request reaches it within about a second and a
   dead worker is noticed within the heartbeat timeout;
 - cancellation or its own timeout kills the whole process group (SIGTERM, then SIGKILL);
+- its shell dies with the worker (PR_SET_PDEATHSIG), so a worker process killed alone (kill -9,
+  the OOM killer) leaves no step to finish unseen while the retry runs it again;
 - a retry after a worker crash first kills what the crashed attempt left running (its process
   group id travels in the heartbeat details).
 A step that exits non-zero is a result, not an exception: the workflow decides (roll back).
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import re
 import signal
@@ -47,6 +50,14 @@ class CommandInput:
     cwd: str
     env: dict[str, str] = field(default_factory=dict)
     timeout_seconds: float = 600
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_worker() -> None:
+    """Run in the step's child before its shell starts: SIGKILL once the worker is gone."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _kill_group(pgid: int, sig: int) -> None:
@@ -84,6 +95,7 @@ async def run_command(step: CommandInput) -> dict[str, Any]:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_die_with_worker,
         )
     except OSError as err:
         # The error's own text names the absolute cwd: only its last part reaches the client.

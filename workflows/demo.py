@@ -54,7 +54,10 @@ class MultiStepJobWorkflow(TaskWorkflow):
                     StepInput(index=index, total=steps, seconds=step_seconds, label=name),
                     start_to_close_timeout=timedelta(seconds=step_seconds * 3 + 30),
                     heartbeat_timeout=timedelta(seconds=5),
-                    retry_policy=RetryPolicy(maximum_attempts=5),
+                    # A step resumes from its last heartbeat and never fails by itself, so
+                    # it is retried until done: with a cap of 5 attempts, a worker that
+                    # crashed 5 times (or stalled past the heartbeat timeout) failed the task.
+                    retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=10)),
                     # Wait for the activity to acknowledge a cancellation before closing, so
                     # nothing keeps running after the task says `cancelled`.
                     cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
