@@ -57,6 +57,7 @@ class Stats:
     peak_in_flight: int = 0
     lost: list[str] = field(default_factory=list)
     not_created: list[str] = field(default_factory=list)
+    server_errors: list[str] = field(default_factory=list)
 
 
 class LoadClient:
@@ -70,8 +71,9 @@ class LoadClient:
 
     async def rpc(self, method: str, params: dict[str, Any], name: str) -> dict[str, Any]:
         """The result. A 429 or a 503 is counted and retried after its Retry-After (a 503 of
-        tools/call started nothing); a transport error is counted and retried after a second,
-        except for tools/call, whose outcome it leaves unknown. Any other error is raised."""
+        tools/call started nothing). A transport error or another 5xx is counted and retried
+        after a second, except for tools/call, whose outcome it leaves unknown. Any other error
+        is raised."""
         headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name}
         body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": META}}
         while True:
@@ -91,6 +93,11 @@ class LoadClient:
             if retry_ms is not None:
                 (self.stats.rate_limited if status == 429 else self.stats.unavailable)[method] += 1
                 await asyncio.sleep(retry_ms / 1000)
+                continue
+            if status >= 500 and method != "tools/call":
+                # Reads and answers are safe to repeat: the client tries again a second later.
+                self.stats.server_errors.append(f"{method} {name}: HTTP {status}: {response.text}")
+                await asyncio.sleep(1)
                 continue
             if status >= 500:
                 raise RuntimeError(f"{method}: HTTP {status}: {response.text}")
@@ -209,6 +216,7 @@ async def run_load(
         "not_created_detail": stats.not_created[:10],
         "http_statuses": {str(code): n for code, n in sorted(stats.statuses.items())},
         "http_5xx": sum(n for code, n in stats.statuses.items() if code >= 500),
+        "http_5xx_other_detail": stats.server_errors[:10],
         "rate_limited_429": dict(stats.rate_limited),
         "unavailable_503_retried": dict(stats.unavailable),
         "transport_errors": stats.transport_errors,
