@@ -30,7 +30,7 @@ async def test_the_short_load_loses_nothing_and_answers_no_5xx(tmp_path: Path) -
     assert results["tools_call"]["n"] == 60 and results["tasks_update"]["n"] >= 60
     assert results["tasks_get"]["n"] >= 60 * 3
     assert results["dev_exit_code"] == 0
-    assert "| lost tasks | 0 |" in markdown(results)
+    assert "| lost tasks (acknowledged, not ended as expected) | 0 |" in markdown(results)
 
 
 async def test_a_temporal_too_slow_to_answer_is_503_with_retry_after_not_500(
