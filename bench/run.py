@@ -98,10 +98,10 @@ async def timed_many(count: int, concurrency: int, job: Any) -> list[float]:
     return samples
 
 
-def spawn(command: str, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+def spawn(command: str, log: Path, env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
         return subprocess.Popen(
-            [str(Path(sys.executable).parent / "mcp-tasks"), command],
+            [str(Path(sys.executable).parent / "mcp-tasks"), command, *args],
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -143,6 +143,9 @@ def http_config(app: FastAPI, settings: Settings) -> uvicorn.Config:
         lifespan="on",
         http=guarded_h11(settings.http_request_timeout_s),
         timeout_keep_alive=settings.http_keep_alive_s,  # type: ignore[arg-type]
+        # SIGTERM: stop accepting, let requests in flight finish, close what is left after the
+        # grace (a listen stream may last an hour) so the process exits in bounded time.
+        timeout_graceful_shutdown=settings.http_shutdown_grace_s,  # type: ignore[arg-type]
         # uvicorn's lines go through the process's log format (one JSON line each with
         # MCP_TASKS_LOG_FORMAT=json) instead of uvicorn's own handlers.
         log_config=None,

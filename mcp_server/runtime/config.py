@@ -79,6 +79,9 @@ class Settings(BaseModel):
     # or of the previous response; a connection idle this long after a response is closed.
     http_request_timeout_s: float = Field(default=20.0, gt=0, le=3600)
     http_keep_alive_s: float = Field(default=5.0, gt=0, le=3600)
+    # On SIGTERM: how long requests in flight may take to finish before the HTTP server closes
+    # them (long-lived streams: subscriptions/listen, attached runs); their tasks run on.
+    http_shutdown_grace_s: float = Field(default=15.0, gt=0, le=3600)
     # Authentication (see http/auth.py).
     auth: Literal["none", "tokens", "jwt"] = "none"
     insecure: Flag = False

@@ -53,9 +53,11 @@ RETRY_AFTER_S = 5.0
 # Besides an unreachable Temporal: Temporal's cap on updates in flight per workflow
 # (RESOURCE_EXHAUSTED) and a quota workflow whose last workflow task failed, which Temporal
 # retries and meanwhile admits no update (FAILED_PRECONDITION): both pass, so retry later.
+# CANCELLED: an rpc_timeout of ours expired ("Timeout expired").
 _UNAVAILABLE = {
     RPCStatusCode.UNAVAILABLE,
     RPCStatusCode.DEADLINE_EXCEEDED,
+    RPCStatusCode.CANCELLED,
     RPCStatusCode.RESOURCE_EXHAUSTED,
     RPCStatusCode.FAILED_PRECONDITION,
 }

@@ -93,7 +93,13 @@ RPC_TIMEOUT = timedelta(seconds=5)
 LONG_POLL_TIMEOUT = timedelta(seconds=30)
 _HISTORY_PAGES_SCANNED = 4
 _TERMINAL_CACHE_SIZE = 4096
-_UNAVAILABLE = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED}
+# CANCELLED: our own rpc_timeout expired ("Timeout expired"; nothing else cancels an RPC), e.g.
+# a Temporal too loaded to answer in time: retry later, not a refusal (500).
+_UNAVAILABLE = {
+    RPCStatusCode.UNAVAILABLE,
+    RPCStatusCode.DEADLINE_EXCEEDED,
+    RPCStatusCode.CANCELLED,
+}
 
 
 class TaskStore(Protocol):

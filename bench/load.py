@@ -1,0 +1,353 @@
+"""Load: N tasks in flight at once, M clients polling them at the server's pollIntervalMs.
+
+    make load                                  # 1,000 tasks, 100 clients, own `mcp-tasks dev`
+    make load ARGS="--tasks 60 --clients 10"   # the short form CI runs (tests/test_load.py)
+    python -m bench.load --url http://127.0.0.1:8000/mcp --token T1 --token T2 ...
+
+Without --url it starts `mcp-tasks dev --auth tokens` on a temporary data dir, with one bearer
+token (one principal) per client, so that each client has its own open-task quota and its own
+tasks/update bucket, as separate users would; the server's limits stay at their defaults.
+
+Each client creates its share of `multi_step_job` tasks (`require_approval`, one step of
+`--step-seconds`), and polls every task with tasks/get, sleeping the `pollIntervalMs` of the
+last answer between polls, as a real client does. Once every task of every client exists
+(so all N are in flight together) a client answers each of its tasks with tasks/update after
+`--answer-after` polls that showed it `input_required`, then polls it to its end.
+
+Reported: lost tasks (any that did not end `completed` with its own name, approved and one step:
+must be 0), HTTP statuses by count (5xx must be 0), 429s by method (a client honouring the
+limits should see none; each is retried after its Retry-After), p50/p99 of tasks/get and
+tools/call, the peak RSS of each process (with `dev`: one Python process running the HTTP server
+and the worker, and its Temporal child; sampled from /proc every 0.5 s) and the wall time.
+Printed as JSON and a markdown table and written to bench-results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.run import META, percentiles, rss_mib, spawn, wait_ready
+from mcp_server.runtime.devserver import free_port
+from mcp_server.runtime.tokens import add_token
+
+TOOL = "multi_step_job"
+TERMINAL = {"completed", "failed", "cancelled"}
+
+
+@dataclass
+class Stats:
+    statuses: Counter[int] = field(default_factory=Counter)
+    rate_limited: Counter[str] = field(default_factory=Counter)
+    unavailable: Counter[str] = field(default_factory=Counter)
+    transport_errors: int = 0
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+    in_flight: int = 0
+    peak_in_flight: int = 0
+    lost: list[str] = field(default_factory=list)
+    not_created: list[str] = field(default_factory=list)
+    server_errors: list[str] = field(default_factory=list)
+
+
+class LoadClient:
+    """One client: its own connection pool and, with tokens, its own principal."""
+
+    def __init__(self, url: str, token: str | None, stats: Stats) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.AsyncClient(timeout=60, headers=headers)
+        self.url, self.stats = url, stats
+        self.creating = asyncio.Lock()  # a client creates its tasks one after another
+
+    async def rpc(self, method: str, params: dict[str, Any], name: str) -> dict[str, Any]:
+        """The result. A 429 or a 503 is counted and retried after its Retry-After (a 503 of
+        tools/call started nothing). A transport error or another 5xx is counted and retried
+        after a second, except for tools/call, whose outcome it leaves unknown. Any other error
+        is raised."""
+        headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name}
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": META}}
+        while True:
+            started = time.perf_counter()
+            try:
+                response = await self.http.post(self.url, json=body, headers=headers)
+            except httpx.TransportError as err:
+                self.stats.transport_errors += 1
+                if method == "tools/call":
+                    raise RuntimeError(f"{method}: {err!r}: outcome unknown") from err
+                await asyncio.sleep(1)
+                continue
+            self.stats.latencies.setdefault(method, []).append(time.perf_counter() - started)
+            status = response.status_code
+            self.stats.statuses[status] += 1
+            retry_ms = _retry_after_ms(response) if status in (429, 503) else None
+            if retry_ms is not None:
+                (self.stats.rate_limited if status == 429 else self.stats.unavailable)[method] += 1
+                await asyncio.sleep(retry_ms / 1000)
+                continue
+            if status >= 500 and method != "tools/call":
+                # Reads and answers are safe to repeat: the client tries again a second later.
+                self.stats.server_errors.append(f"{method} {name}: HTTP {status}: {response.text}")
+                await asyncio.sleep(1)
+                continue
+            if status >= 500:
+                raise RuntimeError(f"{method}: HTTP {status}: {response.text}")
+            payload = response.json()
+            if "error" in payload:
+                raise RuntimeError(f"{method}: {payload['error']}")
+            return dict(payload["result"])
+
+
+def _retry_after_ms(response: httpx.Response) -> float | None:
+    try:
+        return float(response.json()["error"]["data"]["retryAfterMs"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def expected(task: dict[str, Any], name: str) -> bool:
+    result = task.get("result") or {}
+    content = result.get("structuredContent") or {}
+    return (
+        task["status"] == "completed"
+        and result.get("isError") is False
+        and content.get("name") == name
+        and content.get("approved") is True
+        and len(content.get("steps", [])) == 1
+    )
+
+
+@dataclass
+class Plan:
+    answer_after: int
+    step_seconds: float
+    deadline: float
+    tasks: int
+    created: asyncio.Event = field(default_factory=asyncio.Event)
+    started: int = 0
+    all_started: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+async def one_task(client: LoadClient, name: str, plan: Plan) -> None:
+    """Create the task, wait until every task exists, poll it at its pollIntervalMs, answer it
+    after `plan.answer_after` polls that show its question, poll it to its end and check it."""
+    arguments = {"name": name, "steps": 1, "step_seconds": plan.step_seconds,
+                 "require_approval": True}  # fmt: skip
+    stats = client.stats
+    async with client.creating:
+        try:
+            started = await client.rpc("tools/call", {"name": TOOL, "arguments": arguments}, TOOL)
+        except RuntimeError as err:
+            stats.not_created.append(f"{name}: {err}")
+            return
+    task_id = started["taskId"]
+    stats.in_flight += 1
+    stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
+    plan.started += 1
+    if plan.started == plan.tasks:
+        plan.all_started.set()
+    waiting_polls, task = 0, started
+    try:
+        await plan.created.wait()
+        while time.monotonic() < plan.deadline:
+            await asyncio.sleep(task["pollIntervalMs"] / 1000)
+            task = await client.rpc("tasks/get", {"taskId": task_id}, task_id)
+            if task["status"] in TERMINAL:
+                break
+            if task["status"] == "input_required" and "approve" in task["inputRequests"]:
+                waiting_polls += 1
+                if waiting_polls >= plan.answer_after:
+                    answer = {"approve": {"action": "accept", "content": {"approve": True}}}
+                    params = {"taskId": task_id, "inputResponses": answer}
+                    await client.rpc("tasks/update", params, task_id)
+    finally:
+        stats.in_flight -= 1
+    if not expected(task, name):
+        stats.lost.append(f"{task_id} ({name}): {task.get('status')}")
+
+
+async def run_load(
+    url: str,
+    tokens: list[str | None],
+    tasks: int,
+    answer_after: int = 2,
+    step_seconds: float = 1.0,
+    timeout_s: float = 1800,
+) -> dict[str, Any]:
+    """`tasks` tasks spread over one client per entry of `tokens`; the figures."""
+    stats = Stats()
+    clients = [LoadClient(url, token, stats) for token in tokens]
+    plan = Plan(answer_after, step_seconds, time.monotonic() + timeout_s, tasks)
+    began = time.perf_counter()
+    load_before = os.getloadavg()[0]
+    running = [
+        asyncio.ensure_future(one_task(clients[i % len(clients)], f"load-{i}", plan))
+        for i in range(tasks)
+    ]
+    # Until every task exists, or one could not be created.
+    waiter = asyncio.ensure_future(plan.all_started.wait())
+    await asyncio.wait([waiter, *running], return_when=asyncio.FIRST_COMPLETED)
+    waiter.cancel()
+    all_created_s = time.perf_counter() - began
+    plan.created.set()
+    outcomes = await asyncio.gather(*running, return_exceptions=True)
+    errors = [repr(outcome) for outcome in outcomes if isinstance(outcome, BaseException)]
+    for client in clients:
+        await client.http.aclose()
+    return {
+        "tasks": tasks,
+        "clients": len(clients),
+        "tool": f"{TOOL} (require_approval, 1 step of {step_seconds} s)",
+        "answer_after_polls": answer_after,
+        # Created (acknowledged with a taskId) and not ended as expected: must be 0.
+        "lost": len(stats.lost) + len(errors),
+        "lost_detail": (stats.lost + errors)[:10],
+        # tools/call answered with an error other than a retried 429/503: nothing acknowledged.
+        "not_created": len(stats.not_created),
+        "not_created_detail": stats.not_created[:10],
+        "http_statuses": {str(code): n for code, n in sorted(stats.statuses.items())},
+        "http_5xx": sum(n for code, n in stats.statuses.items() if code >= 500),
+        "http_5xx_other_detail": stats.server_errors[:10],
+        "rate_limited_429": dict(stats.rate_limited),
+        "unavailable_503_retried": dict(stats.unavailable),
+        "transport_errors": stats.transport_errors,
+        "peak_in_flight": stats.peak_in_flight,
+        "all_created_after_s": round(all_created_s, 1),
+        "tasks_get": percentiles(stats.latencies.get("tasks/get", [0.0])),
+        "tools_call": percentiles(stats.latencies.get("tools/call", [0.0])),
+        "tasks_update": percentiles(stats.latencies.get("tasks/update", [0.0])),
+        "wall_s": round(time.perf_counter() - began, 1),
+        "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
+        "cpus": os.cpu_count(),
+    }
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+async def sample_peaks(pids: dict[str, int], peaks: dict[str, float], every: float = 0.5) -> None:
+    """The highest RSS (MiB) of each process, sampled from /proc every `every` seconds."""
+    while True:
+        for name, pid in pids.items():
+            try:
+                peaks[name] = max(peaks.get(name, 0.0), round(rss_mib(pid), 1))
+            except OSError:
+                pass
+        await asyncio.sleep(every)
+
+
+async def on_dev(
+    tasks: int, clients: int, data_dir: Path | None = None, **load: Any
+) -> dict[str, Any]:
+    """Start `mcp-tasks dev --auth tokens` (on `data_dir`, default a new temporary one) with one
+    token per client, run the load on it, stop it with SIGTERM (as Ctrl-C does)."""
+    data_dir = data_dir or Path(tempfile.mkdtemp(prefix="mcp-tasks-load-"))
+    tokens_file = data_dir / "tokens.json"
+    tokens: list[str | None] = [
+        add_token(tokens_file, f"load-client-{i}", []) for i in range(clients)
+    ]
+    port = free_port()
+    env = {**os.environ, "MCP_TASKS_TOKENS_FILE": str(tokens_file)}
+    flags = ["--auth", "tokens", "--port", str(port), "--temporal-port", str(free_port())]
+    dev = spawn("dev", data_dir / "dev.log", env, *flags, "--data-dir", str(data_dir / "data"))
+    peaks: dict[str, float] = {}
+    try:
+        async with httpx.AsyncClient(timeout=10) as http:
+            await wait_ready(http, f"http://127.0.0.1:{port}/readyz", [dev], data_dir)
+        temporal = [pid for pid in children(dev.pid) if Path(f"/proc/{pid}/comm").read_text()
+                    .strip() == "temporal"]  # fmt: skip
+        pids = {"mcp-tasks dev (HTTP server + worker)": dev.pid}
+        if temporal:
+            pids["temporal (dev server child)"] = temporal[0]
+        sampling = asyncio.create_task(sample_peaks(pids, peaks))
+        results = await run_load(f"http://127.0.0.1:{port}/mcp", tokens, tasks, **load)
+        sampling.cancel()
+    finally:
+        dev.send_signal(signal.SIGTERM)
+        dev.wait(60)
+    results["peak_rss_mib"] = peaks
+    results["dev_exit_code"] = dev.returncode
+    results["data_dir"] = str(data_dir)
+    return results
+
+
+def markdown(results: dict[str, Any]) -> str:
+    get, call = results["tasks_get"], results["tools_call"]
+    rows = [
+        ("tasks in flight at once (peak)", f"{results['peak_in_flight']:,}"),
+        ("clients (one principal each)", str(results["clients"])),
+        ("lost tasks (acknowledged, not ended as expected)", str(results["lost"])),
+        ("tools/call refused (nothing acknowledged)", str(results["not_created"])),
+        ("HTTP 5xx", str(results["http_5xx"])),
+        ("HTTP statuses", ", ".join(f"{k}: {v:,}" for k, v in results["http_statuses"].items())),
+        ("429 retried, by method", json.dumps(results["rate_limited_429"])),
+        ("503 retried, by method", json.dumps(results["unavailable_503_retried"])),
+        ("tasks/get p50 / p99", f"{get['p50_ms']} ms / {get['p99_ms']} ms (n = {get['n']:,})"),
+        ("tools/call p50 / p99", f"{call['p50_ms']} ms / {call['p99_ms']} ms"),
+        ("all tasks created after", f"{results['all_created_after_s']} s"),
+        ("wall time", f"{results['wall_s']} s"),
+        (
+            "1-min load average before / after",
+            "{before} / {after}".format(**results["load_average_1min"]),
+        ),
+    ]
+    for name, mib in results.get("peak_rss_mib", {}).items():
+        rows.append((f"peak RSS, {name}", f"{mib} MiB"))
+    return "\n".join(["| measure | value |", "|---|---|", *(f"| {a} | {b} |" for a, b in rows)])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--tasks", type=int, default=1000)
+    parser.add_argument("--clients", type=int, default=100)
+    parser.add_argument("--answer-after", type=int, default=2, metavar="POLLS")
+    parser.add_argument("--step-seconds", type=float, default=1.0)
+    parser.add_argument("--timeout", type=float, default=1800, metavar="SECONDS")
+    parser.add_argument("--url", default=None, help="load this server instead of starting one")
+    parser.add_argument(
+        "--token", action="append", default=[], help="a bearer token for --url (repeatable)"
+    )
+    options = parser.parse_args()
+    load = {"answer_after": options.answer_after, "step_seconds": options.step_seconds,
+            "timeout_s": options.timeout}  # fmt: skip
+    if options.url is None:
+        results = asyncio.run(on_dev(options.tasks, options.clients, **load))
+    else:
+        given: list[str | None] = list(options.token) or [None]
+        tokens = [given[i % len(given)] for i in range(options.clients)]
+        results = asyncio.run(run_load(options.url, tokens, options.tasks, **load))
+    out = Path("bench-results")
+    out.mkdir(exist_ok=True)
+    path = out / f"load-{time.strftime('%Y%m%dT%H%M%S')}-{options.tasks}.json"
+    path.write_text(json.dumps(results, indent=2))
+    print(json.dumps(results, indent=2))
+    print(markdown(results))
+    print(f"written to {path}")
+    if results["lost"] or results["not_created"] or results["http_5xx"]:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

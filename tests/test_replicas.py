@@ -1,0 +1,150 @@
+"""Two `mcp-tasks server` and two `mcp-tasks worker` processes on one Temporal: a client that
+alternates between the servers sees one task, in both protocol eras; kill -9 of one server and
+one worker mid-flight loses nothing; the open-task quota is one quota across servers."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from mcp_server.protocol.errors import QUOTA_EXCEEDED
+from mcp_server.runtime.devserver import TemporalDevServer
+from tests.legacy_client import LegacyClient
+from tests.mcp_client import McpClient
+from tests.replicas import Replicas, kill, replicas
+
+pytestmark = pytest.mark.slow
+
+APPROVE = {"approve": {"action": "accept", "content": {"approve": True}}}
+
+
+async def two_of_each(running: Replicas, http: httpx.AsyncClient) -> tuple[McpClient, McpClient]:
+    running.start("worker")
+    running.start("worker")
+    (_, port_a), (_, port_b) = running.server(), running.server()
+    for port in (port_a, port_b):
+        await running.ready(http, port)
+    return (
+        McpClient(http, f"http://127.0.0.1:{port_a}/mcp"),
+        McpClient(http, f"http://127.0.0.1:{port_b}/mcp"),
+    )
+
+
+def job(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"name": name, "steps": 2, "step_seconds": 0.2, **arguments}
+
+
+async def test_a_client_alternating_between_two_servers_sees_one_task(
+    temporal: TemporalDevServer, tmp_path: Path
+) -> None:
+    with replicas(temporal.address, tmp_path) as running:
+        async with httpx.AsyncClient(timeout=30) as http:
+            a, b = await two_of_each(running, http)
+            # 2026-07-28: create on A, read on B, answer on A, result on B.
+            task_id = await a.create_task("multi_step_job", job("alt", require_approval=True))
+            parked = await b.wait_status(task_id, "input_required", within=30)
+            assert list(parked["inputRequests"]) == ["approve"]
+            assert (await a.update_task(task_id, APPROVE)).status == 200
+            done = await b.wait_terminal(task_id, within=30)
+            assert done["status"] == "completed"
+            assert done["result"]["structuredContent"]["approved"] is True
+            assert len(done["result"]["structuredContent"]["steps"]) == 2
+
+            # 2025-11-25: the session minted by A is served by B (it is signed, not stored).
+            async def approve(request: dict[str, Any]) -> dict[str, Any]:
+                assert request["method"] == "elicitation/create"
+                legacy.url = a.url  # the answer goes to A while B streams tasks/result
+                return {"action": "accept", "content": {"decision": "approve"}}
+
+            legacy = LegacyClient(http, a.url, on_request=approve)
+            await legacy.initialize()
+            legacy.url = b.url
+            call = {"name": "request_approval", "arguments": {"message": "Ship it?"}, "task": {}}
+            created = (await legacy.request("tools/call", call)).result["task"]
+            legacy.url = a.url
+            for _ in range(300):
+                got = (await legacy.request("tasks/get", {"taskId": created["taskId"]})).result
+                if got["status"] == "input_required":
+                    break
+                await asyncio.sleep(0.1)
+            assert got["status"] == "input_required"
+            legacy.url = b.url
+            done_legacy = await legacy.request("tasks/result", {"taskId": created["taskId"]})
+            assert done_legacy.result["content"][0]["text"] == "Decision: approved"
+            assert [m["method"] for m in done_legacy.messages if "method" in m] == [
+                "elicitation/create"
+            ]
+
+
+async def test_kill_9_of_one_server_and_one_worker_mid_flight_loses_nothing(
+    temporal: TemporalDevServer, tmp_path: Path
+) -> None:
+    with replicas(temporal.address, tmp_path) as running:
+        async with httpx.AsyncClient(timeout=30) as http:
+            a, b = await two_of_each(running, http)
+            server_a, worker_a = running.processes[2], running.processes[0]
+            # Working tasks (long enough steps that both workers hold some when one dies) and
+            # parked ones, half of them created on each server.
+            working = [
+                await (a if i % 2 else b).create_task(
+                    "multi_step_job", job(f"w{i}", steps=2, step_seconds=4)
+                )
+                for i in range(6)
+            ]
+            parked = [
+                await (a if i % 2 else b).create_task(
+                    "multi_step_job", job(f"p{i}", require_approval=True)
+                )
+                for i in range(4)
+            ]
+            for task_id in working:
+                await b.wait_for(
+                    task_id, lambda t: "step 1" in t.get("statusMessage", ""), within=30
+                )
+            for task_id in parked:
+                await b.wait_status(task_id, "input_required", within=30)
+            kill(server_a)
+            kill(worker_a)
+            # The survivors take everything over: B answers the parked tasks, W_B runs the
+            # steps W_A held (retried after their 5 s heartbeat timeout).
+            for task_id in parked:
+                assert (await b.update_task(task_id, APPROVE)).status == 200
+            for task_id in working + parked:
+                done = await b.wait_terminal(task_id, within=90)
+                assert done["status"] == "completed", done
+                content = done["result"]["structuredContent"]
+                assert content["approved"] is True and len(content["steps"]) == 2, content
+                assert done["result"]["isError"] is False
+
+
+async def test_two_servers_share_one_open_task_quota(
+    temporal: TemporalDevServer, tmp_path: Path
+) -> None:
+    with replicas(temporal.address, tmp_path, max_open_tasks_per_principal="3") as running:
+        async with httpx.AsyncClient(timeout=30) as http:
+            a, b = await two_of_each(running, http)
+            parked = job("q", require_approval=True)
+            first = [
+                await a.create_task("multi_step_job", parked),
+                await b.create_task("multi_step_job", parked),
+                await a.create_task("multi_step_job", parked),
+            ]
+            for server in (a, b):
+                refused = await server.call_tool("multi_step_job", parked)
+                assert refused.status == 429
+                assert refused.error["code"] == QUOTA_EXCEEDED
+                assert "3" in refused.error["message"]
+            # A task that ends frees its slot for either server.
+            await b.wait_status(first[0], "input_required", within=30)
+            assert (await b.update_task(first[0], APPROVE)).status == 200
+            await a.wait_terminal(first[0], within=30)
+            for _ in range(100):
+                again = await b.call_tool("multi_step_job", parked)
+                if again.status != 429:
+                    break
+                await asyncio.sleep(0.2)
+            assert again.result["resultType"] == "task"
