@@ -1,10 +1,15 @@
 """Load: N tasks in flight at once, M clients polling them at the server's pollIntervalMs.
 
-    make load                                  # 1,000 tasks, 100 clients, own `mcp-tasks dev`
+    make load                                  # 1,000 tasks, 100 clients: server, worker
+                                               # and Temporal as 3 processes (load_split.py)
+    make load ARGS="--topology dev"            # the same on one `mcp-tasks dev`
     make load ARGS="--tasks 60 --clients 10"   # the short form CI runs (tests/test_load.py)
     python -m bench.load --url http://127.0.0.1:8000/mcp --token T1 --token T2 ...
 
-Without --url it starts `mcp-tasks dev --auth tokens` on a temporary data dir, with one bearer
+Without --url it starts its own stack on a temporary data dir (`--topology split`, the default:
+a Temporal dev server, `mcp-tasks server --auth tokens` and `mcp-tasks worker`, three processes;
+`--topology dev`: one `mcp-tasks dev --auth tokens`, HTTP server and worker on one event loop,
+with its Temporal child), with one bearer
 token (one principal) per client, so that each client has its own open-task quota and its own
 tasks/update bucket, as separate users would; the server's limits stay at their defaults.
 
@@ -286,6 +291,7 @@ async def on_dev(
         dev.send_signal(signal.SIGTERM)
         dev.wait(60)
     results["peak_rss_mib"] = peaks
+    results["topology"] = "dev"
     results["dev_exit_code"] = dev.returncode
     results["data_dir"] = str(data_dir)
     return results
@@ -325,6 +331,8 @@ def main() -> None:
     parser.add_argument("--answer-after", type=int, default=2, metavar="POLLS")
     parser.add_argument("--step-seconds", type=float, default=1.0)
     parser.add_argument("--timeout", type=float, default=1800, metavar="SECONDS")
+    parser.add_argument("--topology", choices=("split", "dev"), default="split",
+                        help="the stack to start without --url (see above)")  # fmt: skip
     parser.add_argument("--url", default=None, help="load this server instead of starting one")
     parser.add_argument(
         "--token", action="append", default=[], help="a bearer token for --url (repeatable)"
@@ -332,7 +340,11 @@ def main() -> None:
     options = parser.parse_args()
     load = {"answer_after": options.answer_after, "step_seconds": options.step_seconds,
             "timeout_s": options.timeout}  # fmt: skip
-    if options.url is None:
+    if options.url is None and options.topology == "split":
+        from bench.load_split import on_split  # it imports this module
+
+        results = asyncio.run(on_split(options.tasks, options.clients, **load))
+    elif options.url is None:
         results = asyncio.run(on_dev(options.tasks, options.clients, **load))
     else:
         given: list[str | None] = list(options.token) or [None]
