@@ -56,6 +56,7 @@ class Stats:
     statuses: Counter[int] = field(default_factory=Counter)
     rate_limited: Counter[str] = field(default_factory=Counter)
     unavailable: Counter[str] = field(default_factory=Counter)
+    unavailable_reasons: Counter[str] = field(default_factory=Counter)  # "method: message"
     transport_errors: int = 0
     latencies: dict[str, list[float]] = field(default_factory=dict)
     in_flight: int = 0
@@ -97,6 +98,9 @@ class LoadClient:
             retry_ms = _retry_after_ms(response) if status in (429, 503) else None
             if retry_ms is not None:
                 (self.stats.rate_limited if status == 429 else self.stats.unavailable)[method] += 1
+                if status == 503:
+                    reason = response.json()["error"].get("message", "")
+                    self.stats.unavailable_reasons[f"{method}: {reason[:160]}"] += 1
                 await asyncio.sleep(retry_ms / 1000)
                 continue
             if status >= 500 and method != "tools/call":
@@ -224,6 +228,7 @@ async def run_load(
         "http_5xx_other_detail": stats.server_errors[:10],
         "rate_limited_429": dict(stats.rate_limited),
         "unavailable_503_retried": dict(stats.unavailable),
+        "unavailable_503_reasons": dict(stats.unavailable_reasons.most_common(10)),
         "transport_errors": stats.transport_errors,
         "peak_in_flight": stats.peak_in_flight,
         "all_created_after_s": round(all_created_s, 1),
