@@ -14,10 +14,11 @@ token (one principal) per client, so that each client has its own open-task quot
 tasks/update bucket, as separate users would; the server's limits stay at their defaults.
 
 Each client creates its share of `multi_step_job` tasks (`require_approval`, one step of
-`--step-seconds`), and polls every task with tasks/get, sleeping the `pollIntervalMs` of the
-last answer between polls, as a real client does. Once every task of every client exists
-(so all N are in flight together) a client answers each of its tasks with tasks/update after
-`--answer-after` polls that showed it `input_required`, then polls it to its end.
+`--step-seconds`), and polls every task with tasks/get from its creation on, sleeping the
+`pollIntervalMs` of the last answer between polls, as a real client does. Once every task of
+every client exists (so all N are in flight together) a client answers each of its tasks with
+tasks/update at the first poll after `--answer-after` polls that showed it `input_required`,
+then polls it to its end.
 
 Reported: lost tasks (any that did not end `completed` with its own name, approved and one step:
 must be 0), HTTP statuses by count (5xx must be 0), 429s by method (a client honouring the
@@ -147,8 +148,9 @@ class Plan:
 
 
 async def one_task(client: LoadClient, name: str, plan: Plan) -> None:
-    """Create the task, wait until every task exists, poll it at its pollIntervalMs, answer it
-    after `plan.answer_after` polls that show its question, poll it to its end and check it."""
+    """Create the task, poll it at its pollIntervalMs from then on, answer it (once every task
+    exists) after `plan.answer_after` polls that show its question, poll it to its end and
+    check it."""
     arguments = {"name": name, "steps": 1, "step_seconds": plan.step_seconds,
                  "require_approval": True}  # fmt: skip
     stats = client.stats
@@ -166,7 +168,8 @@ async def one_task(client: LoadClient, name: str, plan: Plan) -> None:
         plan.all_started.set()
     waiting_polls, task = 0, started
     try:
-        await plan.created.wait()
+        # Polled from its creation on, as a real client does (not all at once when the last
+        # task exists); answered only once every task exists.
         while time.monotonic() < plan.deadline:
             await asyncio.sleep(task["pollIntervalMs"] / 1000)
             task = await client.rpc("tasks/get", {"taskId": task_id}, task_id)
@@ -174,7 +177,7 @@ async def one_task(client: LoadClient, name: str, plan: Plan) -> None:
                 break
             if task["status"] == "input_required" and "approve" in task["inputRequests"]:
                 waiting_polls += 1
-                if waiting_polls >= plan.answer_after:
+                if waiting_polls >= plan.answer_after and plan.created.is_set():
                     answer = {"approve": {"action": "accept", "content": {"approve": True}}}
                     params = {"taskId": task_id, "inputResponses": answer}
                     await client.rpc("tasks/update", params, task_id)
