@@ -1,18 +1,24 @@
 """Load: N tasks in flight at once, M clients polling them at the server's pollIntervalMs.
 
-    make load                                  # 1,000 tasks, 100 clients, own `mcp-tasks dev`
+    make load                                  # 1,000 tasks, 100 clients: server, worker
+                                               # and Temporal as 3 processes (load_split.py)
+    make load ARGS="--topology dev"            # the same on one `mcp-tasks dev`
     make load ARGS="--tasks 60 --clients 10"   # the short form CI runs (tests/test_load.py)
     python -m bench.load --url http://127.0.0.1:8000/mcp --token T1 --token T2 ...
 
-Without --url it starts `mcp-tasks dev --auth tokens` on a temporary data dir, with one bearer
+Without --url it starts its own stack on a temporary data dir (`--topology split`, the default:
+a Temporal dev server, `mcp-tasks server --auth tokens` and `mcp-tasks worker`, three processes;
+`--topology dev`: one `mcp-tasks dev --auth tokens`, HTTP server and worker on one event loop,
+with its Temporal child), with one bearer
 token (one principal) per client, so that each client has its own open-task quota and its own
 tasks/update bucket, as separate users would; the server's limits stay at their defaults.
 
 Each client creates its share of `multi_step_job` tasks (`require_approval`, one step of
-`--step-seconds`), and polls every task with tasks/get, sleeping the `pollIntervalMs` of the
-last answer between polls, as a real client does. Once every task of every client exists
-(so all N are in flight together) a client answers each of its tasks with tasks/update after
-`--answer-after` polls that showed it `input_required`, then polls it to its end.
+`--step-seconds`), and polls every task with tasks/get from its creation on, sleeping the
+`pollIntervalMs` of the last answer between polls, as a real client does. Once every task of
+every client exists (so all N are in flight together) a client answers each of its tasks with
+tasks/update at the first poll after `--answer-after` polls that showed it `input_required`,
+then polls it to its end.
 
 Reported: lost tasks (any that did not end `completed` with its own name, approved and one step:
 must be 0), HTTP statuses by count (5xx must be 0), 429s by method (a client honouring the
@@ -51,6 +57,7 @@ class Stats:
     statuses: Counter[int] = field(default_factory=Counter)
     rate_limited: Counter[str] = field(default_factory=Counter)
     unavailable: Counter[str] = field(default_factory=Counter)
+    unavailable_reasons: Counter[str] = field(default_factory=Counter)  # "method: message"
     transport_errors: int = 0
     latencies: dict[str, list[float]] = field(default_factory=dict)
     in_flight: int = 0
@@ -92,6 +99,9 @@ class LoadClient:
             retry_ms = _retry_after_ms(response) if status in (429, 503) else None
             if retry_ms is not None:
                 (self.stats.rate_limited if status == 429 else self.stats.unavailable)[method] += 1
+                if status == 503:
+                    reason = response.json()["error"].get("message", "")
+                    self.stats.unavailable_reasons[f"{method}: {reason[:160]}"] += 1
                 await asyncio.sleep(retry_ms / 1000)
                 continue
             if status >= 500 and method != "tools/call":
@@ -138,8 +148,9 @@ class Plan:
 
 
 async def one_task(client: LoadClient, name: str, plan: Plan) -> None:
-    """Create the task, wait until every task exists, poll it at its pollIntervalMs, answer it
-    after `plan.answer_after` polls that show its question, poll it to its end and check it."""
+    """Create the task, poll it at its pollIntervalMs from then on, answer it (once every task
+    exists) after `plan.answer_after` polls that show its question, poll it to its end and
+    check it."""
     arguments = {"name": name, "steps": 1, "step_seconds": plan.step_seconds,
                  "require_approval": True}  # fmt: skip
     stats = client.stats
@@ -157,7 +168,8 @@ async def one_task(client: LoadClient, name: str, plan: Plan) -> None:
         plan.all_started.set()
     waiting_polls, task = 0, started
     try:
-        await plan.created.wait()
+        # Polled from its creation on, as a real client does (not all at once when the last
+        # task exists); answered only once every task exists.
         while time.monotonic() < plan.deadline:
             await asyncio.sleep(task["pollIntervalMs"] / 1000)
             task = await client.rpc("tasks/get", {"taskId": task_id}, task_id)
@@ -165,7 +177,7 @@ async def one_task(client: LoadClient, name: str, plan: Plan) -> None:
                 break
             if task["status"] == "input_required" and "approve" in task["inputRequests"]:
                 waiting_polls += 1
-                if waiting_polls >= plan.answer_after:
+                if waiting_polls >= plan.answer_after and plan.created.is_set():
                     answer = {"approve": {"action": "accept", "content": {"approve": True}}}
                     params = {"taskId": task_id, "inputResponses": answer}
                     await client.rpc("tasks/update", params, task_id)
@@ -219,6 +231,7 @@ async def run_load(
         "http_5xx_other_detail": stats.server_errors[:10],
         "rate_limited_429": dict(stats.rate_limited),
         "unavailable_503_retried": dict(stats.unavailable),
+        "unavailable_503_reasons": dict(stats.unavailable_reasons.most_common(10)),
         "transport_errors": stats.transport_errors,
         "peak_in_flight": stats.peak_in_flight,
         "all_created_after_s": round(all_created_s, 1),
@@ -286,6 +299,7 @@ async def on_dev(
         dev.send_signal(signal.SIGTERM)
         dev.wait(60)
     results["peak_rss_mib"] = peaks
+    results["topology"] = "dev"
     results["dev_exit_code"] = dev.returncode
     results["data_dir"] = str(data_dir)
     return results
@@ -325,6 +339,8 @@ def main() -> None:
     parser.add_argument("--answer-after", type=int, default=2, metavar="POLLS")
     parser.add_argument("--step-seconds", type=float, default=1.0)
     parser.add_argument("--timeout", type=float, default=1800, metavar="SECONDS")
+    parser.add_argument("--topology", choices=("split", "dev"), default="split",
+                        help="the stack to start without --url (see above)")  # fmt: skip
     parser.add_argument("--url", default=None, help="load this server instead of starting one")
     parser.add_argument(
         "--token", action="append", default=[], help="a bearer token for --url (repeatable)"
@@ -332,7 +348,11 @@ def main() -> None:
     options = parser.parse_args()
     load = {"answer_after": options.answer_after, "step_seconds": options.step_seconds,
             "timeout_s": options.timeout}  # fmt: skip
-    if options.url is None:
+    if options.url is None and options.topology == "split":
+        from bench.load_split import on_split  # it imports this module
+
+        results = asyncio.run(on_split(options.tasks, options.clients, **load))
+    elif options.url is None:
         results = asyncio.run(on_dev(options.tasks, options.clients, **load))
     else:
         given: list[str | None] = list(options.token) or [None]

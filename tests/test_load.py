@@ -12,6 +12,7 @@ import pytest
 from temporalio.client import Client
 
 from bench.load import markdown, on_dev
+from bench.load_split import on_split
 from mcp_server.protocol.errors import INTERNAL_ERROR
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.tools.registry import ToolRegistry
@@ -31,6 +32,23 @@ async def test_the_short_load_loses_nothing_and_answers_no_5xx(tmp_path: Path) -
     assert results["tasks_get"]["n"] >= 60 * 3
     assert results["dev_exit_code"] == 0
     assert "| lost tasks (acknowledged, not ended as expected) | 0 |" in markdown(results)
+
+
+async def test_the_short_load_on_separate_server_worker_and_temporal_reports_each_ones_rss(
+    tmp_path: Path,
+) -> None:
+    """`make load`'s default topology: Temporal, `mcp-tasks server` and `mcp-tasks worker` as
+    three processes, the peak RSS of each reported, nothing lost, no 5xx, both exit 0."""
+    results = await on_split(60, 10, tmp_path, answer_after=2, step_seconds=0.2, timeout_s=300)
+    assert results["lost"] == 0, results["lost_detail"]
+    assert results["not_created"] == 0, results["not_created_detail"]
+    assert results["http_5xx"] == 0, results["http_statuses"]
+    assert results["peak_in_flight"] == 60 and results["tasks_update"]["n"] >= 60
+    peaks = results["peak_rss_mib"]
+    assert set(peaks) == {"mcp-tasks server", "mcp-tasks worker", "temporal (dev server)"}
+    assert all(mib > 0 for mib in peaks.values()), peaks
+    assert results["exit_codes"] == {"server": 0, "worker": 0}
+    assert "| peak RSS, mcp-tasks worker |" in markdown(results)
 
 
 async def test_a_temporal_too_slow_to_answer_is_503_with_retry_after_not_500(

@@ -71,7 +71,9 @@ def create_app(
         temporal = client
         if task_store is None:
             temporal = temporal or await connect(settings)
-            task_store = TemporalTaskStore(temporal, settings.task_queue, clock)
+            task_store = TemporalTaskStore(
+                temporal, settings.task_queue, clock, settings.poll_interval_max_ms
+            )
         services = build_services(settings, registry, task_store, secret)
         app.state.endpoint = McpEndpoint(services, SessionCodec(secret))
         app.state.store = task_store

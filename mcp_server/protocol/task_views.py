@@ -36,7 +36,9 @@ def task_fields(snapshot: TaskSnapshot) -> dict[str, Any]:
         "created_at": snapshot.created_at,
         "last_updated_at": snapshot.last_updated_at,
         "ttl_ms": snapshot.ttl_ms,
-        "poll_interval_ms": snapshot.poll_interval_ms or None,
+        "poll_interval_ms": snapshot.advertised_poll_interval_ms
+        or snapshot.poll_interval_ms
+        or None,
     }
 
 

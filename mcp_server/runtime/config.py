@@ -104,6 +104,9 @@ class Settings(BaseModel):
     # tasks/get may run this many times faster than the task's pollIntervalMs, after a burst.
     poll_rate_factor: Positive = 4
     poll_burst: Positive = 20
+    # The pollIntervalMs a task advertises grows with its quiet time up to this (or its tool's
+    # interval if larger); 0: always the tool's interval (tasks/poll_interval.py).
+    poll_interval_max_ms: NonNegative = 60_000
     # subscriptions/listen: open streams per caller and per replica, task ids per stream, and
     # tasks watched at once per replica (each watcher holds one long-poll on Temporal).
     max_listen_streams_per_principal: Positive = 10

@@ -38,6 +38,9 @@ class TaskSnapshot:
     input_requests: dict[str, Any]
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    # What the task tells clients (tasks/poll_interval.py); None: `poll_interval_ms`, the tool's
+    # base, which the poll limiter always counts against.
+    advertised_poll_interval_ms: int | None = None
 
 
 def failure_of(err: BaseException) -> tuple[dict[str, Any], str]:

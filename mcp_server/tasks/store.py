@@ -64,6 +64,7 @@ from mcp_server.tasks.errors import (
 )
 from mcp_server.tasks.expiry import Deletions
 from mcp_server.tasks.idempotency import IdempotencyConflict
+from mcp_server.tasks.poll_interval import DEFAULT_MAX_MS, advertised_ms
 from mcp_server.tasks.quota import QuotaReservations
 from mcp_server.tasks.snapshots import (
     TaskSnapshot,
@@ -149,9 +150,11 @@ class TemporalTaskStore:
         client: Client,
         task_queue: str,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        poll_interval_max_ms: int = DEFAULT_MAX_MS,
     ) -> None:
         self._client = client
         self._clock = clock
+        self._poll_interval_max_ms = poll_interval_max_ms
         self._task_queue = task_queue
         self._terminal: OrderedDict[str, TaskSnapshot] = OrderedDict()
         self._quota = QuotaReservations(client, task_queue)
@@ -270,9 +273,25 @@ class TemporalTaskStore:
                 return None
             raise _translate(err, "read the task") from err
 
+    def _advertise(self, snapshot: TaskSnapshot) -> TaskSnapshot:
+        """The snapshot with the pollIntervalMs its quiet time earns (tasks/poll_interval.py)."""
+        if snapshot.poll_interval_ms is None:
+            return snapshot
+        interval = advertised_ms(
+            snapshot.poll_interval_ms,
+            snapshot.last_updated_at,
+            self._clock(),
+            self._poll_interval_max_ms,
+        )
+        return replace(snapshot, advertised_poll_interval_ms=interval)
+
     async def get(self, task_id: str, owner: str | None = None) -> TaskSnapshot | None:
         """The task, or None when it does not exist, is not an MCP task, or (given `owner`) is
-        someone else's."""
+        someone else's; its pollIntervalMs grown with its quiet time."""
+        snapshot = await self._read(task_id, owner)
+        return None if snapshot is None else self._advertise(snapshot)
+
+    async def _read(self, task_id: str, owner: str | None) -> TaskSnapshot | None:
         cached = self._terminal.get(task_id)
         if cached is not None and (owner is None or cached.owner == owner):
             if not is_expired(cached, self._clock()):
@@ -471,7 +490,7 @@ class TemporalTaskStore:
             closed = _CLOSED_STATUS.get(execution.status) if execution.status else None
             if closed is not None and snapshot.status not in ("completed", "cancelled"):
                 snapshot = replace(snapshot, status=closed, input_requests={})
-            snapshots.append(snapshot)
+            snapshots.append(self._advertise(snapshot))
         next_token = pages.next_page_token
         next_cursor = base64.urlsafe_b64encode(next_token).decode("ascii") if next_token else None
         return snapshots, next_cursor
