@@ -63,7 +63,8 @@ lint: $(STAMP) $(VENV)/.clients-installed
 bench: $(STAMP)
 	$(PY) -m bench.run $(ARGS)
 
-# 1,000 tasks in flight, 100 clients polling at pollIntervalMs (bench/load.py). ARGS="--tasks 60 --clients 10".
+# 1,000 tasks in flight, 100 clients polling at pollIntervalMs, on separate Temporal, server and worker processes
+# (bench/load.py). ARGS="--tasks 60 --clients 10", ARGS="--topology dev".
 load: $(STAMP)
 	$(PY) -m bench.load $(ARGS)
 
