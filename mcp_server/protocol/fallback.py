@@ -48,6 +48,9 @@ SESSION_POLL_S = 1.0
 SESSION_STREAM_S = 1800.0
 # Tasks whose questions a call of this process is relaying right now (tasks/result, attached).
 _relaying: Counter[str] = Counter()
+# The questions each session's GET stream of this process has sent, per (session, taskId): a
+# tasks/result call of that session that starts later does not send them again.
+_sent_on_session_stream: dict[tuple[str, str], set[str]] = {}
 # Log levels from least to most severe (RFC 5424 order, as the LoggingLevel type lists them).
 LOG_LEVELS: tuple[str, ...] = get_args(core.LoggingLevel)
 _FIRST_POLL_S = 0.05
@@ -189,7 +192,8 @@ async def follow(
     deadline = None if wait_s is None else time.monotonic() + wait_s
     can_ask = not ctx.modern and ctx.streaming
     report = progress_reporter(ctx)
-    asked: set[str] = set()
+    sent_before = _sent_on_session_stream.get((ctx.session or "", task_id), set())
+    asked: set[str] = set(sent_before) if ctx.session else set()
     last_message: str | None = None
     steps = 0
     pause = _FIRST_POLL_S
@@ -229,18 +233,28 @@ async def session_questions(
     None every `SESSION_POLL_S` (the transport sends a keep-alive when nothing else went out);
     the questions themselves go out through `ctx.send`."""
     assert ctx.session is not None
+    session = ctx.session
     asked: dict[str, set[str]] = {}
     deadline = time.monotonic() + lifetime_s
-    while time.monotonic() < deadline:
-        waiting = await services.store.waiting_in_session(ctx.principal, ctx.session)
-        for task_id in waiting:
-            if task_id in _relaying:
-                continue
-            snapshot = await find_task(services.store, task_id, ctx.principal, services.clock)
-            if snapshot is not None and snapshot.status == "input_required":
-                await _ask(ctx, snapshot, asked.setdefault(task_id, set()))
-        yield None
-        await asyncio.sleep(SESSION_POLL_S)
+    try:
+        while time.monotonic() < deadline:
+            waiting = await services.store.waiting_in_session(ctx.principal, session)
+            for task_id in waiting:
+                if task_id in _relaying:
+                    continue
+                snapshot = await find_task(services.store, task_id, ctx.principal, services.clock)
+                # Checked again: a tasks/result call may have started relaying during the read.
+                if task_id in _relaying:
+                    continue
+                if snapshot is not None and snapshot.status == "input_required":
+                    sent = asked.setdefault(task_id, set())
+                    _sent_on_session_stream[(session, task_id)] = sent
+                    await _ask(ctx, snapshot, sent)
+            yield None
+            await asyncio.sleep(SESSION_POLL_S)
+    finally:
+        for task_id in asked:
+            _sent_on_session_stream.pop((session, task_id), None)
 
 
 async def run_attached(
