@@ -15,8 +15,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -24,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from bench.run import META, Client, percentiles, spawn, wait_ready
+from bench.run import META, Client, percentiles, split_stack
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 
 
@@ -67,20 +65,10 @@ async def bench(rounds: int) -> dict[str, Any]:
         "MCP_TASKS_TOOLSET": "demo",
         "MCP_TASKS_PORT": str(port),
     }
-    parts: list[subprocess.Popen[bytes]] = []
-    try:
-        await temporal.wait_ready()
-        parts = [spawn(part, data_dir / f"{part}.log", env) for part in ("worker", "server")]
+    async with split_stack(temporal, data_dir, env):
         async with httpx.AsyncClient(timeout=30) as http:
-            await wait_ready(http, f"http://127.0.0.1:{port}/readyz", parts, data_dir)
             client = Client(http, f"http://127.0.0.1:{port}/mcp")
             samples = [await one_round(client, index) for index in range(rounds)]
-    finally:
-        for part in parts:
-            part.send_signal(signal.SIGTERM)
-        for part in parts:
-            part.wait(60)
-        temporal.stop()
     return {
         "rounds": rounds,
         "cpus": os.cpu_count(),

@@ -7,16 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from bench.load import run_load, sample_peaks
-from bench.run import spawn, wait_ready
+from bench.run import split_stack
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.runtime.tokens import add_token
@@ -45,33 +41,18 @@ async def on_split(
         "MCP_TASKS_AUTH": "tokens",
         "MCP_TASKS_TOKENS_FILE": str(tokens_file),
     }
-    parts: list[subprocess.Popen[bytes]] = []
     peaks: dict[str, float] = {}
-    try:
-        await temporal.wait_ready()
-        assert temporal.process is not None
-        parts = [
-            spawn("worker", data_dir / "worker.log", env),
-            spawn("server", data_dir / "server.log", env),
-        ]
-        async with httpx.AsyncClient(timeout=10) as http:
-            await wait_ready(http, f"http://127.0.0.1:{port}/readyz", parts, data_dir)
-        pids = {
-            "mcp-tasks server": parts[1].pid,
-            "mcp-tasks worker": parts[0].pid,
-            "temporal (dev server)": temporal.process.pid,
+    async with split_stack(temporal, data_dir, env) as split:
+        named = {
+            "mcp-tasks server": split.server.pid,
+            "mcp-tasks worker": split.worker.pid,
+            "temporal (dev server)": split.temporal_pid,
         }
-        sampling = asyncio.create_task(sample_peaks(pids, peaks))
+        sampling = asyncio.create_task(sample_peaks(named, peaks))
         results = await run_load(f"http://127.0.0.1:{port}/mcp", tokens, tasks, **load)
         sampling.cancel()
-    finally:
-        for part in parts:
-            part.send_signal(signal.SIGTERM)
-        for part in parts:
-            part.wait(60)
-        temporal.stop()
     results["topology"] = "split"
     results["peak_rss_mib"] = peaks
-    results["exit_codes"] = {"server": parts[1].returncode, "worker": parts[0].returncode}
+    results["exit_codes"] = {"server": split.server.returncode, "worker": split.worker.returncode}
     results["data_dir"] = str(data_dir)
     return results

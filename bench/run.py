@@ -30,6 +30,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +128,48 @@ async def wait_ready(
         await asyncio.sleep(0.2)
 
 
+@dataclass
+class Split:
+    """The three processes of `split_stack`; the exit codes are read after it has stopped them."""
+
+    temporal_pid: int
+    worker: subprocess.Popen[bytes]
+    server: subprocess.Popen[bytes]
+
+    def pids(self) -> dict[str, int]:
+        return {"temporal": self.temporal_pid, "worker": self.worker.pid, "server": self.server.pid}
+
+
+@asynccontextmanager
+async def split_stack(
+    temporal: TemporalDevServer,
+    data_dir: Path,
+    env: dict[str, str],
+    worker_env: dict[str, str] | None = None,
+) -> AsyncIterator[Split]:
+    """Temporal (already started), `mcp-tasks worker` and `mcp-tasks server` as three processes,
+    the server on `env["MCP_TASKS_PORT"]`, ready when its /readyz answers 200. On exit SIGTERMs
+    the two, waits for them, and stops Temporal."""
+    parts: list[subprocess.Popen[bytes]] = []
+    try:
+        await temporal.wait_ready()
+        assert temporal.process is not None
+        parts = [
+            spawn("worker", data_dir / "worker.log", worker_env or env),
+            spawn("server", data_dir / "server.log", env),
+        ]
+        probe = f"http://127.0.0.1:{env['MCP_TASKS_PORT']}/readyz"
+        async with httpx.AsyncClient(timeout=10) as http:
+            await wait_ready(http, probe, parts, data_dir)
+        yield Split(temporal.process.pid, worker=parts[0], server=parts[1])
+    finally:
+        for part in parts:
+            part.send_signal(signal.SIGTERM)
+        for part in parts:
+            part.wait(60)
+        temporal.stop()
+
+
 def memory(processes: dict[str, int]) -> dict[str, float]:
     return {name: round(rss_mib(pid), 1) for name, pid in processes.items()}
 
@@ -150,17 +195,10 @@ async def bench(
         env["MCP_TASKS_METRICS_REFRESH_S"] = str(scrape_every)
     worker_env = {**env, "MCP_TASKS_WORKER_METRICS_PORT": str(worker_metrics_port)}
     results: dict[str, Any] = {"tasks": tasks, "cpus": os.cpu_count(), "sqlite": synchronous}
-    parts: list[subprocess.Popen[bytes]] = []
-    try:
-        await temporal.wait_ready()
-        parts = [
-            spawn("worker", data_dir / "worker.log", worker_env if metrics_dir else env),
-            spawn("server", data_dir / "server.log", env),
-        ]
-        assert temporal.process is not None
-        pids = {"temporal": temporal.process.pid, "worker": parts[0].pid, "server": parts[1].pid}
+    stack = split_stack(temporal, data_dir, env, worker_env if metrics_dir else None)
+    async with stack as split:
+        pids = split.pids()
         async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=64)) as http:
-            await wait_ready(http, f"http://127.0.0.1:{port}/readyz", parts, data_dir)
             client = Client(http, f"http://127.0.0.1:{port}/mcp")
             scraping = None
             if metrics_dir is not None:
@@ -205,12 +243,6 @@ async def bench(
                 await finish_some(client, ids)
                 await asyncio.sleep(3 * scrape_every)  # the gauges catch up
                 scraping.cancel()
-    finally:
-        for part in parts:
-            part.send_signal(signal.SIGTERM)
-        for part in parts:
-            part.wait(60)
-        temporal.stop()
     return results
 
 
