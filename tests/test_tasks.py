@@ -8,12 +8,14 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from mcp_server.protocol import errors
 from mcp_server.protocol.wire import parse_iso
+from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.tasks.store import TemporalTaskStore
 from tests.conftest import Stack
 from tests.fixture_tools import SHORT_TTL_MS
@@ -288,18 +290,47 @@ async def test_a_completed_task_says_so_with_the_first_line_of_its_result(mcp: M
 
 
 async def test_a_read_racing_an_answer_that_also_ended_the_task_shows_the_end(
-    mcp: McpClient, temporal_client: Client, stack: Stack
+    fresh_stack: StackFactory, temporal_client: Client
 ) -> None:
-    """describe() sees the question; before the history is read, the workflow takes the answer
-    and completes in one workflow task. The read must not show the answered question again."""
-    task_id = await mcp.create_task("confirm_delete", {"filename": "race.txt"})
-    await mcp.wait_status(task_id, "input_required", within=5)
-    handle = temporal_client.get_workflow_handle(task_id)
-    stale = await handle.describe()
-    state = TaskState.from_memo(await stale.memo_value(MEMO_KEY, None))
-    assert state is not None and state.status == "input_required"
-    await mcp.update_task(task_id, {"confirm": ACCEPT})
-    await handle.result()
-    store = TemporalTaskStore(temporal_client, stack.settings.task_queue)
-    snapshot = await store._running(task_id, stale, state)
-    assert snapshot.status == "completed" and snapshot.input_requests == {}
+    """describe() sees the question and the answer's pending workflow task; before the history
+    is read, the workflow takes the answer and completes. The read must not show the answered
+    question again."""
+    async with fresh_stack() as stack:
+        mcp = stack.mcp
+        task_id = await mcp.create_task("confirm_delete", {"filename": "race.txt"})
+        await mcp.wait_status(task_id, "input_required", within=5)
+        await stack.stop_worker()
+        await mcp.update_task(task_id, {"confirm": ACCEPT})
+        handle = temporal_client.get_workflow_handle(task_id)
+        stale = await handle.describe()
+        state = TaskState.from_memo(await stale.memo_value(MEMO_KEY, None))
+        assert state is not None and state.status == "input_required"
+        assert stale.raw_description.HasField("pending_workflow_task")
+        await stack.start_worker()
+        await handle.result()
+        store = TemporalTaskStore(temporal_client, stack.settings.task_queue)
+        snapshot = await store._running(task_id, stale, state)
+        assert snapshot.status == "completed" and snapshot.input_requests == {}
+
+
+async def test_a_quiet_running_task_is_read_with_one_describe_and_no_history_read(
+    mcp: McpClient, temporal: TemporalDevServer, stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing pending (no signal or cancellation waits for the workflow): the memo is the
+    whole truth, so tasks/get costs one RPC; with an answer pending, the tail is read."""
+    client = await Client.connect(temporal.address)
+    service = client.workflow_service
+    calls: list[str] = []
+    for name in ("describe_workflow_execution", "get_workflow_execution_history_reverse"):
+        real = getattr(service, name)
+
+        async def counted(*args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
+            calls.append(_name)
+            return await _real(*args, **kw)
+
+        monkeypatch.setattr(service, name, counted)
+    store = TemporalTaskStore(client, stack.settings.task_queue)
+    task_id = await mcp.create_task("multi_input")
+    await mcp.wait_for(task_id, lambda t: len(t.get("inputRequests", {})) == 2, within=5)
+    await store.get(task_id)
+    assert calls == ["describe_workflow_execution"]

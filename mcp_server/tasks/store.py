@@ -9,7 +9,8 @@ Mapping (README "How a task maps onto Temporal"):
   workflow mirrors into its memo; the close event for a result or failure. Answers and
   cancellation requests that a worker has not processed yet are read from the tail of the
   history, so a `tasks/get` right after `tasks/update` never lists an answered key, even when
-  no worker is alive.
+  no worker is alive; that tail is read only when `describe()` shows a pending workflow task
+  (what a signal or a cancellation request schedules), so a quiet task costs one RPC.
 - wait_for_events: one long-poll of the history (`GetWorkflowExecutionHistory` with
   `wait_new_event`), which returns when the task's history grows: what listen streams follow.
 - submit_input: a signal (durable with no worker alive, survives server restarts).
@@ -318,7 +319,15 @@ class TemporalTaskStore:
     async def _running(
         self, task_id: str, description: WorkflowExecutionDescription, state: TaskState
     ) -> TaskSnapshot:
-        answered, cancel_requested, newest_event = await self._unprocessed(task_id)
+        raw = description.raw_description
+        pending_task = raw.pending_workflow_task if raw.HasField("pending_workflow_task") else None
+        answered: set[str] = set()
+        cancel_requested, newest_event = False, 0
+        if pending_task is not None:
+            # Only events that wait for a workflow task can be unseen by the memo: a signal
+            # or a cancellation request schedules one. With none pending, describe() alone is
+            # the whole truth and the history is not read (one RPC per tasks/get).
+            answered, cancel_requested, newest_event = await self._unprocessed(task_id)
         if newest_event > description.history_length:
             # The workflow moved on between the two reads: take the fresher memo.
             fresher = await self._describe(task_id)
@@ -337,7 +346,7 @@ class TemporalTaskStore:
             message = "Cancellation requested"
         if status == "working" and message:
             message = with_activity_progress(message, description, self._clock())
-        attempt = description.raw_description.pending_workflow_task.attempt
+        attempt = pending_task.attempt if pending_task is not None else 0
         if attempt > 2:
             message = (
                 f"{message} (the worker has failed this task {attempt - 1} times; see its logs)"
