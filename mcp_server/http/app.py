@@ -79,6 +79,8 @@ def create_app(
         app.state.store = task_store
         async with operations(app, settings, registry, temporal):
             yield
+        if isinstance(task_store, TemporalTaskStore):
+            await task_store.close()
 
     # No interactive docs: every route this app serves is behind the same middleware, and
     # an OpenAPI description of one JSON-RPC endpoint would only mislead.

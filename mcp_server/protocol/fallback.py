@@ -261,11 +261,12 @@ async def run_attached(
     ctx: RequestContext, services: Services, task: TaskInput, workflow: str, wait_s: float
 ) -> BaseModel:
     """Run the task and wait at most `wait_s` (the tool's own bound, or the server's)."""
-    await services.limits.within_open_task_quota(
+    created = await services.limits.within_open_task_quota(
         lambda quota: services.store.create(task, workflow, quota)
     )
     wait = min(wait_s, services.sync_wait_s)
-    snapshot = await follow(ctx, services, task.task_id, wait, until_stuck=True)
+    # The store may have given the task an id reserved ahead with its quota slot.
+    snapshot = await follow(ctx, services, created.task_id, wait, until_stuck=True)
     if snapshot.status in ("completed", "failed", "cancelled"):
         return outcome(snapshot)
     tool = services.registry.get(task.tool)

@@ -18,6 +18,7 @@ Rules implemented:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from collections.abc import Iterable
@@ -90,21 +91,30 @@ class QuotaReservations:
     def workflow_id(self, owner: str) -> str:
         return quota_workflow_id(self._task_queue, owner)
 
-    async def reserve(self, owner: str, task_id: str, limit: int) -> None:
+    async def reserve(self, owner: str, task_id: str, limit: int) -> ReserveAnswer:
         """Hold one of `owner`'s `limit` slots for `task_id`, or raise QuotaExceeded (or
-        BackendUnavailable / BackendRefused)."""
-        waiting = _Waiting(task_id, asyncio.get_running_loop().create_future())
+        BackendUnavailable / BackendRefused). Returns the quota workflow's answer."""
+        answer = await self.reserve_ids(owner, [task_id], limit)
+        if task_id not in answer.granted:
+            raise QuotaExceeded(answer.open_tasks, limit)
+        return answer
+
+    async def reserve_ids(self, owner: str, task_ids: list[str], limit: int) -> ReserveAnswer:
+        """Ask for a slot for each of `task_ids` in the next update: the answer says which
+        were granted (the others were refused: the quota was full)."""
+        loop = asyncio.get_running_loop()
+        waiting = [_Waiting(task_id, loop.create_future()) for task_id in task_ids]
         key = (owner, limit)
-        self._queued.setdefault(key, []).append(waiting)
+        self._queued.setdefault(key, []).extend(waiting)
         if key not in self._senders:
             self._senders[key] = asyncio.create_task(self._send_queued(key))
         try:
-            answer = await asyncio.shield(waiting.answer)
+            answers = await asyncio.shield(asyncio.gather(*(w.answer for w in waiting)))
         except asyncio.CancelledError:
-            waiting.answer.add_done_callback(lambda done: self._undo(owner, task_id, done))
+            for w in waiting:
+                w.answer.add_done_callback(functools.partial(self._undo, owner, w.task_id))
             raise
-        if task_id not in answer.granted:
-            raise QuotaExceeded(answer.open_tasks, limit)
+        return answers[0]
 
     def _undo(self, owner: str, task_id: str, done: asyncio.Future[ReserveAnswer]) -> None:
         if not done.cancelled() and done.exception() is None and task_id in done.result().granted:

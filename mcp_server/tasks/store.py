@@ -26,7 +26,9 @@ Rules implemented:
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import secrets
 from collections import OrderedDict
 from collections.abc import Callable
@@ -67,6 +69,7 @@ from mcp_server.tasks.expiry import Deletions
 from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.poll_interval import DEFAULT_MAX_MS, advertised_ms
 from mcp_server.tasks.quota import QuotaReservations
+from mcp_server.tasks.quota_prefetch import PrefetchedSlots
 from mcp_server.tasks.snapshots import (
     TaskSnapshot,
     failure_of,
@@ -159,7 +162,16 @@ class TemporalTaskStore:
         self._task_queue = task_queue
         self._terminal: OrderedDict[str, TaskSnapshot] = OrderedDict()
         self._quota = QuotaReservations(client, task_queue)
+        self._ahead = PrefetchedSlots(self._quota, new_task_id)
         self._deletions = Deletions(client)
+
+    async def close(self) -> None:
+        """Give back the open-task slots this replica reserved ahead (a stopping server):
+        bounded, since a Temporal that is gone cannot take them (its reclaim will)."""
+        self._ahead.release_all()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(RPC_TIMEOUT.total_seconds()):
+                await self._ahead.drain()
 
     # ----- create ------------------------------------------------------------------------
 
@@ -225,8 +237,17 @@ class TemporalTaskStore:
             if existing is not None:
                 return existing
         if quota:
-            task = replace(task, quota_workflow_id=self._quota.workflow_id(task.owner))
-            await self._quota.reserve(task.owner, task.task_id, quota)
+            # A slot reserved ahead comes with its task id (quota_prefetch.py): then nothing
+            # but the start itself stands between the request and Temporal.
+            ahead = None if task.call_digest else self._ahead.take(task.owner, quota)
+            task = replace(
+                task,
+                task_id=ahead or task.task_id,
+                quota_workflow_id=self._quota.workflow_id(task.owner),
+            )
+            if ahead is None:
+                answer = await self._quota.reserve(task.owner, task.task_id, quota)
+                self._ahead.learn(task.owner, quota, answer.open_tasks)
         try:
             await self._start(task, workflow, replaces_expired=expired)
         except (ArgumentsTooLarge, BackendRefused, WorkflowAlreadyStartedError) as err:

@@ -1,0 +1,86 @@
+"""Open-task slots reserved ahead (mcp_server/tasks/quota_prefetch.py): a create far from the
+limit sends no update to the quota workflow, and the quota stays exact."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+
+from mcp_server.tasks.quota import QuotaReservations
+from mcp_server.tasks.quota_prefetch import BATCH, PrefetchedSlots
+from mcp_server.tasks.store import new_task_id
+from tests.conftest import Stack
+from tests.test_quota import assert_quota_refusal, cancel_all, creates, quota_id, running
+
+StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
+
+
+async def updates_of(client: Client, workflow_id: str) -> int:
+    """How many reservations (updates) the quota workflow's current run has taken."""
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    accepted = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+    return sum(event.event_type == accepted for event in history.events)
+
+
+async def wait_for_updates(client: Client, workflow_id: str, n: int) -> None:
+    deadline = time.monotonic() + 15
+    while await updates_of(client, workflow_id) < n:
+        assert time.monotonic() < deadline, f"the quota workflow never took {n} updates"
+        await asyncio.sleep(0.05)
+
+
+async def test_far_from_the_limit_creates_take_slots_reserved_ahead_and_send_no_update(
+    fresh_stack: StackFactory, temporal_client: Client
+) -> None:
+    async with fresh_stack(max_open_tasks_per_principal=1000) as stack:
+        first = await stack.mcp.create_task("tests_wait_forever")
+        # Its own reservation, then one refill of BATCH slots in the background.
+        await wait_for_updates(temporal_client, quota_id(stack), 2)
+        later = [await stack.mcp.create_task("tests_wait_forever") for _ in range(BATCH // 2 - 1)]
+        assert await updates_of(temporal_client, quota_id(stack)) == 2
+        assert await running(temporal_client, [first, *later]) == len(later) + 1
+        assert all(task_id.startswith("mcp-task-") for task_id in later)
+        await cancel_all(stack.mcp, [first, *later])
+
+
+async def test_slots_reserved_ahead_count_toward_the_limit_which_stays_exact(
+    fresh_stack: StackFactory, temporal_client: Client
+) -> None:
+    limit = 40  # the first answer leaves 39 free: enough headroom for one batch, not two
+    async with fresh_stack(max_open_tasks_per_principal=limit) as stack:
+        first = await stack.mcp.create_task("tests_wait_forever")
+        await wait_for_updates(temporal_client, quota_id(stack), 2)
+        created, refused = await creates([stack.mcp], 60)
+        assert (len(created) + 1, len(refused)) == (limit, 60 - limit + 1)
+        for reply in refused:
+            assert_quota_refusal(reply, limit)
+        assert await running(temporal_client, [first, *created]) == limit
+        await cancel_all(stack.mcp, [first, *created])
+
+
+async def test_a_slot_reserved_ahead_and_left_unused_is_given_back_never_used(
+    fresh_stack: StackFactory, temporal_client: Client
+) -> None:
+    async with fresh_stack() as stack:
+        now = [0.0]
+        reservations = QuotaReservations(temporal_client, stack.settings.task_queue)
+        ahead = PrefetchedSlots(reservations, new_task_id, clock=lambda: now[0])
+        owner = f"owner-{uuid.uuid4().hex}"
+        ahead.learn(owner, 1000, 0)
+        assert ahead.take(owner, 1000) is None  # nothing yet: the call reserves for itself
+        deadline = time.monotonic() + 15
+        while ahead.available(owner, 1000) < BATCH:
+            assert time.monotonic() < deadline, "the refill never arrived"
+            await asyncio.sleep(0.05)
+        ahead.learn(owner, 1000, 1000)  # no headroom any more: no further refill
+        now[0] += 31  # older than MAX_AGE_S: too close to the quota workflow's grace
+        assert ahead.take(owner, 1000) is None
+        await ahead.drain()
+        answer = await reservations.reserve_ids(owner, ["mcp-task-probe"], 1000)
+        assert (answer.granted, answer.open_tasks) == (["mcp-task-probe"], 1)
