@@ -12,6 +12,7 @@ from temporalio import workflow
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer, WorkflowReplayResult
 
+from mcp_server.runtime.worker import workflow_runner
 from mcp_server.tools.registry import ToolRegistry
 from workflows import approvals, conformance, demo, deploy, exposed, imports, task_state
 from workflows.task_state import TaskInput, TaskState
@@ -127,5 +128,5 @@ async def replay(history: Path, workflows: Sequence[type]) -> WorkflowReplayResu
     recorded = WorkflowHistory.from_json(history.stem, history.read_text())
     # debug_mode: no 2 s deadlock detector; this checks determinism, and a loaded CI machine
     # once stalled a replay that long (TMPRL1101) with nothing wrong in the workflow.
-    replayer = Replayer(workflows=[cls], debug_mode=True)
+    replayer = Replayer(workflows=[cls], debug_mode=True, workflow_runner=workflow_runner())
     return await replayer.replay_workflow(recorded, raise_on_replay_failure=False)

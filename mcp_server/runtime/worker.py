@@ -12,7 +12,8 @@ from typing import Any
 
 from temporalio.client import Client
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
-from temporalio.worker import Worker
+from temporalio.worker import Worker, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities import quota as quota_activities
 from mcp_server.runtime.config import Settings
@@ -20,6 +21,19 @@ from mcp_server.tasks.expiry import run_sweeper
 from mcp_server.tools.registry import ToolRegistry
 from workflows import quota
 from workflows.secret_interceptor import SecretsInterceptor
+
+# The project's own workflow package, imported once per worker process instead of once per
+# workflow run inside the sandbox. Safe because those modules import and call nothing
+# non-deterministic, which tests/test_workflow_determinism.py checks statically; every other
+# workflow module (a user's, a test's) stays fully sandboxed.
+PASSED_THROUGH = ("workflows",)
+
+
+def workflow_runner() -> WorkflowRunner:
+    """The runner of every task workflow: the sandbox, with this project's workflow package
+    passed through (the replay tests use the same runner as the worker)."""
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(*PASSED_THROUGH)
+    return SandboxedWorkflowRunner(restrictions=restrictions)
 
 
 class _PooledWorker(Worker):
@@ -47,6 +61,7 @@ def build_worker(client: Client, settings: Settings, registry: ToolRegistry) -> 
         client,
         task_queue=settings.task_queue,
         workflows=[*registry.workflows, *quota.WORKFLOWS],
+        workflow_runner=workflow_runner(),
         activities=[*registry.activities, *quota_activities.ACTIVITIES],
         # Secret arguments out of the exceptions the SDK logs and Temporal records.
         interceptors=[SecretsInterceptor()],
