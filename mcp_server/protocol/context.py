@@ -20,6 +20,7 @@ from mcp_server.protocol.limits import Limits
 from mcp_server.protocol.request_state import RequestStateCodec
 from mcp_server.protocol.streams import Listening
 from mcp_server.protocol.wire import MODERN_VERSION
+from mcp_server.tasks.approvers import NOBODY, Identity
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tools.registry import ToolRegistry
 
@@ -42,6 +43,8 @@ class Services:
     # How long a host without task support waits on a task tool before it gets a follow-up
     # result naming the task (the fallback of hosts with no task support).
     sync_wait_s: float = 45.0
+    # Whether an approver of a task (not its owner) may cancel it (MCP_TASKS_APPROVERS_MAY_CANCEL).
+    approvers_may_cancel: bool = False
 
 
 async def _nowhere(message: dict[str, Any]) -> None:
@@ -66,6 +69,9 @@ class RequestContext:
     session: str | None = None
     # What the credential allows (its scopes); the local user (stdio) holds every scope.
     grant: Grant = EVERY_SCOPE
+    # Who the caller is for approvers (its name and approver ids, tasks/approvers.py); the
+    # default is no approver at all, so only a transport that authenticated says otherwise.
+    identity: Identity = NOBODY
 
     @property
     def modern(self) -> bool:
