@@ -30,68 +30,28 @@ from mcp_server.protocol.limits import Limits, PollLimiter
 from mcp_server.runtime import operator_answers as answers
 from mcp_server.runtime import operator_views as views
 from mcp_server.runtime.config import Settings
+from mcp_server.runtime.operator_args import add_parser
 from mcp_server.runtime.temporal_connection import connect
 from mcp_server.tasks.errors import BackendUnavailable, TaskError
 from mcp_server.tasks.listing import InvalidFilter, TaskFilter, list_tasks, task_detail
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TemporalTaskStore
-from workflows.task_state import TASK_STATUSES, TERMINAL_STATUSES, SubmitInput
+from workflows.task_state import TERMINAL_STATUSES, SubmitInput
 
 EXIT_REFUSED = 1
 EXIT_INVALID = 2
 EXIT_UNREACHABLE = 3
 CONNECT_TIMEOUT_S = 10.0
+__all__ = ["EXIT_INVALID", "EXIT_REFUSED", "EXIT_UNREACHABLE", "add_parser", "run"]
 # The principal of every answer sent from the terminal: in a domain of its own, so no MCP
 # caller's digest (Principal.digest hashes "principal:...") can be it.
 OPERATOR_DIGEST = hashlib.sha256(b"operator-cli").hexdigest()[:32]
-_SIDE_DOOR = (
-    "The operator reads and answers through Temporal directly: the MCP server's checks (owner, "
-    "approvers) do not apply; the answer is validated as tasks/update validates it."
-)
 
 
 class Refusal(Exception):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code
-
-
-def _positive(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return number
-
-
-def add_parser(commands: Any) -> None:
-    """`mcp-tasks tasks ...` on the CLI's subcommands."""
-    tasks = commands.add_parser(
-        "tasks", help="operators: list, show and answer tasks (reads Temporal directly)",
-        description=f"Operators find, read and answer tasks from Temporal. {_SIDE_DOOR}",
-    )  # fmt: skip
-    sub = tasks.add_subparsers(dest="tasks_command", required=True)
-    listing = sub.add_parser("list", help="tasks from Temporal's visibility store, newest first")
-    listing.add_argument("--status", choices=TASK_STATUSES)
-    listing.add_argument("--tool")
-    listing.add_argument("--owner", help="a principal's subject, or its 32-hex digest")
-    listing.add_argument("--approver", help="a subject, a digest, or scope:<name>")
-    listing.add_argument("--limit", type=_positive, default=50)
-    listing.add_argument("--json", action="store_true", help="one JSON object per line")
-    show = sub.add_parser("show", help="one task as tasks/get shows it, plus Temporal's detail")
-    show.add_argument("task_id", metavar="ID")
-    show.add_argument("--json", action="store_true")
-    answer = sub.add_parser(
-        "answer", help="answer a task's outstanding input request", description=_SIDE_DOOR
-    )
-    answer.add_argument("task_id", metavar="ID")
-    answer.add_argument("--key", help="which request (needed when several wait)")
-    action = answer.add_mutually_exclusive_group()
-    action.add_argument("--accept", dest="action", action="store_const", const="accept")
-    action.add_argument("--decline", dest="action", action="store_const", const="decline")
-    answer.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
-    answer.add_argument("--json", dest="content", metavar="CONTENT",
-                        help="the form's content as a JSON object (for a request that is not a "
-                             "form: the whole response)")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:

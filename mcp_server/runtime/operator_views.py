@@ -34,7 +34,16 @@ def age(timestamp: str, now: datetime | None = None) -> str:
         seconds = ((now or datetime.now(UTC)) - parse_timestamp(timestamp)).total_seconds()
     except ValueError:
         return "?"
-    seconds = max(0, int(seconds))
+    return _span(max(0, int(seconds)))
+
+
+def _ttl(ttl_ms: int | None) -> str:
+    if ttl_ms is None:
+        return "unlimited"
+    return f"{ttl_ms} ({_span(ttl_ms // 1000)})"
+
+
+def _span(seconds: int) -> str:
     for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
         if seconds >= size:
             return f"{seconds // size}{unit}"
@@ -170,7 +179,7 @@ def page(snapshot: TaskSnapshot, detail: TaskDetail) -> str:
         f"  statusMessage:  {clean(snapshot.status_message or '')}",
         f"  createdAt:      {snapshot.created_at} ({age(snapshot.created_at)} ago)",
         f"  lastUpdatedAt:  {snapshot.last_updated_at} ({age(snapshot.last_updated_at)} ago)",
-        f"  ttlMs:          {snapshot.ttl_ms if snapshot.ttl_ms is not None else 'unlimited'}",
+        f"  ttlMs:          {_ttl(snapshot.ttl_ms)}",
         f"  pollIntervalMs: {interval if interval is not None else '-'}",
     ]
     if snapshot.input_requests:
