@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import getpass
 import json
 import os
 import pty
@@ -17,8 +18,14 @@ import httpx
 import pytest
 
 from mcp_server.http.auth import Principal
+from mcp_server.protocol.errors import INVALID_PARAMS
 from mcp_server.runtime.devserver import free_port
-from mcp_server.runtime.operator_cli import EXIT_INVALID, EXIT_REFUSED, EXIT_UNREACHABLE
+from mcp_server.runtime.operator_cli import (
+    EXIT_INVALID,
+    EXIT_REFUSED,
+    EXIT_UNREACHABLE,
+    OPERATOR_DIGEST,
+)
 from mcp_server.runtime.tokens import add_token
 from tests.dev_process import MCP_TASKS, DevProcess, client_for, reaped
 from tests.mcp_client import McpClient
@@ -278,3 +285,31 @@ async def test_without_the_payload_key_the_cli_says_which_setting_is_missing(
         assert "MCP_TASKS_PAYLOAD_KEY is not set" in done.stderr, done.stderr
         assert len(done.stderr.splitlines()) == 1, done.stderr
     await mcp.cancel_task(task_id)
+
+
+async def test_approvers_are_listed_and_shown_and_an_operator_answers_past_them(
+    running: Running, mcp: McpClient
+) -> None:
+    task_id = await waiting_approval(mcp, approvers=["release-manager", "scope:release"])
+    by_name = ("--approver", "release-manager", "--status", "input_required")
+    eventually_listed(running, by_name, lambda ids: task_id in ids)
+    assert task_id in listed(running, "--approver", "scope:release")
+    assert task_id not in listed(running, "--approver", "alice")
+    page = cli(running, "show", task_id).stdout
+    assert "approvers[decision]: release-manager, scope:release" in page
+    assert "requestedBy:    alice" in page
+    # The caller may not answer (the approvers do); an operator with Temporal access may.
+    refused = await mcp.update_task(
+        task_id, {"decision": {"action": "accept", "content": {"decision": "approve"}}}
+    )
+    assert refused.error["code"] == INVALID_PARAMS
+    done = cli(running, "answer", task_id, "--set", "decision=approve")
+    assert done.returncode == 0, done.stderr
+    result = (await mcp.wait_terminal(task_id, within=20))["result"]
+    login = getpass.getuser()
+    assert result["structuredContent"]["decidedByName"] == f"operator:{login}"
+    assert result["structuredContent"]["decidedBy"] == OPERATOR_DIGEST
+    shown = json.loads(cli(running, "show", task_id, "--json").stdout)
+    assert shown["operator"]["answeredBy"] == {"decision": f"operator:{login}"}
+    assert shown["operator"]["requestedBy"] == "alice"
+    eventually_listed(running, by_name[:2], lambda ids: task_id not in ids)  # none outstanding

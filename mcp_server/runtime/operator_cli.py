@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import getpass
 import hashlib
 import sys
@@ -174,14 +173,13 @@ async def _answer(
         limits.check_input_responses({key: response})
     except McpError as err:
         raise answers.InvalidAnswer(f"invalid answer: {err.message}") from None
-    fields: dict[str, Any] = {
-        "responses": {key: response},
-        "request_id": f"operator-cli-{uuid.uuid4().hex}",
-        "principal": OPERATOR_DIGEST,
-    }
-    if "by" in {field.name for field in dataclasses.fields(SubmitInput)}:
-        fields["by"] = f"operator:{_login()}"
-    await store.submit_input(snapshot.task_id, SubmitInput(**fields))
+    update = SubmitInput(
+        responses={key: response},
+        request_id=f"operator-cli-{uuid.uuid4().hex}",
+        principal=OPERATOR_DIGEST,
+        by=f"operator:{_login()}",
+    )
+    await store.submit_input(snapshot.task_id, update)
     after = await store.get(snapshot.task_id)
     now = f"; the task is {after.status}" if after is not None else ""
     print(f"answered {key!r} of {snapshot.task_id} ({response['action']}){now}")

@@ -62,8 +62,8 @@ def listed_json(task: ListedTask) -> str:
         "owner": snapshot.owner,
         "runId": task.run_id,
     }
-    if task.approvers:
-        line["approvers"] = task.approvers
+    if snapshot.approvers:
+        line["approvers"] = snapshot.approvers
     return json.dumps(line, ensure_ascii=False)
 
 
@@ -88,10 +88,10 @@ def shown_json(snapshot: TaskSnapshot, detail: TaskDetail) -> str:
     operator = {
         "tool": detail.tool,
         "owner": detail.owner,
-        "requestedBy": detail.requested_by,
-        "approvers": detail.approvers,
-        "answeredBy": detail.answered_by,
-        "steps": detail.steps,
+        "requestedBy": snapshot.requested_by,
+        "approvers": snapshot.approvers,
+        "answeredBy": snapshot.answered_by,
+        "steps": snapshot.steps,
         "runId": detail.run_id,
         "workflowType": detail.workflow_type,
         "taskQueue": detail.task_queue,
@@ -190,18 +190,18 @@ def page(snapshot: TaskSnapshot, detail: TaskDetail) -> str:
     lines += [
         "Operator detail:",
         f"  owner (digest): {clean(detail.owner)}",
-        f"  requestedBy:    {clean(detail.requested_by or '-')}",
+        f"  requestedBy:    {clean(snapshot.requested_by or '-')}",
     ]
-    for key, names in detail.approvers.items():
+    for key, names in snapshot.approvers.items():
         lines.append(f"  approvers[{clean(key)}]: {', '.join(clean(n) for n in names)}")
-    for key, who in detail.answered_by.items():
+    for key, who in snapshot.answered_by.items():
         lines.append(f"  answeredBy[{clean(key)}]: {clean(who)}")
     lines += [
         f"  workflow:       {clean(detail.workflow_type)} on task queue {clean(detail.task_queue)}",
         f"  execution:      {detail.execution_status}, run {detail.run_id}, "
         f"{detail.history_length} history events",
     ]
-    if detail.steps:
+    if snapshot.steps:
         lines.append("Steps:")
-        lines += [_step_line(n, step) for n, step in enumerate(detail.steps, 1)]
+        lines += [_step_line(n, step) for n, step in enumerate(snapshot.steps, 1)]
     return "\n".join(lines)

@@ -3,8 +3,8 @@
 - `list_tasks`: MCP tasks found in the visibility store by status, tool, owner and approver
   (the McpStatus, McpTool, McpOwner and McpApprovers search attributes), newest first. Runs
   that continued as new and workflows that are not MCP tasks are skipped.
-- `task_detail`: what Temporal knows of one task beyond `tasks/get` (run id, history length,
-  who asked and answered, the step timeline), read with one `describe()`.
+- `task_detail`: what Temporal knows of one task beyond its snapshot (tool, run id, workflow
+  type, task queue, history length), read with one `describe()`.
 
 Every value that reaches a visibility query is checked first (`TaskFilter.query`): a status is
 one of the five, a tool name and a scope hold only characters that need no quoting, and a
@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-import workflows.task_state as task_state
 from mcp_server.http.auth import Principal
 from mcp_server.tasks.snapshots import TaskSnapshot, listed_snapshot
 from mcp_server.tasks.store import RPC_TIMEOUT, _translate
+from workflows.approvers import PRINCIPAL_PREFIX, SCOPE_PREFIX
 from workflows.task_state import (
     MEMO_KEY,
+    SEARCH_ATTRIBUTE_APPROVERS,
     SEARCH_ATTRIBUTE_OWNER,
     SEARCH_ATTRIBUTE_STATUS,
     SEARCH_ATTRIBUTE_TOOL,
@@ -34,8 +34,6 @@ from workflows.task_state import (
     TaskState,
 )
 
-# The contract's KeywordList of the approvers of a task's outstanding requests.
-SEARCH_ATTRIBUTE_APPROVERS: str = getattr(task_state, "SEARCH_ATTRIBUTE_APPROVERS", "McpApprovers")
 # Where a status lives: the search attribute while the task runs, the execution once it closed
 # (a failed workflow never upserts "failed").
 STATUS_QUERIES = {
@@ -64,15 +62,15 @@ def owner_digest(principal: str) -> str:
 
 
 def approver_id(approver: str) -> str:
-    """The McpApprovers entry naming `approver`: `scope:<name>` as given, else
-    `principal:<digest>` of a subject (or of a 32-hex digest given as is)."""
-    if approver.startswith("scope:"):
+    """The McpApprovers entry naming `approver` (workflows/approvers.py): `scope:<name>` as
+    given, else `principal:<digest>` of a subject (or of a 32-hex digest given as is)."""
+    if approver.startswith(SCOPE_PREFIX):
         if not _SCOPE_NAME.fullmatch(approver):
             raise InvalidFilter(
                 f"approver {approver!r}: a scope holds only letters, digits and _ . : - /"
             )
         return approver
-    return f"principal:{owner_digest(approver)}"
+    return PRINCIPAL_PREFIX + owner_digest(approver)
 
 
 def _quoted(value: str) -> str:
@@ -115,13 +113,7 @@ class TaskFilter:
 class ListedTask:
     tool: str
     snapshot: TaskSnapshot
-    approvers: dict[str, list[str]]
     run_id: str
-
-
-def _memo_extra(state: TaskState, name: str) -> Any:
-    """A field of the approver/timeline contract, None where this version has none."""
-    return getattr(state, name, None)
 
 
 async def list_tasks(client: Client, where: TaskFilter, limit: int) -> list[ListedTask]:
@@ -136,8 +128,7 @@ async def list_tasks(client: Client, where: TaskFilter, limit: int) -> list[List
             if state is None:
                 continue  # another workflow of the namespace that sets McpTool
             snapshot = listed_snapshot(state, execution.status)
-            approvers = _memo_extra(state, "approvers") or {}
-            found.append(ListedTask(state.tool, snapshot, dict(approvers), execution.run_id or ""))
+            found.append(ListedTask(state.tool, snapshot, execution.run_id or ""))
     except RPCError as err:
         raise _visibility_error(err, where) from err
     return sorted(found, key=lambda task: task.snapshot.created_at, reverse=True)
@@ -165,10 +156,6 @@ class TaskDetail:
     task_queue: str
     execution_status: str
     history_length: int
-    requested_by: str | None
-    approvers: dict[str, list[str]]
-    answered_by: dict[str, str]
-    steps: list[dict[str, Any]] | None
 
 
 async def task_detail(client: Client, task_id: str) -> TaskDetail | None:
@@ -191,8 +178,4 @@ async def task_detail(client: Client, task_id: str) -> TaskDetail | None:
         task_queue=description.task_queue,
         execution_status=status.name.lower(),
         history_length=description.history_length,
-        requested_by=_memo_extra(state, "requested_by"),
-        approvers=dict(_memo_extra(state, "approvers") or {}),
-        answered_by=dict(_memo_extra(state, "answered_by") or {}),
-        steps=_memo_extra(state, "steps"),
     )
