@@ -123,7 +123,9 @@ def request_lines(key: str, request: Mapping[str, Any]) -> list[str]:
     assert isinstance(params, dict)
     lines = [f"  [{clean(key)}] {clean(request.get('method', '?'))}"]
     if params.get("message"):
-        lines.append(f"    message: {clean(params['message'])}")
+        first, *more = str(params["message"]).splitlines() or [""]
+        lines.append(f"    message: {clean(first)}")
+        lines += [f"             {clean(line)}" for line in more]
     if params.get("mode") == "url":
         lines.append(f"    url: {clean(params.get('url', ''))}")
     schema = params.get("requestedSchema")
