@@ -12,6 +12,7 @@ from typing import Any
 from mcp_server.protocol.task_views import get_task_result
 from mcp_server.tasks.listing import ListedTask, TaskDetail
 from mcp_server.tasks.snapshots import TaskSnapshot
+from mcp_server.tasks.ttl import is_expired
 from workflows.task_state import parse_timestamp
 
 MESSAGE_WIDTH = 60
@@ -37,10 +38,12 @@ def age(timestamp: str, now: datetime | None = None) -> str:
     return _span(max(0, int(seconds)))
 
 
-def _ttl(ttl_ms: int | None) -> str:
-    if ttl_ms is None:
+def _ttl(snapshot: TaskSnapshot) -> str:
+    if snapshot.ttl_ms is None:
         return "unlimited"
-    return f"{ttl_ms} ({_span(ttl_ms // 1000)})"
+    expired = is_expired(snapshot, datetime.now(UTC))
+    note = "; expired: tasks/get answers not found" if expired else ""
+    return f"{snapshot.ttl_ms} ({_span(snapshot.ttl_ms // 1000)}{note})"
 
 
 def _span(seconds: int) -> str:
@@ -97,6 +100,7 @@ def shown_json(snapshot: TaskSnapshot, detail: TaskDetail) -> str:
         "taskQueue": detail.task_queue,
         "executionStatus": detail.execution_status,
         "historyLength": detail.history_length,
+        "expired": is_expired(snapshot, datetime.now(UTC)),
     }
     return json.dumps({"task": task, "operator": operator}, ensure_ascii=False, indent=2)
 
@@ -181,7 +185,7 @@ def page(snapshot: TaskSnapshot, detail: TaskDetail) -> str:
         f"  statusMessage:  {clean(snapshot.status_message or '')}",
         f"  createdAt:      {snapshot.created_at} ({age(snapshot.created_at)} ago)",
         f"  lastUpdatedAt:  {snapshot.last_updated_at} ({age(snapshot.last_updated_at)} ago)",
-        f"  ttlMs:          {_ttl(snapshot.ttl_ms)}",
+        f"  ttlMs:          {_ttl(snapshot)}",
         f"  pollIntervalMs: {interval if interval is not None else '-'}",
     ]
     if snapshot.input_requests:

@@ -44,7 +44,7 @@ STATUS_QUERIES = {
     "failed": 'ExecutionStatus IN ("Failed", "Terminated", "TimedOut")',
 }
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-/]{1,128}")
-_SCOPE_NAME = re.compile(r"[A-Za-z0-9_.:\-/]{1,200}")
+_SCOPE_NAME = re.compile(r"scope:[A-Za-z0-9_.:\-/]{1,200}")
 _DIGEST = re.compile(r"[0-9a-f]{32}")
 
 
@@ -67,7 +67,7 @@ def approver_id(approver: str) -> str:
     if approver.startswith(SCOPE_PREFIX):
         if not _SCOPE_NAME.fullmatch(approver):
             raise InvalidFilter(
-                f"approver {approver!r}: a scope holds only letters, digits and _ . : - /"
+                f"approver {approver!r}: a scope's name holds only letters, digits and _ . : - /"
             )
         return approver
     return PRINCIPAL_PREFIX + owner_digest(approver)
