@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import getpass
 import json
@@ -11,11 +12,14 @@ import pty
 import select
 import subprocess
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import httpx
 import pytest
+from temporalio.client import Client
+from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
 from mcp_server.http.auth import Principal
 from mcp_server.protocol.errors import INVALID_PARAMS
@@ -106,6 +110,24 @@ async def test_list_finds_a_waiting_task_by_status_tool_and_owner(
     running: Running, mcp: McpClient
 ) -> None:
     task_id = await waiting_approval(mcp)
+    # Workflows of the namespace that are not MCP tasks, with and without an McpTool.
+    temporal = await Client.connect(running.env["MCP_TASKS_TEMPORAL_ADDRESS"])
+    tool = SearchAttributeKey.for_keyword("McpTool")
+    others = [
+        await temporal.start_workflow("NotAnMcpTask", id=f"other-{n}-{uuid.uuid4()}",
+                                      task_queue="nobody-polls", search_attributes=attributes)
+        for n, attributes in enumerate([
+            TypedSearchAttributes([SearchAttributePair(tool, "request_approval")]), None])
+    ]  # fmt: skip
+    query = f'McpTool="request_approval" AND WorkflowId="{others[0].id}"'
+    deadline = time.monotonic() + 20
+    while not [found async for found in temporal.list_workflows(query)]:  # indexed: listable
+        assert time.monotonic() < deadline, "the other workflow never became visible"
+        await asyncio.sleep(0.1)
+    everything = eventually_listed(running, (), lambda ids: task_id in ids)
+    assert not {other.id for other in others} & set(everything)
+    for other in others:
+        await other.terminate()
     eventually_listed(running, ("--status", "input_required"), lambda ids: task_id in ids)
     assert task_id in listed(running, "--tool", "request_approval")
     assert task_id not in listed(running, "--tool", "slow_compute")

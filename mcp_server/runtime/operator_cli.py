@@ -70,6 +70,9 @@ def run(args: argparse.Namespace) -> int:
     except TaskError as err:
         print(f"mcp-tasks: {err}", file=sys.stderr)
         return EXIT_REFUSED
+    except KeyboardInterrupt:
+        print("\nmcp-tasks: interrupted; nothing was sent", file=sys.stderr)
+        return EXIT_REFUSED
 
 
 async def _client(settings: Settings) -> Client:
