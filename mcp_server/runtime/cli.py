@@ -1,5 +1,5 @@
 """`mcp-tasks`: `dev` (everything in one command), `stdio` (for hosts that spawn their servers),
-`server` and `worker` (each part alone)."""
+`server` and `worker` (each part alone), `tasks` (operators: operator_cli.py)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from mcp_server.observability.logging import configure as configure_logging
 from mcp_server.observability.metrics import serve_metrics
 from mcp_server.observability.probes import report_engine
 from mcp_server.protocol.services import state_secret
+from mcp_server.runtime import operator_cli
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, port_is_free
 from mcp_server.runtime.supervisor import EngineSupervisor, SupervisedWorker, claim_data_dir
@@ -303,6 +304,7 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--scope", action="append", default=[], dest="scopes",
                      help="a scope the token holds (repeat it, or separate scopes with spaces "
                           "or commas), e.g. --scope deploy for the demo's deploy tool")  # fmt: skip
+    operator_cli.add_parser(commands)
     return parser
 
 
@@ -332,6 +334,8 @@ def main(argv: list[str] | None = None) -> None:
               f"{args.file} keeps only its hash):")  # fmt: skip
         print(token)
         return
+    if args.command == "tasks":
+        _leave(operator_cli.run(args))
     try:
         settings = Settings.from_env(
             host=getattr(args, "host", None),
@@ -357,6 +361,10 @@ def main(argv: list[str] | None = None) -> None:
     else:
         code = 0
     tracing.shutdown()  # the spans still batched, before leaving without finalizing
+    _leave(code)
+
+
+def _leave(code: int) -> None:
     # The Temporal SDK's Rust threads can crash a finalizing interpreter (sdk-python #300);
     # leave without finalizing once everything has been stopped.
     sys.stdout.flush()

@@ -10,12 +10,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from temporalio.api.enums.v1 import PendingActivityState
-from temporalio.client import WorkflowExecutionDescription, WorkflowFailureError
+from temporalio.client import (
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+)
 from temporalio.exceptions import ApplicationError, TerminatedError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
@@ -112,3 +116,23 @@ def snapshot_of(state: TaskState) -> TaskSnapshot:
         steps=[dict(step) for step in state.steps] if state.steps is not None else None,
         requested_by=state.requested_by,
     )
+
+
+# How a closed execution whose memo does not say how it ended reads in a listing.
+_CLOSED_STATUS: dict[WorkflowExecutionStatus, TaskStatus] = {
+    WorkflowExecutionStatus.COMPLETED: "completed",
+    WorkflowExecutionStatus.CANCELED: "cancelled",
+    WorkflowExecutionStatus.FAILED: "failed",
+    WorkflowExecutionStatus.TERMINATED: "failed",
+    WorkflowExecutionStatus.TIMED_OUT: "failed",
+}
+
+
+def listed_snapshot(state: TaskState, execution: WorkflowExecutionStatus | None) -> TaskSnapshot:
+    """A task as a listing of the visibility store shows it (tasks/list, `mcp-tasks tasks
+    list`): its memo, and how its execution ended when the memo does not say so."""
+    snapshot = snapshot_of(state)
+    closed = _CLOSED_STATUS.get(execution) if execution else None
+    if closed is not None and snapshot.status not in ("completed", "cancelled"):
+        snapshot = replace(snapshot, status=closed, input_requests={})
+    return snapshot

@@ -74,6 +74,7 @@ from mcp_server.tasks.quota_prefetch import PrefetchedSlots
 from mcp_server.tasks.snapshots import (
     TaskSnapshot,
     failure_of,
+    listed_snapshot,
     snapshot_of,
     with_activity_progress,
 )
@@ -89,7 +90,6 @@ from workflows.task_state import (
     SubmitInput,
     TaskInput,
     TaskState,
-    TaskStatus,
     iso_timestamp,
 )
 
@@ -128,16 +128,6 @@ class TaskStore(Protocol):
     async def waiting_in_session(self, owner: str, session: str) -> list[str]: ...
     async def submit_input(self, task_id: str, update: SubmitInput) -> None: ...
     async def cancel(self, task_id: str, stamp: AuditStamp) -> None: ...
-
-
-# How a closed execution whose memo does not say how it ended reads in tasks/list.
-_CLOSED_STATUS: dict[WorkflowExecutionStatus, TaskStatus] = {
-    WorkflowExecutionStatus.COMPLETED: "completed",
-    WorkflowExecutionStatus.CANCELED: "cancelled",
-    WorkflowExecutionStatus.FAILED: "failed",
-    WorkflowExecutionStatus.TERMINATED: "failed",
-    WorkflowExecutionStatus.TIMED_OUT: "failed",
-}
 
 
 def new_task_id() -> str:
@@ -528,11 +518,7 @@ class TemporalTaskStore:
             state = TaskState.from_memo(await execution.memo_value(MEMO_KEY, None))
             if state is None or state.owner != owner:
                 continue
-            snapshot = snapshot_of(state)
-            closed = _CLOSED_STATUS.get(execution.status) if execution.status else None
-            if closed is not None and snapshot.status not in ("completed", "cancelled"):
-                snapshot = replace(snapshot, status=closed, input_requests={})
-            snapshots.append(self._advertise(snapshot))
+            snapshots.append(self._advertise(listed_snapshot(state, execution.status)))
         next_token = pages.next_page_token
         next_cursor = base64.urlsafe_b64encode(next_token).decode("ascii") if next_token else None
         return snapshots, next_cursor

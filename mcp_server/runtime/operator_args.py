@@ -1,0 +1,90 @@
+"""The arguments of `mcp-tasks tasks list|show|answer` (run by operator_cli.py)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from workflows.task_state import TASK_STATUSES
+
+_SIDE_DOOR = (
+    "The operator reads and answers through Temporal directly: the MCP server's checks (owner, "
+    "approvers) do not apply; the answer is validated as tasks/update validates it."
+)
+
+
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return number
+
+
+def add_parser(commands: Any) -> None:
+    """`mcp-tasks tasks ...` on the CLI's subcommands."""
+    tasks = commands.add_parser(
+        "tasks", help="operators: list, show and answer tasks (reads Temporal directly)",
+        description=f"Operators find, read and answer tasks from Temporal. {_SIDE_DOOR}",
+    )  # fmt: skip
+    sub = tasks.add_subparsers(dest="tasks_command", required=True)
+    listing = sub.add_parser(
+        "list", help="tasks from Temporal's visibility store, newest first",
+        description="MCP tasks from Temporal's visibility store (McpStatus, McpTool, McpOwner, "
+        "McpApprovers), newest first. --limit counts in Temporal's order: open tasks first, "
+        "then the most recently closed.",
+    )  # fmt: skip
+    listing.add_argument("--status", choices=TASK_STATUSES)
+    listing.add_argument("--tool", help="a tool name, e.g. request_approval")
+    listing.add_argument(
+        "--owner",
+        metavar="PRINCIPAL",
+        help="who created them: a subject (alice, a token's principal, a JWT "
+        "sub), hashed as the server hashes it, or its 32-hex digest",
+    )
+    listing.add_argument(
+        "--approver",
+        metavar="PRINCIPAL",
+        help="whose decision they await: a subject, a digest, or scope:<name>",
+    )
+    listing.add_argument("--limit", type=_positive, default=50, help="at most this many (50)")
+    listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    show = sub.add_parser("show", help="one task as tasks/get shows it, plus Temporal's detail")
+    show.add_argument("task_id", metavar="ID")
+    show.add_argument(
+        "--json", action="store_true", help='{"task": <the tasks/get result>, "operator": {...}}'
+    )
+    answer = sub.add_parser(
+        "answer", help="answer a task's outstanding input request", description=_SIDE_DOOR
+        + " On a terminal, without --set or --json, each field of the form is asked for.",
+    )  # fmt: skip
+    answer.add_argument("task_id", metavar="ID")
+    answer.add_argument("--key", help="which request (needed when several wait)")
+    action = answer.add_mutually_exclusive_group()
+    action.add_argument(
+        "--accept",
+        dest="action",
+        action="store_const",
+        const="accept",
+        help="accept, with the form's content (the default)",
+    )
+    action.add_argument(
+        "--decline",
+        dest="action",
+        action="store_const",
+        const="decline",
+        help="decline: the tool is told no, with no content",
+    )
+    answer.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="one field of the form, read as its type says (repeat it)",
+    )
+    answer.add_argument(
+        "--json",
+        dest="content",
+        metavar="CONTENT",
+        help="the form's content as a JSON object (for a request that is not a "
+        "form: the whole response)",
+    )

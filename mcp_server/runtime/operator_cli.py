@@ -1,0 +1,196 @@
+"""`mcp-tasks tasks list|show|answer`: operators find, read and answer tasks from a terminal,
+straight from Temporal (the same MCP_TASKS_* connection settings as `server` and `worker`,
+payload key included), without knowing a taskId in advance and without an MCP client.
+
+An operator with Temporal access is past every check of the MCP server: `tasks answer` answers
+any task's question, whoever it waits for (approvers do not bind it). It is the Temporal side
+door of the README's Security section, with the answer checked as tasks/update checks it and
+recorded under the operator's own principal (OPERATOR_DIGEST, `by` = "operator:<login>").
+
+Exit codes: 0 done; EXIT_REFUSED (1) unknown or closed task, unknown key, nothing to answer;
+EXIT_INVALID (2) an invalid answer or filter (and argparse's usage errors); EXIT_UNREACHABLE (3)
+Temporal unreachable or too slow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import hashlib
+import sys
+import uuid
+from typing import Any
+
+from temporalio.client import Client
+
+from mcp_server.protocol.errors import McpError
+from mcp_server.protocol.limits import Limits, PollLimiter
+from mcp_server.runtime import operator_answers as answers
+from mcp_server.runtime import operator_views as views
+from mcp_server.runtime.config import Settings
+from mcp_server.runtime.operator_args import add_parser
+from mcp_server.runtime.temporal_connection import connect
+from mcp_server.tasks.errors import BackendUnavailable, TaskError
+from mcp_server.tasks.listing import InvalidFilter, TaskFilter, list_tasks, task_detail
+from mcp_server.tasks.snapshots import TaskSnapshot
+from mcp_server.tasks.store import TemporalTaskStore
+from workflows.task_state import TERMINAL_STATUSES, SubmitInput
+
+EXIT_REFUSED = 1
+EXIT_INVALID = 2
+EXIT_UNREACHABLE = 3
+CONNECT_TIMEOUT_S = 10.0
+__all__ = ["EXIT_INVALID", "EXIT_REFUSED", "EXIT_UNREACHABLE", "add_parser", "run"]
+# The principal of every answer sent from the terminal: in a domain of its own, so no MCP
+# caller's digest (Principal.digest hashes "principal:...") can be it.
+OPERATOR_DIGEST = hashlib.sha256(b"operator-cli").hexdigest()[:32]
+
+
+class Refusal(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run one `tasks` command; its exit code (messages on stderr, one line)."""
+    try:
+        settings = Settings.from_env().with_(worker_metrics_port=None)
+        return asyncio.run(_run(args, settings))
+    except Refusal as err:
+        print(f"mcp-tasks: {err}", file=sys.stderr)
+        return err.code
+    except (InvalidFilter, answers.InvalidAnswer, ValueError) as err:
+        print(f"mcp-tasks: {err}", file=sys.stderr)
+        return EXIT_INVALID
+    except BackendUnavailable as err:
+        print(f"mcp-tasks: {err}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except TaskError as err:
+        print(f"mcp-tasks: {err}", file=sys.stderr)
+        return EXIT_REFUSED
+    except KeyboardInterrupt:
+        print("\nmcp-tasks: interrupted; nothing was sent", file=sys.stderr)
+        return EXIT_REFUSED
+
+
+async def _client(settings: Settings) -> Client:
+    try:
+        return await asyncio.wait_for(connect(settings), CONNECT_TIMEOUT_S)
+    except (RuntimeError, OSError, TimeoutError) as err:
+        raise Refusal(
+            EXIT_UNREACHABLE,
+            f"cannot reach Temporal at {settings.temporal_address} (namespace "
+            f"{settings.namespace}; MCP_TASKS_TEMPORAL_ADDRESS): {err or 'timed out'}",
+        ) from None
+
+
+async def _run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.tasks_command == "list":
+        where = TaskFilter(args.status, args.tool, args.owner, args.approver)
+        where.query()  # a bad value is refused before Temporal is called
+        found = await list_tasks(await _client(settings), where, args.limit)
+        if args.json:
+            for task in found:
+                print(views.listed_json(task))
+        elif found:
+            print(views.table(found))
+        else:
+            print("no tasks", file=sys.stderr)
+        return 0
+    client = await _client(settings)
+    store = TemporalTaskStore(
+        client, settings.task_queue, poll_interval_max_ms=settings.poll_interval_max_ms
+    )
+    snapshot = await store.get(args.task_id)
+    if snapshot is None:
+        raise Refusal(EXIT_REFUSED, f"no task {args.task_id} in namespace {client.namespace}")
+    if args.tasks_command == "show":
+        detail = await task_detail(client, args.task_id)
+        if detail is None:
+            raise Refusal(EXIT_REFUSED, f"no task {args.task_id} in namespace {client.namespace}")
+        print(views.shown_json(snapshot, detail) if args.json else views.page(snapshot, detail))
+        return 0
+    return await _answer(args, settings, store, snapshot)
+
+
+def _pick_key(snapshot: TaskSnapshot, key: str | None) -> str:
+    task, waiting = snapshot.task_id, list(snapshot.input_requests)
+    if snapshot.status in TERMINAL_STATUSES:
+        raise Refusal(EXIT_REFUSED, f"task {task} is {snapshot.status}: nothing to answer")
+    if not waiting:
+        raise Refusal(EXIT_REFUSED, f"task {task} is {snapshot.status}, waiting for no input")
+    listed = ", ".join(waiting)
+    if key is None and len(waiting) > 1:
+        raise Refusal(EXIT_REFUSED, f"task {task} waits for {listed}: choose one with --key")
+    if key is not None and key not in snapshot.input_requests:
+        raise Refusal(EXIT_REFUSED, f"task {task} has no outstanding request {key!r} "
+                                    f"(waiting: {listed})")  # fmt: skip
+    return key or waiting[0]
+
+
+def _ask(prompt: str) -> str:
+    try:
+        return input(prompt)
+    except EOFError:
+        raise Refusal(EXIT_REFUSED, "no answer sent (end of input)") from None
+
+
+def _response(args: argparse.Namespace, key: str, request: dict[str, Any]) -> dict[str, Any]:
+    form = answers.form_of(request)
+    given = bool(args.set) or args.content is not None
+    action = args.action
+    if form is None and request.get("method") != "elicitation/create":
+        if args.content is None:
+            raise answers.InvalidAnswer(
+                f"request {key!r} is a {request.get('method')}: give the whole response with --json"
+            )
+        return answers.content_from_flags({}, [], args.content)
+    interactive = not given and sys.stdin.isatty()
+    if interactive:
+        print("\n".join(views.request_lines(key, request)))
+        while action is None:
+            chosen = _ask("accept or decline? [accept]: ").strip().lower() or "accept"
+            action = chosen if chosen in ("accept", "decline") else None
+    if action == "decline":
+        if given:
+            raise answers.InvalidAnswer("--set and --json carry an accepted answer's content")
+        return {"action": "decline"}
+    if form is None:  # a URL elicitation: accepting it carries no content
+        return {"action": "accept"}
+    if interactive:
+        return {"action": "accept", "content": answers.content_from_prompts(form, _ask, print)}
+    return {"action": "accept", "content": answers.content_from_flags(form, args.set, args.content)}
+
+
+async def _answer(
+    args: argparse.Namespace, settings: Settings, store: TemporalTaskStore, snapshot: TaskSnapshot
+) -> int:
+    key = _pick_key(snapshot, args.key)
+    request = snapshot.input_requests[key]
+    response = answers.checked(key, request, _response(args, key, request))
+    limits = Limits(settings.max_input_responses, settings.max_input_response_bytes, 0,
+                    PollLimiter(1, 1))  # fmt: skip
+    try:
+        limits.check_input_responses({key: response})
+    except McpError as err:
+        raise answers.InvalidAnswer(f"invalid answer: {err.message}") from None
+    update = SubmitInput(
+        responses={key: response},
+        request_id=f"operator-cli-{uuid.uuid4().hex}",
+        principal=OPERATOR_DIGEST,
+        by=f"operator:{_login()}",
+    )
+    await store.submit_input(snapshot.task_id, update)
+    after = await store.get(snapshot.task_id)
+    now = f"; the task is {after.status}" if after is not None else ""
+    print(f"answered {key!r} of {snapshot.task_id} ({response['action']}){now}")
+    return 0
+
+
+def _login() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"

@@ -1,0 +1,181 @@
+"""What operators read from Temporal about tasks, beside the store (`mcp-tasks tasks`).
+
+- `list_tasks`: MCP tasks found in the visibility store by status, tool, owner and approver
+  (the McpStatus, McpTool, McpOwner and McpApprovers search attributes), newest first. Runs
+  that continued as new and workflows that are not MCP tasks are skipped.
+- `task_detail`: what Temporal knows of one task beyond its snapshot (tool, run id, workflow
+  type, task queue, history length), read with one `describe()`.
+
+Every value that reaches a visibility query is checked first (`TaskFilter.query`): a status is
+one of the five, a tool name and a scope hold only characters that need no quoting, and a
+principal is hashed to the digest Temporal stores (never the subject itself). A value that does
+not pass is an `InvalidFilter`, so nothing a user typed is ever quoted into a query.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from mcp_server.http.auth import Principal
+from mcp_server.tasks.snapshots import TaskSnapshot, listed_snapshot
+from mcp_server.tasks.store import RPC_TIMEOUT, _translate
+from workflows.approvers import PRINCIPAL_PREFIX, SCOPE_PREFIX
+from workflows.task_state import (
+    MEMO_KEY,
+    SEARCH_ATTRIBUTE_APPROVERS,
+    SEARCH_ATTRIBUTE_OWNER,
+    SEARCH_ATTRIBUTE_STATUS,
+    SEARCH_ATTRIBUTE_TOOL,
+    TASK_STATUSES,
+    TaskState,
+)
+
+# Where a status lives: the search attribute while the task runs, the execution once it closed
+# (a failed workflow never upserts "failed").
+STATUS_QUERIES = {
+    "working": f'ExecutionStatus="Running" AND {SEARCH_ATTRIBUTE_STATUS}="working"',
+    "input_required": f'ExecutionStatus="Running" AND {SEARCH_ATTRIBUTE_STATUS}="input_required"',
+    "completed": 'ExecutionStatus="Completed"',
+    "cancelled": 'ExecutionStatus="Canceled"',
+    "failed": 'ExecutionStatus IN ("Failed", "Terminated", "TimedOut")',
+}
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-/]{1,128}")
+_SCOPE_NAME = re.compile(r"scope:[A-Za-z0-9_.:\-/]{1,200}")
+_DIGEST = re.compile(r"[0-9a-f]{32}")
+
+
+class InvalidFilter(ValueError):
+    """A filter value that cannot be searched for; the message names it."""
+
+
+def owner_digest(principal: str) -> str:
+    """What McpOwner holds for `principal`: a 32-hex digest as given, else the digest of the
+    subject (Principal(subject).digest, as the server computes it for a caller without an
+    OAuth client)."""
+    if not principal:
+        raise InvalidFilter("a principal must not be empty")
+    return principal if _DIGEST.fullmatch(principal) else Principal(principal).digest
+
+
+def approver_id(approver: str) -> str:
+    """The McpApprovers entry naming `approver` (workflows/approvers.py): `scope:<name>` as
+    given, else `principal:<digest>` of a subject (or of a 32-hex digest given as is)."""
+    if approver.startswith(SCOPE_PREFIX):
+        if not _SCOPE_NAME.fullmatch(approver):
+            raise InvalidFilter(
+                f"approver {approver!r}: a scope's name holds only letters, digits and _ . : - /"
+            )
+        return approver
+    return PRINCIPAL_PREFIX + owner_digest(approver)
+
+
+def _quoted(value: str) -> str:
+    # Every value was checked to hold none of these; never let one through regardless.
+    if any(char in value for char in "\"'\\") or not value.isprintable():
+        raise InvalidFilter(f"{value!r} cannot be searched for")
+    return f'"{value}"'
+
+
+@dataclass(frozen=True)
+class TaskFilter:
+    status: str | None = None
+    tool: str | None = None
+    owner: str | None = None
+    approver: str | None = None
+
+    def query(self) -> str:
+        """The visibility query of this filter; InvalidFilter for a value it cannot hold."""
+        parts = [f"{SEARCH_ATTRIBUTE_TOOL} IS NOT NULL", 'ExecutionStatus!="ContinuedAsNew"']
+        if self.status is not None:
+            if self.status not in STATUS_QUERIES:
+                raise InvalidFilter(
+                    f"unknown status {self.status!r}; one of {', '.join(TASK_STATUSES)}"
+                )
+            parts.append(STATUS_QUERIES[self.status])
+        if self.tool is not None:
+            if not _TOOL_NAME.fullmatch(self.tool):
+                raise InvalidFilter(
+                    f"tool {self.tool!r}: a tool name holds only letters, digits and _ . - /"
+                )
+            parts.append(f"{SEARCH_ATTRIBUTE_TOOL}={_quoted(self.tool)}")
+        if self.owner is not None:
+            parts.append(f"{SEARCH_ATTRIBUTE_OWNER}={_quoted(owner_digest(self.owner))}")
+        if self.approver is not None:
+            parts.append(f"{SEARCH_ATTRIBUTE_APPROVERS}={_quoted(approver_id(self.approver))}")
+        return " AND ".join(parts)
+
+
+@dataclass(frozen=True)
+class ListedTask:
+    tool: str
+    snapshot: TaskSnapshot
+    run_id: str
+
+
+async def list_tasks(client: Client, where: TaskFilter, limit: int) -> list[ListedTask]:
+    """At most `limit` MCP tasks matching `where`, newest (by createdAt) first."""
+    query = where.query()
+    found: list[ListedTask] = []
+    try:
+        async for execution in client.list_workflows(
+            query, limit=limit, page_size=min(limit, 1000), rpc_timeout=RPC_TIMEOUT
+        ):
+            state = TaskState.from_memo(await execution.memo_value(MEMO_KEY, None))
+            if state is None:
+                continue  # another workflow of the namespace that sets McpTool
+            snapshot = listed_snapshot(state, execution.status)
+            found.append(ListedTask(state.tool, snapshot, execution.run_id or ""))
+    except RPCError as err:
+        raise _visibility_error(err, where) from err
+    return sorted(found, key=lambda task: task.snapshot.created_at, reverse=True)
+
+
+def _visibility_error(err: RPCError, where: TaskFilter) -> Exception:
+    if err.status == RPCStatusCode.INVALID_ARGUMENT:
+        if where.approver is not None and SEARCH_ATTRIBUTE_APPROVERS in err.message:
+            return InvalidFilter(
+                f"this namespace has no {SEARCH_ATTRIBUTE_APPROVERS} search attribute yet "
+                "(no task has named approvers): nothing to find by --approver"
+            )
+        return InvalidFilter(f"Temporal refused the query: {err.message}")
+    return _translate(err, "list tasks")
+
+
+@dataclass(frozen=True)
+class TaskDetail:
+    """What Temporal knows of a task that `tasks/get` does not show."""
+
+    tool: str
+    owner: str
+    run_id: str
+    workflow_type: str
+    task_queue: str
+    execution_status: str
+    history_length: int
+
+
+async def task_detail(client: Client, task_id: str) -> TaskDetail | None:
+    """The Temporal detail of the MCP task `task_id`, None when there is none."""
+    try:
+        description = await client.get_workflow_handle(task_id).describe(rpc_timeout=RPC_TIMEOUT)
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return None
+        raise _translate(err, "read the task") from err
+    state = TaskState.from_memo(await description.memo_value(MEMO_KEY, None))
+    if state is None:
+        return None
+    status = description.status or WorkflowExecutionStatus.RUNNING
+    return TaskDetail(
+        tool=state.tool,
+        owner=state.owner,
+        run_id=description.run_id,
+        workflow_type=description.workflow_type,
+        task_queue=description.task_queue,
+        execution_status=status.name.lower(),
+        history_length=description.history_length,
+    )

@@ -1,0 +1,80 @@
+"""What `mcp-tasks tasks` puts into a visibility query and into an answer, before any process
+runs (the whole commands: tests/test_operator_cli.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_server.http.auth import Principal
+from mcp_server.runtime.operator_answers import InvalidAnswer, content_from_flags, parse_value
+from mcp_server.tasks.listing import InvalidFilter, TaskFilter
+
+BASE = 'McpTool IS NOT NULL AND ExecutionStatus!="ContinuedAsNew"'
+
+
+def test_each_filter_becomes_one_condition() -> None:
+    assert TaskFilter().query() == BASE
+    assert TaskFilter(status="failed").query() == (
+        f'{BASE} AND ExecutionStatus IN ("Failed", "Terminated", "TimedOut")'
+    )
+    alice = Principal("alice").digest
+    assert TaskFilter(tool="request_approval", owner="alice").query() == (
+        f'{BASE} AND McpTool="request_approval" AND McpOwner="{alice}"'
+    )
+    assert TaskFilter(owner=alice).query() == f'{BASE} AND McpOwner="{alice}"'
+    assert TaskFilter(approver="alice").query() == f'{BASE} AND McpApprovers="principal:{alice}"'
+    assert TaskFilter(approver="scope:release").query() == (
+        f'{BASE} AND McpApprovers="scope:release"'
+    )
+
+
+def test_a_principal_reaches_the_query_only_as_its_digest() -> None:
+    odd = 'x" OR McpOwner!="y'
+    assert TaskFilter(owner=odd).query() == f'{BASE} AND McpOwner="{Principal(odd).digest}"'
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        TaskFilter(status="bogus"),
+        TaskFilter(tool='x" OR McpTool!="y'),
+        TaskFilter(tool="a\\b"),
+        TaskFilter(tool="line\nbreak"),
+        TaskFilter(tool=""),
+        TaskFilter(approver="scope:a'b"),
+        TaskFilter(approver="scope:"),
+        TaskFilter(owner=""),
+    ],
+)
+def test_values_a_query_cannot_hold_are_refused(where: TaskFilter) -> None:
+    with pytest.raises(InvalidFilter):
+        where.query()
+
+
+def test_set_values_are_read_as_the_form_types_say() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "ok": {"type": "boolean"},
+            "n": {"type": "integer"},
+            "x": {"type": "number"},
+            "tags": {"type": "array", "items": {"enum": ["a", "b"]}},
+            "s": {"type": "string"},
+        },
+    }
+    content = content_from_flags(
+        schema, ["ok=yes", "n=3", "x=2.5", "tags=a, b", "s=3=4"], '{"s": "ignored"}'
+    )
+    assert content == {"ok": True, "n": 3, "x": 2.5, "tags": ["a", "b"], "s": "3=4"}
+    for assignment, problem in [
+        ("ok=perhaps", 'field "ok" must be a boolean'),
+        ("n=three", 'field "n" must be an integer'),
+        ("x=nan", 'field "x" must be a number'),
+        ("other=1", 'field "other" is not in the form (its fields: ok, n, x, tags, s)'),
+        ("novalue", "expected field=value"),
+    ]:
+        with pytest.raises(InvalidAnswer, match=problem.replace("(", r"\(").replace(")", r"\)")):
+            content_from_flags(schema, [assignment], None)
+    with pytest.raises(InvalidAnswer, match="--json must be a JSON object"):
+        content_from_flags(schema, [], "[1]")
+    assert parse_value("n", {"type": "integer"}, "2.0") == 2.0  # the form check then refuses it
