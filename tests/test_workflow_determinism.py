@@ -26,6 +26,7 @@ ALLOWED_IMPORTS = {
     "collections.abc",
     "dataclasses",
     "datetime",  # types and arithmetic; the wall clock is refused below
+    "hashlib",  # pure functions of their input (approver ids)
     "json",
     "re",
     "typing",
