@@ -16,7 +16,9 @@ A tool's workflow subclasses `TaskWorkflow`, implements `execute()`, and is decl
 - `continue_as_new()`, which keeps a long task's history short: the next run has the same
   workflow ID (so the same taskId), the state `tasks/get` showed, and the tool's progress;
 - the task's secret arguments redacted from its memo, its result and its failure
-  (workflows/redaction.py; the worker's interceptor does the same for exceptions).
+  (workflows/redaction.py; the worker's interceptor does the same for exceptions);
+- webhook notifications (workflows/webhooks.py) when the task asks a question and when it
+  ends, for the endpoints its `TaskInput.webhooks` names (no new command for any other task).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from workflows.task_state import (
     TaskStatus,
     iso_timestamp,
 )
+from workflows.webhooks import Notifications
 
 STATUS_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_STATUS)
 W = TypeVar("W", bound="TaskWorkflow")
@@ -96,6 +99,7 @@ class TaskWorkflow:
         self.answered_by: dict[str, str] = {}
         # The statusMessage a cancelled task ends with (a tool may say what was done).
         self.cancel_message = "Cancelled"
+        self._notifications = Notifications("", [], 0)
 
     # ----- what subclasses implement and call -------------------------------------------
 
@@ -135,7 +139,9 @@ class TaskWorkflow:
         state = self._current.to_memo()
         carried = {"state": state, "progress": progress, "cancelMessage": self.cancel_message,
                    "issuedKeys": sorted(self._issued_keys),
-                   "answeredBy": self.answered_by}  # fmt: skip
+                   "answeredBy": self.answered_by,
+                   **({"webhooksSent": self._notifications.sent}
+                      if self._notifications.sent else {})}  # fmt: skip
         workflow.continue_as_new(replace(self.task, carried=carried), memo={MEMO_KEY: state})
 
     async def ask(
@@ -170,6 +176,7 @@ class TaskWorkflow:
         previous_message = self._current.status_message
         self._change(status_message=status_message or "Waiting for input")
         self._publish()
+        self._notifications.send("input_required", self._current)
         # Why wait_condition and not a loop: the condition is re-evaluated only after a signal
         # changes state, and the wait itself survives worker restarts by replay.
         try:
@@ -227,6 +234,8 @@ class TaskWorkflow:
             self.cancel_message = str(task.carried.get("cancelMessage") or self.cancel_message)
             self._issued_keys = set(task.carried.get("issuedKeys") or ())
             self.answered_by = dict(task.carried.get("answeredBy") or {})
+        sent = int(task.carried.get("webhooksSent") or 0)
+        self._notifications = Notifications(task.task_id, task.webhooks, sent)
         try:
             result = bounded(self._redactor.value(await self.execute(task)))
         except BaseException as err:
@@ -234,15 +243,38 @@ class TaskWorkflow:
                 self._outstanding.clear()
                 self._change(status_message=self.cancel_message)
                 self._publish(status="cancelled")
+                self._notifications.send("cancelled", self._current)
+                await self._notifications.settle()
                 raise
-            if self._redactor and isinstance(err, FailureError):
-                raise self._scrubbed_failure(err) from None
+            if isinstance(err, FailureError):  # the task fails (anything else retries)
+                failure = self._scrubbed_failure(err) if self._redactor else err
+                await self._notify_failed(failure)
+                if failure is not err:
+                    raise failure from None
+            elif isinstance(err, workflow.ContinueAsNewError):
+                await self._notifications.settle()
             raise
         self._outstanding.clear()
         summary = _first_line(result)
         self._change(status_message=f"Completed: {summary}" if summary else "Completed")
         self._publish(status="completed")
+        self._notifications.send("completed", self._current)
+        await self._notifications.settle()
         return result
+
+    async def _notify_failed(self, failure: FailureError) -> None:
+        """Notify of the failure before it closes the task; the memo is left as it was
+        (tasks/get reads a failed task's message from its close event)."""
+        cause: BaseException | None = failure
+        message = ""
+        while cause is not None:
+            message = getattr(cause, "message", None) or str(cause) or message
+            cause = getattr(cause, "cause", None)
+        state = replace(self._current, status="failed", input_requests={},
+                        status_message=f"Task failed: {message or 'unknown'}",
+                        last_updated_at=iso_timestamp(workflow.now()))  # fmt: skip
+        self._notifications.send("failed", state)
+        await self._notifications.settle()
 
     @property
     def _current(self) -> TaskState:

@@ -22,6 +22,7 @@ from mcp_server.protocol.streams import Listening
 from mcp_server.protocol.wire import MODERN_VERSION
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tools.registry import ToolRegistry
+from mcp_server.webhooks.endpoints import WebhookEndpoints
 
 # Sends one JSON-RPC message (a notification, or at 2025-11-25 a server-to-client request) on
 # the response stream of the request being served.
@@ -42,6 +43,8 @@ class Services:
     # How long a host without task support waits on a task tool before it gets a follow-up
     # result naming the task (the fallback of hosts with no task support).
     sync_wait_s: float = 45.0
+    # The webhook endpoints of the operator's file (ids, events, tools; no URL, no secret).
+    webhooks: WebhookEndpoints = field(default_factory=WebhookEndpoints)
 
 
 async def _nowhere(message: dict[str, Any]) -> None:

@@ -15,11 +15,14 @@ from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.worker import Worker
 
 from activities import quota as quota_activities
+from activities.webhooks import WebhookSender
 from mcp_server.runtime.config import Settings
 from mcp_server.tasks.expiry import run_sweeper
 from mcp_server.tools.registry import ToolRegistry
+from mcp_server.webhooks.endpoints import load_endpoints
 from workflows import quota
 from workflows.secret_interceptor import SecretsInterceptor
+from workflows.webhooks import WebhookDeliveryWorkflow
 
 
 class _PooledWorker(Worker):
@@ -38,6 +41,10 @@ class _PooledWorker(Worker):
 
 
 def build_worker(client: Client, settings: Settings, registry: ToolRegistry) -> Worker:
+    """The worker; a ConfigError when the webhooks file (or a secret it names) is unusable."""
+    # The URLs and secrets of the webhook endpoints live here, never in a task's history.
+    endpoints = load_endpoints(settings.webhooks_file, resolve_secrets=True)
+    sender = WebhookSender(endpoints, settings.public_url)
     # Sync (`def`) activities, whose blocking I/O must stay off the event loop, run on this
     # pool: one thread per activity slot, so a slot never waits for a thread (threads are
     # made on demand).
@@ -46,8 +53,8 @@ def build_worker(client: Client, settings: Settings, registry: ToolRegistry) -> 
         pool,
         client,
         task_queue=settings.task_queue,
-        workflows=[*registry.workflows, *quota.WORKFLOWS],
-        activities=[*registry.activities, *quota_activities.ACTIVITIES],
+        workflows=[*registry.workflows, *quota.WORKFLOWS, WebhookDeliveryWorkflow],
+        activities=[*registry.activities, *quota_activities.ACTIVITIES, sender.deliver],
         # Secret arguments out of the exceptions the SDK logs and Temporal records.
         interceptors=[SecretsInterceptor()],
         max_cached_workflows=settings.max_cached_workflows,
