@@ -33,6 +33,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from mcp_server import __version__
+from mcp_server.observability.metrics import WEBHOOK_DELIVERIES, WEBHOOK_DELIVERY_SECONDS
 from mcp_server.webhooks.endpoints import WebhookEndpoint, WebhookEndpoints
 from mcp_server.webhooks.signature import (
     DELIVERY_HEADER,
@@ -179,9 +180,9 @@ class WebhookSender:
 
 def _count(outcome: str, seconds: float) -> None:
     meter = activity.metric_meter()
-    meter.create_counter(
-        "mcp_tasks_webhook_deliveries", "Webhook delivery attempts by outcome"
-    ).add(1, {"outcome": outcome})
+    meter.create_counter(WEBHOOK_DELIVERIES, "Webhook delivery attempts by outcome").add(
+        1, {"outcome": outcome}
+    )
     meter.create_histogram_float(
-        "mcp_tasks_webhook_delivery_duration", "Time of one webhook delivery attempt", "s"
+        WEBHOOK_DELIVERY_SECONDS, "Time of one webhook delivery attempt", "s"
     ).record(seconds, {"outcome": outcome})

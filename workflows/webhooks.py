@@ -30,7 +30,8 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
+from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 from workflows.task_state import TaskState, iso_timestamp
 
@@ -49,6 +50,8 @@ RETRY_POLICY = RetryPolicy(
     non_retryable_error_types=[REJECTED_ERROR, UNKNOWN_ENDPOINT_ERROR],
 )
 GIVE_UP_AFTER = timedelta(days=1)
+# Counted by outcome: each attempt by the activity, a delivery given up by this workflow.
+DELIVERIES_METRIC = "mcp_tasks_webhook_deliveries_total"
 # One attempt: the activity's own 10 s limit on the POST, and some room.
 ATTEMPT_TIMEOUT = timedelta(seconds=30)
 MAX_MESSAGE_CHARS = 1000
@@ -72,14 +75,21 @@ class WebhookDelivery:
 class WebhookDeliveryWorkflow:
     @workflow.run
     async def run(self, delivery: WebhookDelivery) -> dict[str, Any]:
-        result: dict[str, Any] = await workflow.execute_activity(
-            DELIVER_ACTIVITY,
-            delivery,
-            result_type=dict,
-            start_to_close_timeout=ATTEMPT_TIMEOUT,
-            schedule_to_close_timeout=GIVE_UP_AFTER,
-            retry_policy=RETRY_POLICY,
-        )
+        try:
+            result: dict[str, Any] = await workflow.execute_activity(
+                DELIVER_ACTIVITY,
+                delivery,
+                result_type=dict,
+                start_to_close_timeout=ATTEMPT_TIMEOUT,
+                schedule_to_close_timeout=GIVE_UP_AFTER,
+                retry_policy=RETRY_POLICY,
+            )
+        except ActivityError as err:
+            if isinstance(err.cause, TemporalTimeoutError):  # a day of retries went by: lost
+                workflow.metric_meter().create_counter(DELIVERIES_METRIC).add(
+                    1, {"outcome": "gave_up"}
+                )
+            raise
         return result
 
 

@@ -16,6 +16,7 @@ from temporalio.worker import Worker
 
 from activities import quota as quota_activities
 from activities.webhooks import WebhookSender
+from mcp_server.observability.metrics import WEBHOOK_DELIVERY_BUCKETS, WEBHOOK_DELIVERY_SECONDS
 from mcp_server.runtime.config import Settings
 from mcp_server.tasks.expiry import run_sweeper
 from mcp_server.tools.registry import ToolRegistry
@@ -94,6 +95,8 @@ def sdk_metrics_runtime(host: str, port: int | None) -> Runtime | None:
     http://host:port/metrics; None when no port is set (the SDK's default runtime)."""
     if port is None:
         return None
-    return Runtime(
-        telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=f"{host}:{port}"))
-    )
+    # The SDK's own histograms keep its default buckets (milliseconds); the webhook delivery
+    # time is in seconds (activities/webhooks.py).
+    buckets = {WEBHOOK_DELIVERY_SECONDS: WEBHOOK_DELIVERY_BUCKETS}
+    prometheus = PrometheusConfig(bind_address=f"{host}:{port}", histogram_bucket_overrides=buckets)
+    return Runtime(telemetry=TelemetryConfig(metrics=prometheus))
