@@ -49,7 +49,7 @@ from workflows.task_state import (
     TaskStatus,
     iso_timestamp,
 )
-from workflows.webhooks import Notifications
+from workflows.webhooks import Notifications, failure_message
 
 STATUS_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_STATUS)
 W = TypeVar("W", bound="TaskWorkflow")
@@ -242,13 +242,14 @@ class TaskWorkflow:
             if is_cancelled_exception(err):
                 self._outstanding.clear()
                 self._change(status_message=self.cancel_message)
+                await self._notifications.closing("cancelled", self._scrubbed_state())
                 self._publish(status="cancelled")
-                self._notifications.send("cancelled", self._current)
-                await self._notifications.settle()
                 raise
             if isinstance(err, FailureError):  # the task fails (anything else retries)
                 failure = self._scrubbed_failure(err) if self._redactor else err
-                await self._notify_failed(failure)
+                message = f"Task failed: {failure_message(failure)}"
+                ending = replace(self._current, status_message=message)
+                await self._notifications.closing("failed", ending)
                 if failure is not err:
                     raise failure from None
             elif isinstance(err, workflow.ContinueAsNewError):
@@ -257,24 +258,14 @@ class TaskWorkflow:
         self._outstanding.clear()
         summary = _first_line(result)
         self._change(status_message=f"Completed: {summary}" if summary else "Completed")
+        # Notified first: the final state and the close stay in one workflow task, so tasks/get
+        # never reads a final status from a workflow that is still running.
+        await self._notifications.closing("completed", self._scrubbed_state())
         self._publish(status="completed")
-        self._notifications.send("completed", self._current)
-        await self._notifications.settle()
         return result
 
-    async def _notify_failed(self, failure: FailureError) -> None:
-        """Notify of the failure before it closes the task; the memo is left as it was
-        (tasks/get reads a failed task's message from its close event)."""
-        cause: BaseException | None = failure
-        message = ""
-        while cause is not None:
-            message = getattr(cause, "message", None) or str(cause) or message
-            cause = getattr(cause, "cause", None)
-        state = replace(self._current, status="failed", input_requests={},
-                        status_message=f"Task failed: {message or 'unknown'}",
-                        last_updated_at=iso_timestamp(workflow.now()))  # fmt: skip
-        self._notifications.send("failed", state)
-        await self._notifications.settle()
+    def _scrubbed_state(self) -> TaskState:
+        return replace(self._current, status_message=self._scrub(self._current.status_message))
 
     @property
     def _current(self) -> TaskState:

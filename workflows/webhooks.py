@@ -24,7 +24,7 @@ quotas and the open-task gauges never count them.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -33,7 +33,7 @@ from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
-from workflows.task_state import TaskState, iso_timestamp
+from workflows.task_state import TaskState, TaskStatus, iso_timestamp
 
 # Guards the commands notifications add (a marker, child starts): only tasks that name
 # endpoints ever reach it, and their histories all have the marker.
@@ -113,6 +113,16 @@ def task_view(state: TaskState) -> dict[str, Any]:
     }
 
 
+def failure_message(failure: BaseException) -> str:
+    """The innermost message of a failure chain, as tasks/get shows a failed task's."""
+    cause: BaseException | None = failure
+    message = ""
+    while cause is not None:
+        message = getattr(cause, "message", None) or str(cause) or message
+        cause = getattr(cause, "cause", None)
+    return message or "unknown failure"
+
+
 class Notifications:
     """The notifications of one task run. `send` starts them without waiting; `settle` waits
     until every child has started, and must run before the task closes or continues as new."""
@@ -145,6 +155,15 @@ class Notifications:
             # cancellation of the task (which cancels only its main coroutine) cannot
             # interrupt the start.
             self._starting.append(asyncio.create_task(self._start(delivery)))
+
+    async def closing(self, event: TaskStatus, state: TaskState) -> None:
+        """Notify of the task's end (`state` as it ends) and wait until every notification of
+        the task has started; the task publishes its final state and closes after this."""
+        final = replace(
+            state, status=event, input_requests={}, last_updated_at=iso_timestamp(workflow.now())
+        )
+        self.send(event, final)
+        await self.settle()
 
     async def settle(self) -> None:
         starting, self._starting = self._starting, []
