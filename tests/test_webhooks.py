@@ -319,3 +319,20 @@ async def test_a_refusal_is_not_retried_and_the_delivery_ends_failed(
         # The task itself is not affected by its notification.
         assert (await stack.mcp.get_task(task_id)).result["status"] == "input_required"
         await stack.mcp.cancel_task(task_id)
+
+
+async def test_a_secret_argument_never_reaches_a_webhook(
+    fresh_stack: StackFactory, tmp_path: Path, receiver: WebhookReceiver
+) -> None:
+    key = "sk-live-0123456789abcdef"
+    hooks = write_endpoints(tmp_path, [endpoint(receiver.url, EVERY_EVENT)])
+    async with fresh_stack(webhooks_file=hooks) as stack:
+        task_id = await stack.mcp.create_task("tests_leaky", {"api_key": key, "fail": True})
+        await receiver.wait_for(lambda r: r.events() == ["input_required"], 10, "the question")
+        answer = {"go": {"action": "accept", "content": {"go": True}}}
+        assert "error" not in (await stack.mcp.update_task(task_id, answer)).body
+        await receiver.wait_for(lambda r: len(r.unique()) == 2, 10, "the failure")
+        by_event = {d.body["event"]: d.body["task"] for d in receiver.unique().values()}
+        assert by_event["input_required"]["inputRequests"][0]["message"] == "Use key [redacted]?"
+        assert by_event["failed"]["statusMessage"] == "Task failed: the API refused key [redacted]"
+        assert not [d for d in receiver.deliveries if key in json.dumps(d.body)]

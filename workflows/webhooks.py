@@ -167,8 +167,22 @@ class Notifications:
 
     async def settle(self) -> None:
         starting, self._starting = self._starting, []
-        if starting:
-            await asyncio.gather(*starting)
+        if not starting:
+            return
+        together = asyncio.gather(*starting)
+        while True:
+            try:
+                # Shielded: a cancellation of the task now would cancel the starts with it,
+                # and the task would close without its notifications. It comes too late to
+                # change how the task ends (its work is done), so it is let pass.
+                await asyncio.shield(together)
+                return
+            except asyncio.CancelledError:
+                if together.done() and (together.cancelled() or together.exception()):
+                    raise  # the starts themselves were cancelled: the worker evicts the run
+                current = asyncio.current_task()
+                if current is not None:
+                    current.uncancel()
 
     async def _start(self, delivery: WebhookDelivery) -> None:
         try:
