@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager
@@ -34,6 +36,7 @@ from mcp_server.webhooks.signature import (
     verify,
 )
 from tests.conftest import Stack
+from tests.dev_process import MCP_TASKS
 from tests.webhook_receiver import WebhookReceiver
 from workflows.webhooks import WebhookDelivery
 
@@ -336,3 +339,40 @@ async def test_a_secret_argument_never_reaches_a_webhook(
         assert by_event["input_required"]["inputRequests"][0]["message"] == "Use key [redacted]?"
         assert by_event["failed"]["statusMessage"] == "Task failed: the API refused key [redacted]"
         assert not [d for d in receiver.deliveries if key in json.dumps(d.body)]
+
+
+@pytest.mark.parametrize("command", [["worker"], ["dev", "--data-dir", "DATA"]])
+def test_a_worker_without_its_webhook_secret_stops_at_once_with_one_line(
+    tmp_path: Path, command: list[str]
+) -> None:
+    endpoint = {"id": "ops", "url": "https://x", "secret_env": "UNSET_HOOK_SECRET",
+                "events": ["failed"]}  # fmt: skip
+    hooks = write_endpoints(tmp_path, [endpoint])
+    env = {**os.environ, "MCP_TASKS_WEBHOOKS_FILE": hooks, "MCP_TASKS_PORT": str(free_port())}
+    env.pop("UNSET_HOOK_SECRET", None)
+    arguments = [str(tmp_path / "data") if part == "DATA" else part for part in command]
+    done = subprocess.run(
+        [MCP_TASKS, *arguments], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"mcp-tasks: MCP_TASKS_WEBHOOKS_FILE {hooks}: [0].secret_env: the environment variable "
+        "UNSET_HOOK_SECRET must hold a secret of at least 16 characters (it is not set)"
+    )
+
+
+async def test_a_redirect_is_not_followed_but_retried_at_the_configured_url(
+    fresh_stack: StackFactory, tmp_path: Path, receiver: WebhookReceiver
+) -> None:
+    elsewhere = WebhookReceiver(free_port(), SECRET)
+    elsewhere.start()
+    receiver.status, receiver.location = 307, elsewhere.url
+    hooks = write_endpoints(tmp_path, [endpoint(receiver.url, ["input_required"])])
+    try:
+        async with fresh_stack(webhooks_file=hooks) as stack:
+            task_id = await stack.mcp.create_task("request_approval", {"message": "Moved?"})
+            await receiver.wait_for(lambda r: len(r.deliveries) >= 2, 15, "a retry")
+            assert not elsewhere.deliveries and not elsewhere.refused
+            await stack.mcp.cancel_task(task_id)
+    finally:
+        elsewhere.stop()

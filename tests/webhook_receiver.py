@@ -28,6 +28,7 @@ class WebhookReceiver:
         self.port = port
         self.secret = secret
         self.status = status  # what every genuine delivery is answered with
+        self.location = ""  # the Location of a 3xx answer
         self.url = f"http://127.0.0.1:{port}/hook"
         self.deliveries: list[Delivery] = []  # every verified POST, duplicates included
         self.refused: list[str] = []  # why each POST that failed verification was refused
@@ -53,6 +54,8 @@ class WebhookReceiver:
                 with receiver._lock:
                     receiver.deliveries.append(Delivery(delivery_id, dict(self.headers), parsed))
                 self.send_response(receiver.status)
+                if receiver.location:
+                    self.send_header("Location", receiver.location)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
