@@ -376,3 +376,47 @@ async def test_a_redirect_is_not_followed_but_retried_at_the_configured_url(
             await stack.mcp.cancel_task(task_id)
     finally:
         elsewhere.stop()
+
+
+TWO_GATES = """
+[[steps]]
+name = "canary"
+run = "true"
+approval = "Start the canary?"
+
+[[steps]]
+name = "rollout"
+run = "true"
+approval = "Roll out everywhere?"
+"""
+
+
+def holding(count: int) -> Callable[[WebhookReceiver], bool]:
+    return lambda receiver: len(receiver.unique()) == count
+
+
+def answered(key: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda task: key not in task.get("inputRequests", {})
+
+
+async def test_each_question_a_task_asks_is_a_delivery_of_its_own(
+    fresh_stack: StackFactory, tmp_path: Path, receiver: WebhookReceiver, pipelines_dir: Path
+) -> None:
+    (pipelines_dir / "two-gates.toml").write_text(TWO_GATES)
+    hooks = write_endpoints(tmp_path, [endpoint(receiver.url, EVERY_EVENT, tools=["deploy"])])
+    async with fresh_stack(webhooks_file=hooks) as stack:
+        task_id = await stack.mcp.create_task("deploy", {"pipeline": "two-gates"})
+        for count in (1, 2):
+            waiting = await stack.mcp.wait_status(task_id, "input_required", within=15)
+            await receiver.wait_for(holding(count), 10, f"question {count}")
+            (key,) = waiting["inputRequests"]
+            approve = {key: {"action": "accept", "content": {"approve": True}}}
+            assert "error" not in (await stack.mcp.update_task(task_id, approve)).body
+            await stack.mcp.wait_for(task_id, answered(key))
+        assert (await stack.mcp.wait_terminal(task_id, within=15))["status"] == "completed"
+        await receiver.wait_for(lambda r: len(r.unique()) == 3, 10, "the completion")
+        bodies = sorted(receiver.unique().values(), key=lambda d: int(d.id.rsplit(".", 1)[1]))
+        events = [d.body["event"] for d in bodies]
+        assert events == ["input_required", "input_required", "completed"]
+        asked = [d.body["task"]["inputRequests"][0]["message"] for d in bodies[:2]]
+        assert asked[0].startswith("Start the canary?") and asked[1].startswith("Roll out")
