@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.exceptions import ApplicationError
 
-from activities.webhooks import slack_body
+from activities import webhooks as webhook_activities
+from activities.webhooks import MAX_BODY_BYTES, encoded, slack_body
 from mcp_server.http.app import create_app
 from mcp_server.http.auth import ANONYMOUS
 from mcp_server.protocol.errors import INVALID_PARAMS
@@ -38,7 +40,7 @@ from mcp_server.webhooks.signature import (
 from tests.conftest import Stack
 from tests.dev_process import MCP_TASKS
 from tests.webhook_receiver import WebhookReceiver
-from workflows.webhooks import WebhookDelivery
+from workflows.webhooks import REJECTED_ERROR, WebhookDelivery
 
 StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 SECRET = "a-webhook-secret-of-the-tests"
@@ -420,3 +422,26 @@ async def test_each_question_a_task_asks_is_a_delivery_of_its_own(
         assert events == ["input_required", "input_required", "completed"]
         asked = [d.body["task"]["inputRequests"][0]["message"] for d in bodies[:2]]
         assert asked[0].startswith("Start the canary?") and asked[1].startswith("Roll out")
+
+
+def test_a_body_over_the_cap_is_refused_for_good() -> None:
+    with pytest.raises(ApplicationError) as raised:
+        encoded({"text": "x" * MAX_BODY_BYTES})
+    assert raised.value.non_retryable and raised.value.type == REJECTED_ERROR
+
+
+async def test_a_receiver_that_does_not_answer_in_time_is_tried_again(
+    fresh_stack: StackFactory,
+    tmp_path: Path,
+    receiver: WebhookReceiver,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(webhook_activities, "TIMEOUT_S", 0.5)  # the worker runs in this process
+    receiver.answer_after.clear()
+    hooks = write_endpoints(tmp_path, [endpoint(receiver.url, ["input_required"])])
+    async with fresh_stack(webhooks_file=hooks) as stack:
+        task_id = await stack.mcp.create_task("request_approval", {"message": "Slow?"})
+        await receiver.wait_for(lambda r: len(r.deliveries) >= 2, 15, "a retry after a time-out")
+        receiver.answer_after.set()
+        assert len(receiver.unique()) == 1
+        await stack.mcp.cancel_task(task_id)

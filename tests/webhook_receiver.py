@@ -29,6 +29,8 @@ class WebhookReceiver:
         self.secret = secret
         self.status = status  # what every genuine delivery is answered with
         self.location = ""  # the Location of a 3xx answer
+        self.answer_after = threading.Event()  # cleared: hold every answer until it is set
+        self.answer_after.set()
         self.url = f"http://127.0.0.1:{port}/hook"
         self.deliveries: list[Delivery] = []  # every verified POST, duplicates included
         self.refused: list[str] = []  # why each POST that failed verification was refused
@@ -53,6 +55,7 @@ class WebhookReceiver:
                     return
                 with receiver._lock:
                     receiver.deliveries.append(Delivery(delivery_id, dict(self.headers), parsed))
+                receiver.answer_after.wait(30)
                 self.send_response(receiver.status)
                 if receiver.location:
                     self.send_header("Location", receiver.location)
@@ -67,6 +70,7 @@ class WebhookReceiver:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
     def stop(self) -> None:
+        self.answer_after.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
