@@ -445,3 +445,26 @@ async def test_a_receiver_that_does_not_answer_in_time_is_tried_again(
         receiver.answer_after.set()
         assert len(receiver.unique()) == 1
         await stack.mcp.cancel_task(task_id)
+
+
+async def test_a_slack_endpoint_gets_its_text_form_unsigned(
+    fresh_stack: StackFactory, tmp_path: Path
+) -> None:
+    slack = WebhookReceiver(free_port(), secret="")
+    slack.start()
+    chat = {"id": "chat", "url": slack.url, "format": "slack", "events": ["input_required"]}
+    hooks = write_endpoints(tmp_path, [chat])
+    try:
+        async with fresh_stack(webhooks_file=hooks, public_url=PUBLIC_URL) as stack:
+            task_id = await stack.mcp.create_task("request_approval", {"message": "Ship <it>?"})
+            await slack.wait_for(lambda r: len(r.unique()) == 1, 10, "the message")
+            (message,) = slack.unique().values()
+            assert message.body == {
+                "text": f"Task {task_id} (request_approval) waits for input: Waiting for a "
+                "decision\n• Ship &lt;it&gt;?\n"
+                f"<{PUBLIC_URL}/inbox/tasks/{task_id}|Open in the inbox>"
+            }
+            assert SIGNATURE_HEADER not in message.headers
+            await stack.mcp.cancel_task(task_id)
+    finally:
+        slack.stop()
