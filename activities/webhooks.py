@@ -112,18 +112,18 @@ class WebhookSender:
 
     @activity.defn(name=DELIVER_ACTIVITY)
     async def deliver(self, delivery: WebhookDelivery) -> dict[str, Any]:
-        endpoint = self._endpoints.get(delivery.endpoint)
-        if endpoint is None:
-            raise ApplicationError(
-                f"webhook endpoint {delivery.endpoint!r} is not in this worker's "
-                "MCP_TASKS_WEBHOOKS_FILE (removed?): the delivery is dropped",
-                type=UNKNOWN_ENDPOINT_ERROR,
-                non_retryable=True,
-            )
-        build = slack_body if endpoint.format == "slack" else delivery_body
-        body = encoded(build(delivery, self._public_url))
         started = time.monotonic()
         try:
+            endpoint = self._endpoints.get(delivery.endpoint)
+            if endpoint is None:
+                raise ApplicationError(
+                    f"webhook endpoint {delivery.endpoint!r} is not in this worker's "
+                    "MCP_TASKS_WEBHOOKS_FILE (removed?): the delivery is dropped",
+                    type=UNKNOWN_ENDPOINT_ERROR,
+                    non_retryable=True,
+                )
+            build = slack_body if endpoint.format == "slack" else delivery_body
+            body = encoded(build(delivery, self._public_url))
             status = await self._post(endpoint, delivery, body)
         except ApplicationError as err:
             _count("rejected" if err.non_retryable else "failed", time.monotonic() - started)

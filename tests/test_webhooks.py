@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 
 from activities import webhooks as webhook_activities
-from activities.webhooks import MAX_BODY_BYTES, encoded, slack_body
+from activities.webhooks import MAX_BODY_BYTES, WebhookSender, encoded, slack_body
 from mcp_server.http.app import create_app
 from mcp_server.http.auth import ANONYMOUS
 from mcp_server.protocol.errors import INVALID_PARAMS
@@ -28,7 +29,7 @@ from mcp_server.runtime.devserver import free_port
 from mcp_server.tasks.expiry import sweep
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
-from mcp_server.webhooks.endpoints import load_endpoints
+from mcp_server.webhooks.endpoints import WebhookEndpoints, load_endpoints
 from mcp_server.webhooks.signature import (
     DELIVERY_HEADER,
     SIGNATURE_HEADER,
@@ -40,7 +41,7 @@ from mcp_server.webhooks.signature import (
 from tests.conftest import Stack
 from tests.dev_process import MCP_TASKS
 from tests.webhook_receiver import WebhookReceiver
-from workflows.webhooks import REJECTED_ERROR, WebhookDelivery
+from workflows.webhooks import REJECTED_ERROR, UNKNOWN_ENDPOINT_ERROR, WebhookDelivery
 
 StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 SECRET = "a-webhook-secret-of-the-tests"
@@ -468,3 +469,12 @@ async def test_a_slack_endpoint_gets_its_text_form_unsigned(
             await stack.mcp.cancel_task(task_id)
     finally:
         slack.stop()
+
+
+async def test_an_endpoint_the_worker_no_longer_has_is_dropped_not_retried() -> None:
+    sender = WebhookSender(WebhookEndpoints(), None)
+    delivery = WebhookDelivery("mcp-task-1.webhook.r.1", "gone", "completed", "t", {})
+    with pytest.raises(ApplicationError) as raised:
+        await ActivityEnvironment().run(sender.deliver, delivery)
+    assert raised.value.non_retryable and raised.value.type == UNKNOWN_ENDPOINT_ERROR
+    assert "'gone' is not in this worker's MCP_TASKS_WEBHOOKS_FILE" in raised.value.message
