@@ -163,6 +163,7 @@ def test_the_alert_rules_and_the_dashboard_read_metrics_that_exist() -> None:
     assert {"McpTasksNoWorkerPolling", "McpTasksWorkflowTaskFailures",
             "McpTasksInputWaitTooOld", "McpTasksWebhookDeliveriesFailing"} <= names  # fmt: skip
     ours = {m.describe()[0].name for m in _defined_metrics()}
+    ours |= {_base(name) for name in metrics.WORKER_METRICS}  # the worker's, by the SDK meter
     dashboard = json.loads((ROOT / "deploy/grafana/mcp-tasks.json").read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
     assert exprs

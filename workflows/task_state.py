@@ -93,6 +93,10 @@ class TaskInput:
     # A digest of (principal, idempotency key, tool, arguments) when the call carried an
     # idempotency key ("" otherwise): a retry with the key must match it (tasks/idempotency.py).
     call_digest: str = ""
+    # The webhook endpoints this task notifies, as the server matched them to its tool:
+    # [{"endpoint": id, "events": [...]}] (ids and events only; the URLs and secrets are the
+    # workers' configuration). Empty: no notification, and no command of the webhooks' own.
+    webhooks: list[dict[str, Any]] = field(default_factory=list)
     # What the previous run of this task handed on when it continued as new
     # (TaskWorkflow.continue_as_new): the task state it showed and the tool's own progress.
     # Empty in a task's first run.

@@ -16,7 +16,9 @@ A tool's workflow subclasses `TaskWorkflow`, implements `execute()`, and is decl
 - `continue_as_new()`, which keeps a long task's history short: the next run has the same
   workflow ID (so the same taskId), the state `tasks/get` showed, and the tool's progress;
 - the task's secret arguments redacted from its memo, its result and its failure
-  (workflows/redaction.py; the worker's interceptor does the same for exceptions).
+  (workflows/redaction.py; the worker's interceptor does the same for exceptions);
+- webhook notifications (workflows/webhooks.py) when the task asks a question and when it
+  ends, for the endpoints its `TaskInput.webhooks` names (no new command for any other task).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from workflows.task_state import (
     TaskStatus,
     iso_timestamp,
 )
+from workflows.webhooks import Notifications, failure_message
 
 STATUS_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_STATUS)
 APPROVERS_KEY = SearchAttributeKey.for_keyword_list(SEARCH_ATTRIBUTE_APPROVERS)
@@ -101,6 +104,7 @@ class TaskWorkflow:
         self.cancel_message = "Cancelled"
         # The McpApprovers value last upserted by this run (None: none yet).
         self._approver_ids: list[str] | None = None
+        self._notifications = Notifications("", [], 0)
 
     # ----- what subclasses implement and call -------------------------------------------
 
@@ -150,7 +154,9 @@ class TaskWorkflow:
         state = self._current.to_memo()
         carried = {"state": state, "progress": progress, "cancelMessage": self.cancel_message,
                    "issuedKeys": sorted(self._issued_keys),
-                   "answeredBy": self.answered_by}  # fmt: skip
+                   "answeredBy": self.answered_by,
+                   **({"webhooksSent": self._notifications.sent}
+                      if self._notifications.sent else {})}  # fmt: skip
         workflow.continue_as_new(replace(self.task, carried=carried), memo={MEMO_KEY: state})
 
     async def ask(
@@ -199,6 +205,7 @@ class TaskWorkflow:
             )
         self._change(status_message=status_message or "Waiting for input")
         self._publish()
+        self._notifications.send("input_required", self._current)
         # Why wait_condition and not a loop: the condition is re-evaluated only after a signal
         # changes state, and the wait itself survives worker restarts by replay.
         try:
@@ -258,22 +265,38 @@ class TaskWorkflow:
             self.cancel_message = str(task.carried.get("cancelMessage") or self.cancel_message)
             self._issued_keys = set(task.carried.get("issuedKeys") or ())
             self.answered_by = dict(task.carried.get("answeredBy") or {})
+        sent = int(task.carried.get("webhooksSent") or 0)
+        self._notifications = Notifications(task.task_id, task.webhooks, sent)
         try:
             result = bounded(self._redactor.value(await self.execute(task)))
         except BaseException as err:
             if is_cancelled_exception(err):
                 self._outstanding.clear()
                 self._change(status_message=self.cancel_message)
+                await self._notifications.closing("cancelled", self._scrubbed_state())
                 self._publish(status="cancelled")
                 raise
-            if self._redactor and isinstance(err, FailureError):
-                raise self._scrubbed_failure(err) from None
+            if isinstance(err, FailureError):  # the task fails (anything else retries)
+                failure = self._scrubbed_failure(err) if self._redactor else err
+                message = f"Task failed: {failure_message(failure)}"
+                ending = replace(self._current, status_message=message)
+                await self._notifications.closing("failed", ending)
+                if failure is not err:
+                    raise failure from None
+            elif isinstance(err, workflow.ContinueAsNewError):
+                await self._notifications.settle()
             raise
         self._outstanding.clear()
         summary = _first_line(result)
         self._change(status_message=f"Completed: {summary}" if summary else "Completed")
+        # Notified first: the final state and the close stay in one workflow task, so tasks/get
+        # never reads a final status from a workflow that is still running.
+        await self._notifications.closing("completed", self._scrubbed_state())
         self._publish(status="completed")
         return result
+
+    def _scrubbed_state(self) -> TaskState:
+        return replace(self._current, status_message=self._scrub(self._current.status_message))
 
     @property
     def _current(self) -> TaskState:

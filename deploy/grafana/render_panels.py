@@ -108,9 +108,9 @@ PANELS = (
     Panel("Temporal RPC errors/s (server)", "ops",
           (Target("rate", "mcp_tasks_temporal_rpc_errors_total", ("operation", "code"),
                   legend="{{operation}} {{code}}"),)),
-    Panel("Webhook deliveries/s (not emitted yet)", "ops",
+    Panel("Webhook delivery attempts/s (worker)", "ops",
           (Target("rate", "mcp_tasks_webhook_deliveries_total", ("outcome",),
-                  legend="{{outcome}}"),)),
+                  legend="{{outcome}}"),), source="worker"),
 )  # fmt: skip
 
 

@@ -34,6 +34,7 @@ from mcp_server.runtime.config import Settings
 from mcp_server.runtime.temporal_connection import connect
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
+from mcp_server.webhooks.endpoints import load_endpoints
 
 log = logging.getLogger("mcp_server.http.app")
 
@@ -64,6 +65,7 @@ def create_app(
     """
     authenticator = build_authenticator(settings, registry.scopes())
     secret = state_secret(settings)
+    webhooks = load_endpoints(settings.webhooks_file, resolve_secrets=False)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -74,7 +76,7 @@ def create_app(
             task_store = TemporalTaskStore(
                 temporal, settings.task_queue, clock, settings.poll_interval_max_ms
             )
-        services = build_services(settings, registry, task_store, secret)
+        services = build_services(settings, registry, task_store, secret, webhooks=webhooks)
         app.state.endpoint = McpEndpoint(services, SessionCodec(secret))
         app.state.store = task_store
         async with operations(app, settings, registry, temporal):

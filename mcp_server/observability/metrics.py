@@ -11,7 +11,8 @@ Rules:
   (visibility.py), at most every `metrics_refresh_s`.
 - The worker's metrics are the Temporal SDK's own (its runtime's Prometheus exporter), on the
   worker's port: workflow task failures, activity failures, poll results, schedule-to-start
-  latency. See README "Operations".
+  latency; and the webhook deliveries the worker records through the SDK's meter
+  (`WORKER_METRICS`). See README "Operations".
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from prometheus_client import (
 )
 
 from mcp_server.protocol.dispatch import LEGACY_TABLE
+from workflows.webhooks import DELIVERIES_METRIC
 
 # No `_created` series: half the text of every scrape, and unused here.
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -90,18 +92,14 @@ VISIBILITY_REFRESHED_AT = Gauge(
     "When the open-task gauges were last refreshed successfully (Unix time)",
 )
 
-# Webhook deliveries do not exist yet. Their names are fixed here so that the webhook work
-# records into these and the dashboard and alert rules (deploy/) already read them.
-WEBHOOK_DELIVERIES = Counter(
-    "mcp_tasks_webhook_deliveries",
-    "Webhook deliveries by outcome (delivered, failed, gave_up); not emitted yet",
-    ["outcome"],
-)
-WEBHOOK_DELIVERY_LATENCY = Histogram(
-    "mcp_tasks_webhook_delivery_duration_seconds",
-    "Time of one webhook delivery attempt; not emitted yet",
-    buckets=_LATENCY_BUCKETS,
-)
+# The worker's own metrics: webhook delivery attempts (activities/webhooks.py), recorded through
+# the Temporal SDK's meter and so served with the SDK's metrics on the worker's port
+# (MCP_TASKS_WORKER_METRICS_PORT), not by this registry. Outcome: delivered, failed (retried),
+# rejected (a 4xx, not retried), gave_up (a day of retries went by; the delivery workflow).
+WEBHOOK_DELIVERIES = DELIVERIES_METRIC
+WEBHOOK_DELIVERY_SECONDS = "mcp_tasks_webhook_delivery_duration_seconds"
+WEBHOOK_DELIVERY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+WORKER_METRICS = (WEBHOOK_DELIVERIES, WEBHOOK_DELIVERY_SECONDS)
 
 _REFUSAL_BY_OUTCOME = {
     "-31001": "quota",

@@ -23,6 +23,7 @@ from mcp_server.protocol.wire import MODERN_VERSION
 from mcp_server.tasks.approvers import NOBODY, Identity
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tools.registry import ToolRegistry
+from mcp_server.webhooks.endpoints import WebhookEndpoints
 
 # Sends one JSON-RPC message (a notification, or at 2025-11-25 a server-to-client request) on
 # the response stream of the request being served.
@@ -45,6 +46,8 @@ class Services:
     sync_wait_s: float = 45.0
     # Whether an approver of a task (not its owner) may cancel it (MCP_TASKS_APPROVERS_MAY_CANCEL).
     approvers_may_cancel: bool = False
+    # The webhook endpoints of the operator's file (ids, events, tools; no URL, no secret).
+    webhooks: WebhookEndpoints = field(default_factory=WebhookEndpoints)
 
 
 async def _nowhere(message: dict[str, Any]) -> None:

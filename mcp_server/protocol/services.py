@@ -27,6 +27,7 @@ from mcp_server.runtime.config import Settings
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tasks.watchers import TaskWatchers
 from mcp_server.tools.registry import ToolRegistry
+from mcp_server.webhooks.endpoints import WebhookEndpoints, load_endpoints
 
 log = logging.getLogger("mcp_server.protocol.services")
 
@@ -67,7 +68,12 @@ def build_services(
     store: TaskStore,
     secret: bytes,
     now: Callable[[], datetime] = clock,
+    webhooks: WebhookEndpoints | None = None,
 ) -> Services:
+    """The services; `webhooks` defaults to the endpoints of `settings.webhooks_file` (a
+    ConfigError when that file is unusable)."""
+    if webhooks is None:
+        webhooks = load_endpoints(settings.webhooks_file, resolve_secrets=False)
     limits = Limits(
         max_input_responses=settings.max_input_responses,
         max_input_response_bytes=settings.max_input_response_bytes,
@@ -92,4 +98,5 @@ def build_services(
         instructions=settings.instructions or DEFAULT_INSTRUCTIONS,
         sync_wait_s=settings.sync_wait_s,
         approvers_may_cancel=settings.approvers_may_cancel,
+        webhooks=webhooks,
     )

@@ -159,6 +159,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         session=(ctx.session or "") if as_task and not ctx.modern else "",
         call_digest=keyed.get("call_digest", ""),
         requested_by=ctx.identity.name,
+        webhooks=services.webhooks.for_tool(tool.name),
     )
     workflow = tool.workflow
     try:

@@ -45,6 +45,7 @@ from mcp_server.stdio.channel import claim_stdio
 from mcp_server.stdio.server import StdioServer
 from mcp_server.tools.loading import load_toolsets
 from mcp_server.tools.registry import ToolRegistry
+from mcp_server.webhooks.endpoints import load_endpoints
 
 log = logging.getLogger("mcp_server.runtime.cli")
 
@@ -183,6 +184,7 @@ def _temporal_line(temporal: TemporalDevServer) -> str:
 
 async def run_dev(args: argparse.Namespace, settings: Settings) -> None:
     build_authenticator(settings)  # a configuration that must not serve stops here
+    load_endpoints(settings.webhooks_file, resolve_secrets=True)  # (the worker's, too)
     registry = load_toolsets(settings.toolset, settings.tool_modules, settings)
     endpoint = f"http://{settings.host}:{settings.port}/mcp"
     claim_data_dir(Path(os.path.abspath(args.data_dir)), endpoint)  # one `dev` per data dir
@@ -215,6 +217,7 @@ async def run_part(settings: Settings, *, http: bool, worker: bool) -> None:
     if http:  # a configuration that must not serve stops here, before Temporal is called
         build_authenticator(settings)
         state_secret(settings)
+    load_endpoints(settings.webhooks_file, resolve_secrets=worker)
     registry = load_toolsets(settings.toolset, settings.tool_modules, settings)
     client = await connect(settings)
     await ensure_search_attributes(client)
@@ -229,6 +232,8 @@ async def run_stdio(
     args: argparse.Namespace, settings: Settings, reader: BinaryIO, writer: BinaryIO
 ) -> None:
     """One host on stdin/stdout; logs and anything else on stderr."""
+    # A supervised worker would retry a bad webhooks file for ever: it stops here.
+    load_endpoints(settings.webhooks_file, resolve_secrets=args.worker)
     registry = load_toolsets(settings.toolset, settings.tool_modules, settings)
     temporal: TemporalDevServer | None = None
     if args.dev:

@@ -139,6 +139,9 @@ class Settings(BaseModel):
     approvers_may_cancel: Flag = False
     # A TOML file mapping tool names to existing workflows (tools/exposed.py).
     exposed_workflows_file: str | None = None
+    # A JSON file listing the webhook endpoints tasks notify (mcp_server/webhooks/endpoints.py),
+    # read by the server (which endpoints a task's tool notifies) and every worker (URLs, secrets).
+    webhooks_file: str | None = None
     # Operations (README "Operations"): log format (None: text for dev/stdio, json otherwise);
     # /metrics also on a listener of its own without authentication (None: only on the main
     # port, behind authentication); the worker's Temporal SDK metrics (None: off); how often

@@ -16,11 +16,15 @@ from temporalio.worker import Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities import quota as quota_activities
+from activities.webhooks import WebhookSender
+from mcp_server.observability.metrics import WEBHOOK_DELIVERY_BUCKETS, WEBHOOK_DELIVERY_SECONDS
 from mcp_server.runtime.config import Settings
 from mcp_server.tasks.expiry import run_sweeper
 from mcp_server.tools.registry import ToolRegistry
+from mcp_server.webhooks.endpoints import load_endpoints
 from workflows import quota
 from workflows.secret_interceptor import SecretsInterceptor
+from workflows.webhooks import WebhookDeliveryWorkflow
 
 # The project's own workflow package, imported once per worker process instead of once per
 # workflow run inside the sandbox. Safe because those modules import and call nothing
@@ -52,6 +56,10 @@ class _PooledWorker(Worker):
 
 
 def build_worker(client: Client, settings: Settings, registry: ToolRegistry) -> Worker:
+    """The worker; a ConfigError when the webhooks file (or a secret it names) is unusable."""
+    # The URLs and secrets of the webhook endpoints live here, never in a task's history.
+    endpoints = load_endpoints(settings.webhooks_file, resolve_secrets=True)
+    sender = WebhookSender(endpoints, settings.public_url)
     # Sync (`def`) activities, whose blocking I/O must stay off the event loop, run on this
     # pool: one thread per activity slot, so a slot never waits for a thread (threads are
     # made on demand).
@@ -60,9 +68,9 @@ def build_worker(client: Client, settings: Settings, registry: ToolRegistry) -> 
         pool,
         client,
         task_queue=settings.task_queue,
-        workflows=[*registry.workflows, *quota.WORKFLOWS],
+        workflows=[*registry.workflows, *quota.WORKFLOWS, WebhookDeliveryWorkflow],
         workflow_runner=workflow_runner(),
-        activities=[*registry.activities, *quota_activities.ACTIVITIES],
+        activities=[*registry.activities, *quota_activities.ACTIVITIES, sender.deliver],
         # Secret arguments out of the exceptions the SDK logs and Temporal records.
         interceptors=[SecretsInterceptor()],
         max_cached_workflows=settings.max_cached_workflows,
@@ -102,6 +110,8 @@ def sdk_metrics_runtime(host: str, port: int | None) -> Runtime | None:
     http://host:port/metrics; None when no port is set (the SDK's default runtime)."""
     if port is None:
         return None
-    return Runtime(
-        telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=f"{host}:{port}"))
-    )
+    # The SDK's own histograms keep its default buckets (milliseconds); the webhook delivery
+    # time is in seconds (activities/webhooks.py).
+    buckets = {WEBHOOK_DELIVERY_SECONDS: WEBHOOK_DELIVERY_BUCKETS}
+    prometheus = PrometheusConfig(bind_address=f"{host}:{port}", histogram_bucket_overrides=buckets)
+    return Runtime(telemetry=TelemetryConfig(metrics=prometheus))

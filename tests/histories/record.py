@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -176,6 +177,37 @@ async def approval_timed_out(r: Recorder) -> None:
     await r.finish("approval_timed_out", task_id)
 
 
+async def _notifying(r: Recorder, scenario: Callable[[Recorder], Awaitable[None]]) -> None:
+    """`scenario` on a stack of its own whose tasks notify a webhook endpoint (of every event;
+    a closed port: the deliveries' retries are not in the task's history)."""
+    hooks = r.files / "webhooks.json"
+    endpoint = {"id": "ops", "url": "http://127.0.0.1:9/hook", "secret": "s" * 16,
+                "events": ["input_required", "completed", "failed", "cancelled"]}  # fmt: skip
+    hooks.write_text(json.dumps([endpoint]))
+    async with running_stack(r.stack.client, r.stack.registry, webhooks_file=str(hooks)) as stack:
+        await scenario(Recorder(stack, r.files, r.out))
+
+
+async def approval_notified(r: Recorder) -> None:
+    async def scenario(n: Recorder) -> None:
+        task_id = await n.start("request_approval", {"message": "Ship it?"})
+        await n.waiting(task_id)
+        await n.answer(task_id, {"decision": _accept(decision="approve")})
+        await n.finish("approval_notified", task_id)
+
+    await _notifying(r, scenario)
+
+
+async def approval_notified_cancelled(r: Recorder) -> None:
+    async def scenario(n: Recorder) -> None:
+        task_id = await n.start("request_approval", {"message": "Ship it?"})
+        await n.waiting(task_id)
+        await n.cancel(task_id)
+        await n.finish("approval_notified_cancelled", task_id)
+
+    await _notifying(r, scenario)
+
+
 def _import_arguments(source: str, table: str, delay_ms: int) -> dict[str, Any]:
     return {"source": source, "database": "people.db", "table": table, "key": "id",
             "chunk_size": 10, "chunk_delay_ms": delay_ms}  # fmt: skip
@@ -266,6 +298,8 @@ SCENARIOS: dict[str, Callable[[Recorder], Awaitable[None]]] = {
         approval_approved,
         approval_approvers_decided,
         approval_timed_out,
+        approval_notified,
+        approval_notified_cancelled,
         import_mid_import,
         import_completed,
         import_cancelled,

@@ -1,0 +1,199 @@
+"""Durable webhook notifications of a task: one child workflow per endpoint and event.
+
+A task whose `TaskInput.webhooks` names endpoints (the server fills it from the operator's
+file, mcp_server/webhooks/endpoints.py: ids and events only, never a URL or a secret) notifies
+them when it asks a question (`input_required`, once per `ask`/`ask_all`) and when it ends
+`completed`, `failed` or `cancelled`.
+
+Why a child workflow and not an activity of the task: a notification outlives the task (a
+`completed` is sent once the task has ended, and may be retried for a day), and its retries
+must not keep the task open or fill its history. The child is started with
+`ParentClosePolicy.ABANDON`, and the task waits for it to have *started* before it closes:
+Temporal never starts an initiated child whose parent has already closed.
+
+The child's workflow id, `<taskId>.webhook.<first run id>.<n>` (n counts the task's
+notifications, carried over continue-as-new), is the delivery id: the same on every retry and
+after every restart, so a receiver deduplicates on it. The child runs one activity
+(activities/webhooks.py), retried with exponential back-off from 1 s to 5 min for up to a
+day; a refusal (4xx but 408 and 429) or an endpoint the worker no longer knows is not retried.
+
+Children carry no task memo and no `Mcp*` search attribute: tasks/list, the expiry sweep, the
+quotas and the open-task gauges never count them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
+from temporalio.exceptions import TimeoutError as TemporalTimeoutError
+
+from workflows.task_state import TaskState, TaskStatus, iso_timestamp
+
+# Guards the commands notifications add (a marker, child starts): only tasks that name
+# endpoints ever reach it, and their histories all have the marker.
+WEBHOOKS_PATCH = "mcp-webhooks"
+DELIVERY_WORKFLOW = "McpWebhookDelivery"
+DELIVER_ACTIVITY = "mcp_tasks.deliver_webhook"
+# ApplicationError types the activity raises for what no retry can fix.
+REJECTED_ERROR = "WebhookRejected"
+UNKNOWN_ENDPOINT_ERROR = "WebhookEndpointUnknown"
+RETRY_POLICY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(minutes=5),
+    non_retryable_error_types=[REJECTED_ERROR, UNKNOWN_ENDPOINT_ERROR],
+)
+GIVE_UP_AFTER = timedelta(days=1)
+# Counted by outcome: each attempt by the activity, a delivery given up by this workflow.
+DELIVERIES_METRIC = "mcp_tasks_webhook_deliveries_total"
+# One attempt: the activity's own 10 s limit on the POST, and some room.
+ATTEMPT_TIMEOUT = timedelta(seconds=30)
+MAX_MESSAGE_CHARS = 1000
+MAX_REQUESTS = 20
+
+
+@dataclass
+class WebhookDelivery:
+    """One notification: the child workflow's input and its activity's."""
+
+    delivery_id: str
+    endpoint: str
+    event: str
+    occurred_at: str
+    # taskId, tool, status, statusMessage, createdAt, lastUpdatedAt, inputRequests
+    # ([{key, message}]): the task as its memo shows it (redacted like the memo).
+    task: dict[str, Any]
+
+
+@workflow.defn(name=DELIVERY_WORKFLOW)
+class WebhookDeliveryWorkflow:
+    @workflow.run
+    async def run(self, delivery: WebhookDelivery) -> dict[str, Any]:
+        try:
+            result: dict[str, Any] = await workflow.execute_activity(
+                DELIVER_ACTIVITY,
+                delivery,
+                result_type=dict,
+                start_to_close_timeout=ATTEMPT_TIMEOUT,
+                schedule_to_close_timeout=GIVE_UP_AFTER,
+                retry_policy=RETRY_POLICY,
+            )
+        except ActivityError as err:
+            if isinstance(err.cause, TemporalTimeoutError):  # a day of retries went by: lost
+                workflow.metric_meter().create_counter(DELIVERIES_METRIC).add(
+                    1, {"outcome": "gave_up"}
+                )
+            raise
+        return result
+
+
+def task_view(state: TaskState) -> dict[str, Any]:
+    """What a notification tells of the task: its state as published (redacted like the
+    memo), each question by its message only."""
+    requests: list[dict[str, str]] = []
+    for key, request in list(state.input_requests.items())[:MAX_REQUESTS]:
+        params = request.get("params") if isinstance(request, dict) else None
+        message = params.get("message") if isinstance(params, dict) else None
+        requests.append({"key": key, "message": str(message or "")[:MAX_MESSAGE_CHARS]})
+    message = state.status_message
+    return {
+        "taskId": state.task_id,
+        "tool": state.tool,
+        "status": state.status,
+        "statusMessage": message[:MAX_MESSAGE_CHARS] if message is not None else None,
+        "createdAt": state.created_at,
+        "lastUpdatedAt": state.last_updated_at,
+        "inputRequests": requests,
+    }
+
+
+def failure_message(failure: BaseException) -> str:
+    """The innermost message of a failure chain, as tasks/get shows a failed task's."""
+    cause: BaseException | None = failure
+    message = ""
+    while cause is not None:
+        message = getattr(cause, "message", None) or str(cause) or message
+        cause = getattr(cause, "cause", None)
+    return message or "unknown failure"
+
+
+class Notifications:
+    """The notifications of one task run. `send` starts them without waiting; `settle` waits
+    until every child has started, and must run before the task closes or continues as new."""
+
+    def __init__(self, task_id: str, subscriptions: list[dict[str, Any]], sent: int) -> None:
+        self._task_id = task_id
+        self._subscriptions = subscriptions
+        self.sent = sent
+        self._starting: list[asyncio.Task[None]] = []
+
+    def send(self, event: str, state: TaskState) -> None:
+        endpoints = [
+            str(s.get("endpoint"))
+            for s in self._subscriptions
+            if isinstance(s, dict) and event in (s.get("events") or ())
+        ]
+        if not endpoints or not workflow.patched(WEBHOOKS_PATCH):
+            return
+        view = task_view(state)
+        # The task's first run id tells apart the notifications of a taskId's new run (a
+        # keyed task that expired), which counts from 1 again; continue-as-new keeps it.
+        run = workflow.info().first_execution_run_id
+        occurred_at = iso_timestamp(workflow.now())
+        for endpoint in endpoints:
+            self.sent += 1
+            delivery = WebhookDelivery(
+                f"{self._task_id}.webhook.{run}.{self.sent}", endpoint, event, occurred_at, view
+            )
+            # A task of its own, not awaited here: the question is published at once, and a
+            # cancellation of the task (which cancels only its main coroutine) cannot
+            # interrupt the start.
+            self._starting.append(asyncio.create_task(self._start(delivery)))
+
+    async def closing(self, event: TaskStatus, state: TaskState) -> None:
+        """Notify of the task's end (`state` as it ends) and wait until every notification of
+        the task has started; the task publishes its final state and closes after this."""
+        final = replace(
+            state, status=event, input_requests={}, last_updated_at=iso_timestamp(workflow.now())
+        )
+        self.send(event, final)
+        await self.settle()
+
+    async def settle(self) -> None:
+        starting, self._starting = self._starting, []
+        if not starting:
+            return
+        together = asyncio.gather(*starting)
+        while True:
+            try:
+                # Shielded: a cancellation of the task now would cancel the starts with it,
+                # and the task would close without its notifications. It comes too late to
+                # change how the task ends (its work is done), so it is let pass.
+                await asyncio.shield(together)
+                return
+            except asyncio.CancelledError:
+                if together.done() and (together.cancelled() or together.exception()):
+                    raise  # the starts themselves were cancelled: the worker evicts the run
+                current = asyncio.current_task()
+                if current is not None:
+                    current.uncancel()
+
+    async def _start(self, delivery: WebhookDelivery) -> None:
+        try:
+            await workflow.start_child_workflow(
+                WebhookDeliveryWorkflow.run,
+                delivery,
+                id=delivery.delivery_id,
+                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                cancellation_type=workflow.ChildWorkflowCancellationType.ABANDON,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                static_summary=f"webhook {delivery.event} to {delivery.endpoint}",
+            )
+        except WorkflowAlreadyStartedError:  # cannot happen with these ids; never fail a task
+            workflow.logger.warning("webhook delivery %s already exists", delivery.delivery_id)
