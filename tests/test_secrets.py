@@ -24,6 +24,7 @@ from mcp_server.runtime.temporal_connection import connect
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
 from tests.conftest import running_stack
+from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient
 
 SECRET = "sk-live-7f3a9c"
@@ -245,3 +246,35 @@ async def test_with_a_payload_key_the_history_holds_no_argument_and_tasks_still_
         error = (await stack.mcp.get_task(task_id)).error
     assert error["code"] == -32603
     assert "which MCP_TASKS_PAYLOAD_KEY does not list" in error["message"]
+
+
+async def test_a_listing_skips_a_task_whose_memo_another_key_encrypted(
+    temporal: TemporalDevServer, registry: ToolRegistry
+) -> None:
+    """One task written through another server's payload key, in a namespace this server
+    shares, must not fail the caller's whole tasks/list (it is skipped and logged); a read of
+    that one task still says which key is missing."""
+    address = temporal.address
+    keyed = await connect(Settings(temporal_address=address, payload_key=(_new_key(),)))
+    keyless = await connect(Settings(temporal_address=address))
+    async with (
+        running_stack(keyed, registry) as other,
+        running_stack(keyless, registry) as stack,
+    ):
+        hidden = await other.mcp.create_task("tests_wait_forever")
+        mine = await stack.mcp.create_task("tests_wait_forever")
+        legacy = LegacyClient(stack.http, stack.url)
+        await legacy.initialize()
+        deadline = time.monotonic() + 10
+        while True:  # the visibility store lags a little behind the starts
+            listed = await legacy.request("tasks/list")
+            assert "error" not in listed.body, listed.body
+            ids = [task["taskId"] for task in listed.result["tasks"]]
+            if mine in ids or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.1)
+        assert mine in ids and hidden not in ids
+        error = (await stack.mcp.get_task(hidden)).error
+        assert error["code"] == -32603 and "MCP_TASKS_PAYLOAD_KEY" in error["message"]
+        await other.mcp.cancel_task(hidden)
+        await stack.mcp.cancel_task(mine)

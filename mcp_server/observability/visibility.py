@@ -21,11 +21,10 @@ from temporalio.client import Client
 
 from mcp_server.observability import metrics
 from mcp_server.observability.probes import pollers
+from mcp_server.tasks.memo import task_state_of
 from workflows.task_state import (
-    MEMO_KEY,
     SEARCH_ATTRIBUTE_STATUS,
     SEARCH_ATTRIBUTE_TOOL,
-    TaskState,
 )
 
 log = logging.getLogger("mcp_server.observability.visibility")
@@ -91,7 +90,7 @@ class OpenTaskGauges:
         async for execution in self.client.list_workflows(
             query, limit=self.max_listed, page_size=1000, rpc_timeout=_RPC_TIMEOUT
         ):
-            state = TaskState.from_memo(await execution.memo_value(MEMO_KEY, None))
+            state = await task_state_of(execution)
             if state is None or state.tool not in self.tools:
                 continue
             try:

@@ -27,9 +27,10 @@ from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
+from mcp_server.tasks.memo import task_state_of
 from mcp_server.tasks.snapshots import snapshot_of
 from mcp_server.tasks.ttl import closed_expired, is_expired
-from workflows.task_state import MEMO_KEY, SEARCH_ATTRIBUTE_TOOL, TaskState, iso_timestamp
+from workflows.task_state import SEARCH_ATTRIBUTE_TOOL, iso_timestamp
 
 log = logging.getLogger("mcp_server.tasks.expiry")
 
@@ -90,7 +91,7 @@ async def sweep(
         async for execution in client.list_workflows(
             query, limit=_PER_SWEEP, rpc_timeout=_RPC_TIMEOUT
         ):
-            state = TaskState.from_memo(await execution.memo_value(MEMO_KEY, None))
+            state = await task_state_of(execution)
             if state is None or execution.status == WorkflowExecutionStatus.RUNNING:
                 continue
             if execution.close_time is None:  # not closed after all: the running rule

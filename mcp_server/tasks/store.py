@@ -68,6 +68,7 @@ from mcp_server.tasks.errors import (
 )
 from mcp_server.tasks.expiry import Deletions
 from mcp_server.tasks.idempotency import IdempotencyConflict
+from mcp_server.tasks.memo import task_state_of
 from mcp_server.tasks.poll_interval import DEFAULT_MAX_MS, advertised_ms
 from mcp_server.tasks.quota import QuotaReservations
 from mcp_server.tasks.quota_prefetch import PrefetchedSlots
@@ -515,7 +516,7 @@ class TemporalTaskStore:
             raise _translate(err, "list tasks") from err
         snapshots: list[TaskSnapshot] = []
         for execution in pages.current_page or []:
-            state = TaskState.from_memo(await execution.memo_value(MEMO_KEY, None))
+            state = await task_state_of(execution)
             if state is None or state.owner != owner:
                 continue
             snapshots.append(self._advertise(listed_snapshot(state, execution.status)))
@@ -535,7 +536,7 @@ class TemporalTaskStore:
             async for execution in self._client.list_workflows(
                 query, limit=100, rpc_timeout=RPC_TIMEOUT
             ):
-                state = TaskState.from_memo(await execution.memo_value(MEMO_KEY, None))
+                state = await task_state_of(execution)
                 if state is not None and state.owner == owner and state.session == session:
                     found.append(state.task_id)
         except RPCError as err:
