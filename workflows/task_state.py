@@ -30,7 +30,26 @@ PROTOCOL_ERROR_TYPE = "McpProtocolError"
 SEARCH_ATTRIBUTE_STATUS = "McpStatus"
 SEARCH_ATTRIBUTE_TOOL = "McpTool"
 SEARCH_ATTRIBUTE_OWNER = "McpOwner"
-SEARCH_ATTRIBUTES = (SEARCH_ATTRIBUTE_STATUS, SEARCH_ATTRIBUTE_TOOL, SEARCH_ATTRIBUTE_OWNER)
+# KeywordList: the approver ids (workflows/approvers.py) of a task's outstanding requests;
+# upserted only by tasks that ever had approvers.
+SEARCH_ATTRIBUTE_APPROVERS = "McpApprovers"
+SEARCH_ATTRIBUTES = (
+    SEARCH_ATTRIBUTE_STATUS,
+    SEARCH_ATTRIBUTE_TOOL,
+    SEARCH_ATTRIBUTE_OWNER,
+    SEARCH_ATTRIBUTE_APPROVERS,
+)
+# Each one's type, as `temporal operator search-attribute create --type` spells it.
+SEARCH_ATTRIBUTE_TYPES: dict[str, Literal["Keyword", "KeywordList"]] = {
+    SEARCH_ATTRIBUTE_STATUS: "Keyword",
+    SEARCH_ATTRIBUTE_TOOL: "Keyword",
+    SEARCH_ATTRIBUTE_OWNER: "Keyword",
+    SEARCH_ATTRIBUTE_APPROVERS: "KeywordList",
+}
+# What a task's step timeline says of each step (TaskState.steps).
+STEP_STATUSES = (
+    "pending", "waiting", "running", "succeeded", "failed", "declined", "rolled back", "skipped"
+)  # fmt: skip
 
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TASK_STATUSES: tuple[TaskStatus, ...] = get_args(TaskStatus)
@@ -78,6 +97,9 @@ class TaskInput:
     # (TaskWorkflow.continue_as_new): the task state it showed and the tool's own progress.
     # Empty in a task's first run.
     carried: dict[str, Any] = field(default_factory=dict)
+    # The display name (subject) of the caller who created the task ("" when not known);
+    # `owner` stays the digest that isolates tasks.
+    requested_by: str = ""
 
 
 @dataclass
@@ -87,6 +109,8 @@ class SubmitInput:
     responses: dict[str, Any]
     request_id: str = ""
     principal: str = ""
+    # The display name (subject) of who answered, e.g. "alice" or "operator:root".
+    by: str = ""
 
 
 @dataclass
@@ -115,6 +139,16 @@ class TaskState:
     session: str | None = None
     # Likewise: the call digest of a task started with an idempotency key.
     call_digest: str | None = None
+    # Issue 12, each written only when set. Request key -> approver names as given, for every
+    # request of the task that named approvers (kept for the task's whole life).
+    approvers: dict[str, list[str]] = field(default_factory=dict)
+    # Request key -> display name of who answered it.
+    answered_by: dict[str, str] = field(default_factory=dict)
+    # A step timeline: [{"name", "status", "startedAt"?, "endedAt"?, "exitCode"?,
+    # "outputTail"?, "rollback"?}]; None when the tool publishes none.
+    steps: list[dict[str, Any]] | None = None
+    # The display name of the caller who created the task.
+    requested_by: str | None = None
 
     @classmethod
     def initial(cls, task: TaskInput, status_message: str) -> TaskState:
@@ -130,6 +164,7 @@ class TaskState:
             status_message=status_message,
             session=task.session or None,
             call_digest=task.call_digest or None,
+            requested_by=task.requested_by or None,
         )
 
     def to_memo(self) -> dict[str, Any]:
@@ -147,6 +182,10 @@ class TaskState:
             "inputRequests": dict(self.input_requests),
             **({"session": self.session} if self.session else {}),
             **({"callDigest": self.call_digest} if self.call_digest else {}),
+            **({"approvers": _copy_lists(self.approvers)} if self.approvers else {}),
+            **({"answeredBy": dict(self.answered_by)} if self.answered_by else {}),
+            **({"steps": [dict(step) for step in self.steps]} if self.steps is not None else {}),
+            **({"requestedBy": self.requested_by} if self.requested_by else {}),
         }
 
     @classmethod
@@ -179,8 +218,46 @@ class TaskState:
             input_requests=dict(requests) if isinstance(requests, dict) else {},
             session=session if isinstance(session := memo.get("session"), str) else None,
             call_digest=digest if isinstance(digest := memo.get("callDigest"), str) else None,
+            approvers=_approvers(memo.get("approvers")),
+            answered_by=_strings(memo.get("answeredBy")),
+            steps=_steps(memo.get("steps")),
+            requested_by=by if isinstance(by := memo.get("requestedBy"), str) else None,
         )
 
 
 def _optional_int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _copy_lists(value: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {key: list(names) for key, names in value.items()}
+
+
+def _approvers(value: object) -> dict[str, list[str]]:
+    """The memo's "approvers", keeping only well-formed entries (key -> list of strings)."""
+    if not isinstance(value, dict):
+        return {}
+    return {
+        str(key): [name for name in names if isinstance(name, str)]
+        for key, names in value.items()
+        if isinstance(names, list)
+    }
+
+
+def _strings(value: object) -> dict[str, str]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(key): text for key, text in value.items() if isinstance(text, str)}
+
+
+def _steps(value: object) -> list[dict[str, Any]] | None:
+    """The memo's "steps": the items that are objects with a name and a known status."""
+    if not isinstance(value, list):
+        return None
+    return [
+        dict(step)
+        for step in value
+        if isinstance(step, dict)
+        and isinstance(step.get("name"), str)
+        and step.get("status") in STEP_STATUSES
+    ]

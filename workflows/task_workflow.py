@@ -30,6 +30,7 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError, FailureError, is_cancelled_exception
 
+from workflows.approvers import describe_approvers, outstanding_ids
 from workflows.quota import releasing_slot
 from workflows.redaction import Redactor
 from workflows.results import bounded
@@ -37,6 +38,7 @@ from workflows.task_state import (
     CANCEL_REQUESTED_SIGNAL,
     MEMO_KEY,
     PROTOCOL_ERROR_TYPE,
+    SEARCH_ATTRIBUTE_APPROVERS,
     SEARCH_ATTRIBUTE_STATUS,
     STATE_QUERY,
     SUBMIT_INPUT_SIGNAL,
@@ -49,6 +51,7 @@ from workflows.task_state import (
 )
 
 STATUS_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_STATUS)
+APPROVERS_KEY = SearchAttributeKey.for_keyword_list(SEARCH_ATTRIBUTE_APPROVERS)
 W = TypeVar("W", bound="TaskWorkflow")
 
 
@@ -96,6 +99,8 @@ class TaskWorkflow:
         self.answered_by: dict[str, str] = {}
         # The statusMessage a cancelled task ends with (a tool may say what was done).
         self.cancel_message = "Cancelled"
+        # The McpApprovers value last upserted by this run (None: none yet).
+        self._approver_ids: list[str] | None = None
 
     # ----- what subclasses implement and call -------------------------------------------
 
@@ -109,6 +114,11 @@ class TaskWorkflow:
         if poll_interval_ms is not None:
             self._change(poll_interval_ms=poll_interval_ms)
         self._publish()
+
+    def publish_steps(self, steps: list[dict[str, Any]]) -> None:
+        """Set the step timeline (TaskState.steps); the next `report()`/`ask()` publishes it
+        (no command of its own)."""
+        self._change(steps=[dict(step) for step in steps])
 
     def fresh_key(self, base: str) -> str:
         """A key never issued before in this task: `base`, else `base-2`, `base-3`, ..."""
@@ -145,13 +155,17 @@ class TaskWorkflow:
         *,
         status_message: str | None = None,
         timeout: timedelta | None = None,  # noqa: ASYNC109 (a durable Temporal timer)
+        approvers: list[str] | None = None,
     ) -> dict[str, Any]:
         """Park at `input_required` until `key` is answered; return the InputResponse.
 
         With `timeout`, a durable timer withdraws the question when it fires and raises
-        `TimeoutError` (the task goes back to `working`).
+        `TimeoutError` (the task goes back to `working`). With `approvers` (names, see
+        workflows/approvers.py), only they may answer, and McpApprovers lists them meanwhile.
         """
-        answers = await self.ask_all({key: request}, status_message=status_message, timeout=timeout)
+        answers = await self.ask_all(
+            {key: request}, status_message=status_message, timeout=timeout, approvers=approvers
+        )
         return dict(answers[key])
 
     async def ask_all(
@@ -160,6 +174,7 @@ class TaskWorkflow:
         *,
         status_message: str | None = None,
         timeout: timedelta | None = None,  # noqa: ASYNC109 (a durable Temporal timer)
+        approvers: list[str] | None = None,
     ) -> dict[str, Any]:
         """Ask several questions at once; return when every one has been answered."""
         reused = [key for key in requests if key in self._issued_keys]
@@ -168,6 +183,15 @@ class TaskWorkflow:
         self._issued_keys.update(requests)
         self._outstanding.update(requests)
         previous_message = self._current.status_message
+        if approvers:
+            named = {**self._current.approvers, **{key: list(approvers) for key in requests}}
+            self._change(approvers=named)
+            who = describe_approvers(approvers)
+            status_message = (
+                f"{status_message}; awaiting the decision of {who}"
+                if status_message
+                else f"Waiting for the decision of {who}"
+            )
         self._change(status_message=status_message or "Waiting for input")
         self._publish()
         # Why wait_condition and not a loop: the condition is re-evaluated only after a signal
@@ -199,6 +223,8 @@ class TaskWorkflow:
         for key in accepted:
             self._answers[key] = update.responses[key]
             self.answered_by[key] = update.principal
+            if update.by:
+                self._change(answered_by={**self._current.answered_by, key: update.by})
             del self._outstanding[key]
         if accepted:
             self._publish()
@@ -269,6 +295,11 @@ class TaskWorkflow:
         workflow.upsert_memo({MEMO_KEY: self._current.to_memo()})
         if changed_status:
             workflow.upsert_search_attributes([STATUS_KEY.value_set(status)])
+        if self._current.approvers:  # only tasks that ever had approvers: no other commands
+            ids = outstanding_ids(self._current.approvers, self._outstanding)
+            if ids != self._approver_ids:
+                workflow.upsert_search_attributes([APPROVERS_KEY.value_set(ids)])
+                self._approver_ids = ids
 
     def _scrub(self, value: Any) -> Any:
         """`value` with every secret argument's value replaced by "[redacted]"."""

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from mcp_server.http.origin import is_loopback
 from mcp_server.protocol.grants import EVERY_SCOPE, Grant, bearer_challenge
 from mcp_server.runtime.config import Settings
+from workflows.approvers import subject_digest
 
 RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource"
 # RFC 6750 §2.1: b64token.
@@ -50,11 +51,9 @@ class Principal:
         the pair is encoded as a JSON array in a domain of its own ("principal-client:"), so no
         subject, whatever it holds, can stand for another subject and client."""
         if self.client is None:
-            text = f"principal:{self.subject}"
-        else:
-            pair = json.dumps([self.subject, self.client], separators=(",", ":"))
-            text = f"principal-client:{pair}"
-        return hashlib.sha256(text.encode()).hexdigest()[:32]
+            return subject_digest(self.subject)  # also an approver's id (workflows/approvers.py)
+        pair = json.dumps([self.subject, self.client], separators=(",", ":"))
+        return hashlib.sha256(f"principal-client:{pair}".encode()).hexdigest()[:32]
 
 
 ANONYMOUS = Principal("anonymous", every_scope=True)

@@ -2,12 +2,13 @@
 
 - Liveness (`/healthz`): the process serves HTTP. No Temporal call: a Temporal outage must not
   get every replica restarted.
-- Readiness (`/readyz`): Temporal answers, the search attributes McpStatus/McpTool/McpOwner are
-  registered, and a worker polls the task queue. Temporal keeps listing a poller well after
-  its worker died, so a worker counts only while its poller's `last_access_time` is
-  recent: a live worker polls again at least once per long poll (Temporal's
-  `matching.longPollExpirationInterval`, 1 min by default), so `poller_max_age_s` (default 75 s)
-  is that plus a margin. Each check that fails is named in `missing`.
+- Readiness (`/readyz`): Temporal answers, the search attributes
+  McpStatus/McpTool/McpOwner/McpApprovers are registered, and a worker polls the task queue.
+  Temporal keeps listing a poller well after its worker died, so a worker counts only while
+  its poller's `last_access_time` is recent: a live worker polls again at least once per long
+  poll (Temporal's `matching.longPollExpirationInterval`, 1 min by default), so
+  `poller_max_age_s` (default 75 s) is that plus a margin. Each failed check is named in
+  `missing`.
 - In `mcp-tasks dev` and `stdio --dev`, readiness also shows the supervised embedded Temporal
   (`engine`: `running` or `restarting`, its restarts, the current or last outage with its
   reason and length). While it restarts, `/readyz` is 503 with `missing: ["temporal"]` and

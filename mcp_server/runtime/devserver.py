@@ -42,7 +42,7 @@ from mcp_server.runtime.engine_process import (
     temporal_binary,
     terminate,
 )
-from workflows.task_state import SEARCH_ATTRIBUTES
+from workflows.task_state import SEARCH_ATTRIBUTE_TYPES, SEARCH_ATTRIBUTES
 
 __all__ = ["LOCK_FILE", "RECORD_FILE", "ServerRecord", "Synchronous", "TemporalDevServer",
            "free_port", "port_is_free", "temporal_binary"]  # fmt: skip
@@ -139,7 +139,7 @@ class TemporalDevServer:
         if self.namespace != "default":
             args += ["--namespace", self.namespace]
         for name in SEARCH_ATTRIBUTES:
-            args += ["--search-attribute", f"{name}=Keyword"]
+            args += ["--search-attribute", f"{name}={SEARCH_ATTRIBUTE_TYPES[name]}"]
         if self.ui:
             args += ["--ui-ip", self.host, "--ui-disable-news-fetch"]
             if self.ui_port:

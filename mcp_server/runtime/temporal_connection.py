@@ -23,7 +23,7 @@ from mcp_server.observability.temporal_errors import RpcErrorCounter
 from mcp_server.runtime.codec import data_converter, header_codec_behavior
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.worker import sdk_metrics_runtime
-from workflows.task_state import SEARCH_ATTRIBUTES
+from workflows.task_state import SEARCH_ATTRIBUTE_TYPES, SEARCH_ATTRIBUTES
 
 log = logging.getLogger("mcp_server.temporal")
 
@@ -67,8 +67,15 @@ def observed_connection(settings: Settings) -> dict[str, Any]:
     return options
 
 
+_INDEXED_TYPES = {
+    "Keyword": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+    "KeywordList": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+}
+
+
 async def ensure_search_attributes(client: Client) -> None:
-    """Register McpStatus/McpTool/McpOwner (Keyword) when missing; explain when we may not."""
+    """Register McpStatus/McpTool/McpOwner (Keyword) and McpApprovers (KeywordList) when
+    missing; explain when we may not."""
     namespace = client.namespace
     listed = await client.operator_service.list_search_attributes(
         ListSearchAttributesRequest(namespace=namespace)
@@ -81,14 +88,14 @@ async def ensure_search_attributes(client: Client) -> None:
             AddSearchAttributesRequest(
                 namespace=namespace,
                 search_attributes={
-                    name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD for name in missing
+                    name: _INDEXED_TYPES[SEARCH_ATTRIBUTE_TYPES[name]] for name in missing
                 },
             )
         )
     except RPCError as err:
         commands = "; ".join(
             f"temporal operator search-attribute create --namespace {namespace} "
-            f"--name {name} --type Keyword"
+            f"--name {name} --type {SEARCH_ATTRIBUTE_TYPES[name]}"
             for name in missing
         )
         raise RuntimeError(

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,6 +41,12 @@ class TaskSnapshot:
     # What the task tells clients (tasks/poll_interval.py); None: `poll_interval_ms`, the tool's
     # base, which the poll limiter always counts against.
     advertised_poll_interval_ms: int | None = None
+    # Issue 12 (TaskState's fields of the same names): request key -> approver names; request
+    # key -> who answered it; the step timeline; the display name of who created the task.
+    approvers: dict[str, list[str]] = field(default_factory=dict)
+    answered_by: dict[str, str] = field(default_factory=dict)
+    steps: list[dict[str, Any]] | None = None
+    requested_by: str | None = None
 
 
 def failure_of(err: BaseException) -> tuple[dict[str, Any], str]:
@@ -101,4 +107,8 @@ def snapshot_of(state: TaskState) -> TaskSnapshot:
         ttl_ms=state.ttl_ms,
         poll_interval_ms=state.poll_interval_ms,
         input_requests=dict(state.input_requests),
+        approvers={key: list(names) for key, names in state.approvers.items()},
+        answered_by=dict(state.answered_by),
+        steps=[dict(step) for step in state.steps] if state.steps is not None else None,
+        requested_by=state.requested_by,
     )
