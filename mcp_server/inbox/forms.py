@@ -67,9 +67,9 @@ def _control(name: str, schema: dict[str, Any], required: bool) -> str:
         checked = " checked" if default is True else ""
         return f'<input type="checkbox" name="{h(name)}" id="{h(name)}" value="true"{checked}>'
     if kind == "array" and isinstance(schema.get("items"), dict):
-        options = _options(schema["items"]) or []
+        items = _options(schema["items"]) or []
         chosen = {str(v) for v in default} if isinstance(default, list) else set()
-        return _select(name, options, chosen, f" multiple{req}")
+        return _select(name, items, chosen, f" multiple{req}")
     options = _options(schema)
     if options is not None:
         chosen = {str(default)} if default is not None else set()

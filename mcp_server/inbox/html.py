@@ -70,12 +70,13 @@ def page(
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{h(title)} · MCP tasks inbox</title>"
+        '<link rel="icon" href="data:,">'
         f'<link rel="stylesheet" href="{STATIC}/inbox.css">'
         f'<script src="{STATIC}/inbox.js" defer></script>'
         f"</head><body{live_attr}>"
         '<header class="bar"><a class="brand" href="/inbox"><span class="logo">◆</span> '
         f'MCP tasks <span class="dim">Inbox</span></a><div class="account">{account}</div>'
-        f'</header><main>{body}</main><footer>Tasks run as durable Temporal workflows; '
+        f"</header><main>{body}</main><footer>Tasks run as durable Temporal workflows; "
         "answers here go through the same checks as <code>tasks/update</code>.</footer>"
         "</body></html>"
     )

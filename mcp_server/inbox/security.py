@@ -29,7 +29,9 @@ class InboxHeadersMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = str(scope.get("path", ""))
-        if scope["type"] != "http" or not (path == self.prefix or path.startswith(self.prefix + "/")):
+        if scope["type"] != "http" or not (
+            path == self.prefix or path.startswith(self.prefix + "/")
+        ):
             await self.app(scope, receive, send)
             return
 

@@ -9,13 +9,11 @@ from datetime import datetime
 from typing import Any
 
 from mcp_server.inbox.html import duration, h, join, parse_time
-
-STATUSES = ("pending", "waiting", "running", "succeeded", "failed", "declined", "rolled back",
-            "skipped")  # fmt: skip
+from workflows.task_state import STEP_STATUSES
 
 
 def _css(status: str) -> str:
-    return "s-" + (status.replace(" ", "-") if status in STATUSES else "pending")
+    return "s-" + (status.replace(" ", "-") if status in STEP_STATUSES else "pending")
 
 
 def _span(steps: list[dict[str, Any]], now: datetime) -> tuple[datetime, float] | None:

@@ -22,15 +22,16 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from mcp_server.tasks.store import RPC_TIMEOUT, _translate
+from workflows.approvers import outstanding_ids
 from workflows.task_state import (
     MEMO_KEY,
+    SEARCH_ATTRIBUTE_APPROVERS,
     SEARCH_ATTRIBUTE_OWNER,
     SEARCH_ATTRIBUTE_STATUS,
     TaskState,
 )
 
 DEFAULT_LIMIT = 100
-SEARCH_ATTRIBUTE_APPROVERS = "McpApprovers"
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,5 @@ class WaitingTasks:
 
 
 def _names(state: TaskState, approver_ids: frozenset[str]) -> bool:
-    """Whether an outstanding request of the task names one of `approver_ids` (the memo's
-    approvers, once tasks carry them; none before)."""
-    del state, approver_ids
-    return False
+    """Whether an outstanding request of the task names one of `approver_ids`."""
+    return not approver_ids.isdisjoint(outstanding_ids(state.approvers, state.input_requests))

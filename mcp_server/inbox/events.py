@@ -1,0 +1,94 @@
+"""`/inbox/events`: server-sent events that tell an open inbox page what changed, so its script
+fetches the fresh fragment (no reload).
+
+- The list page's stream re-lists the waiting tasks (one visibility query) every `RELIST_S`
+  and sends `list` with the list's version when it changed.
+- A task page's stream follows the task with the replica's task watchers, the machinery of
+  `subscriptions/listen` (one history long-poll per task however many pages follow it), and
+  sends `task` with the versions of its live part and its forms; `end` once nothing more will
+  come (terminal, gone).
+- Each stream holds a `subscriptions/listen` slot of its principal (the same per-caller and
+  per-replica limits, 429 beyond them) and a task stream counts against the watched-task
+  limit. A stream lasts at most `MAX_STREAM_S` (the browser reconnects by itself) and sends a
+  comment every `KEEPALIVE_S`; on shutdown the server's grace ends it, and every exit (client
+  gone, cancelled) releases its slot and its watcher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from mcp_server.inbox.pages import forms_version, list_version, task_version
+from mcp_server.protocol.streams import Lease, Listening
+from mcp_server.tasks.snapshots import TaskSnapshot
+from mcp_server.tasks.waiting import Waiting
+
+RELIST_S = 3.0
+KEEPALIVE_S = 15.0
+MAX_STREAM_S = 300.0
+RETRY_MS = 3000
+
+
+def event(name: str, data: dict[str, str]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def _opening() -> bytes:
+    return f"retry: {RETRY_MS}\n\n".encode()
+
+
+async def list_stream(
+    lease: Lease, relist: Callable[[], Awaitable[list[Waiting]]]
+) -> AsyncIterator[bytes]:
+    try:
+        yield _opening()
+        shown: str | None = None
+        quiet_since = time.monotonic()
+        ends = time.monotonic() + MAX_STREAM_S
+        while time.monotonic() < ends:
+            version = list_version(await relist())
+            if version != shown:
+                shown, quiet_since = version, time.monotonic()
+                yield event("list", {"version": version})
+            elif time.monotonic() - quiet_since >= KEEPALIVE_S:
+                quiet_since = time.monotonic()
+                yield b": keepalive\n\n"
+            await asyncio.sleep(RELIST_S)
+    finally:
+        lease.release()
+
+
+def _task_event(snapshot: TaskSnapshot) -> bytes:
+    versions = {"version": task_version(snapshot), "forms": forms_version(snapshot)}
+    return event("task", versions)
+
+
+async def task_stream(
+    lease: Lease, listening: Listening, snapshot: TaskSnapshot
+) -> AsyncIterator[bytes]:
+    wake = asyncio.Event()
+    follower = listening.watchers.follow(snapshot, wake)
+    try:
+        yield _opening()
+        ends = time.monotonic() + MAX_STREAM_S
+        while True:
+            latest = follower.take()
+            if latest is not None:
+                yield _task_event(latest)
+            if follower.done:
+                yield event("end", {"reason": follower.ended or "terminal"})
+                return
+            left = ends - time.monotonic()
+            if left <= 0:
+                return
+            try:
+                await asyncio.wait_for(wake.wait(), min(KEEPALIVE_S, left))
+            except TimeoutError:
+                yield b": keepalive\n\n"
+            wake.clear()
+    finally:
+        follower.leave()
+        lease.release()
