@@ -77,7 +77,7 @@ async def inbox_server(tmp: Path) -> AsyncIterator[InboxServer]:
     port = free_port()
     dev = DevProcess(tmp / "data", port, free_port(), env=env, toolset="demo")
     with reaped([dev]):
-        async with httpx.AsyncClient(timeout=15) as http:
+        async with httpx.AsyncClient(timeout=30) as http:
             await dev.wait_healthy(http)
             yield InboxServer(dev, f"http://127.0.0.1:{port}", tokens, http)
 
