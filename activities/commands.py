@@ -30,10 +30,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import ErrorDetails
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
+
+from workflows.approvers import invalid_approvers
 
 OUTPUT_TAIL_BYTES = 4096
 HEARTBEAT_EVERY_S = 1.0
@@ -145,6 +155,8 @@ class PipelineStep(BaseModel):
     rollback: str | None = None
     # An approval gate: this question is asked (an elicitation) before the step runs.
     approval: str | None = None
+    # Who answers it (workflows/approvers.py); None: the caller.
+    approvers: list[str] | None = None
 
     @field_validator("run")
     @classmethod
@@ -152,6 +164,20 @@ class PipelineStep(BaseModel):
         if not run.strip():
             raise ValueError("must be a shell command, not blank")
         return run
+
+    @field_validator("approvers")
+    @classmethod
+    def _approver_names(cls, approvers: list[str] | None) -> list[str] | None:
+        problem = invalid_approvers(approvers) if approvers is not None else None
+        if problem is not None:
+            raise ValueError(problem)
+        return approvers
+
+    @model_validator(mode="after")
+    def _approvers_of_a_gate(self) -> PipelineStep:
+        if self.approvers is not None and self.approval is None:
+            raise ValueError("approvers name who answers an approval: this step has none")
+        return self
 
 
 class Pipeline(BaseModel):
@@ -201,6 +227,8 @@ def _problem(error: ErrorDetails, document: dict[str, Any]) -> str:
         where += f" (step {name!r})" if isinstance(name, str) else ""
     if error["type"] == "value_error":
         return f"{where}: {error['ctx']['error']}"
+    if error["type"] == "list_type" and loc != ("steps",):
+        return f"{where}: must be an array of strings"
     return f"{where}: {_PROBLEMS.get(error['type'], error['msg'])}"
 
 
@@ -222,8 +250,13 @@ def parse_pipeline(path: Path) -> dict[str, Any]:
     except ValidationError as err:
         problems = "; ".join(_problem(error, document) for error in err.errors())
         raise _invalid(path, problems) from None
+    # `approvers` only where a step names them: every other step reads as it always did.
     steps = [
-        {**step.model_dump(), "cwd": str((path.parent / step.cwd).resolve())}
+        {
+            **step.model_dump(exclude={"approvers"}),
+            **({"approvers": list(step.approvers)} if step.approvers else {}),
+            "cwd": str((path.parent / step.cwd).resolve()),
+        }
         for step in pipeline.steps
     ]
     return {"description": pipeline.description, "steps": steps}

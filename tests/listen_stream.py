@@ -19,6 +19,7 @@ from mcp_server.protocol.context import Services
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import free_port
 from mcp_server.runtime.worker import build_worker
+from mcp_server.tasks.approvers import Identity
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
@@ -106,9 +107,11 @@ class CountingStore(TemporalTaskStore):
         self.gets = 0
         self.long_polls = 0
 
-    async def get(self, task_id: str, owner: str | None = None) -> TaskSnapshot | None:
+    async def get(
+        self, task_id: str, owner: str | None = None, identity: Identity | None = None
+    ) -> TaskSnapshot | None:
         self.gets += 1
-        return await super().get(task_id, owner)
+        return await super().get(task_id, owner, identity)
 
     async def wait_for_events(self, task_id: str, cursor: bytes) -> tuple[int, bytes | None] | None:
         self.long_polls += 1

@@ -3,6 +3,9 @@
 While it waits, the workflow holds nothing but a timer and a condition: the worker may evict it
 from its cache (it is replayed from history when the answer arrives), and every component may
 restart in between. The optional deadline is a durable Temporal timer, not a poll loop.
+
+With `approvers` (the argument, else the server's MCP_TASKS_APPROVAL_APPROVERS, handed over
+as the tool's config), only they decide (workflows/approvers.py); the result names who did.
 """
 
 from __future__ import annotations
@@ -40,12 +43,14 @@ class RequestApprovalWorkflow(TaskWorkflow):
             if deadline_s
             else ""
         )
+        approvers = task.arguments.get("approvers") or task.tool_config.get("approvers")
         try:
             answer = await self.ask(
                 "decision",
                 elicitation(message, properties, required),
                 status_message=f"Waiting for a decision{until}",
                 timeout=timedelta(seconds=deadline_s) if deadline_s else None,
+                approvers=[str(name) for name in approvers] if approvers else None,
             )
         except TimeoutError:
             return self._outcome("expired", None, None, asked_at)
@@ -65,13 +70,17 @@ class RequestApprovalWorkflow(TaskWorkflow):
         self, decision: str, reason: str | None, decided_by: str | None, asked_at: Any
     ) -> dict[str, Any]:
         waited = (workflow.now() - asked_at).total_seconds()
-        text = f"Decision: {decision}" + (f" ({reason})" if reason else "")
+        # Who decided, by name (SubmitInput.by); said in the text when approvers decide.
+        name = self._current.answered_by.get("decision") if decided_by else None
+        by = f" by {name}" if name and self._current.approvers else ""
+        text = f"Decision: {decision}{by}" + (f" ({reason})" if reason else "")
         return text_result(
             text,
             structured={
                 "decision": decision,
                 "reason": reason,
                 "decidedBy": decided_by,
+                "decidedByName": name,
                 "waitedSeconds": round(waited, 3),
             },
         )

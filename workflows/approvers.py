@@ -23,6 +23,21 @@ SCOPE_PREFIX = "scope:"
 PRINCIPAL_PREFIX = "principal:"
 MAX_APPROVERS = 20
 MAX_NAME_LENGTH = 200
+# The JSON Schema of an `approvers` argument (what `invalid_approvers` accepts).
+APPROVERS_SCHEMA: dict[str, object] = {
+    "type": "array",
+    "minItems": 1,
+    "maxItems": MAX_APPROVERS,
+    "items": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_NAME_LENGTH,
+        # Printable, not blank.
+        "pattern": "^[^\\x00-\\x1f\\x7f]*\\S[^\\x00-\\x1f\\x7f]*$",
+        "not": {"const": "scope:"},
+    },
+    "description": "Who decides: principals (e.g. release-manager) or scope:NAME",
+}
 
 
 def subject_digest(subject: str) -> str:

@@ -13,6 +13,11 @@
   (succeeded)` (a cancelled task carries no result, so this is where a client reads it).
 - A worker killed mid-step: completed steps never run again (their results are in the history);
   the interrupted step is retried, so steps must be idempotent.
+- A gate with `approvers` is answered by them (workflows/approvers.py), not the caller: it
+  needs no elicitation capability of the caller's client.
+- The step timeline (TaskState.steps: status, startedAt/endedAt, exitCode, outputTail,
+  rollback) is published with the statusMessage at the points the deploy always published,
+  so it issues no command of its own (workflows/timeline.py).
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ from temporalio.exceptions import TimeoutError as ActivityTimeout
 from temporalio.workflow import ActivityCancellationType
 
 from workflows.results import text_result
-from workflows.task_state import TaskInput
+from workflows.task_state import TaskInput, iso_timestamp
 from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
+from workflows.timeline import timeline
 
 with workflow.unsafe.imports_passed_through():
     from activities.commands import CommandInput, PipelineFiles, run_command
@@ -48,6 +54,10 @@ class DeployWorkflow(TaskWorkflow):
         # What the current step is (for the cancel message) and each rollback's outcome.
         self._current_label: str | None = None
         self._rolled_back: list[str] = []
+        # The timeline's own facts: when each step started and ended, which one waits.
+        self._times: dict[str, dict[str, str]] = {}
+        self._waiting: str | None = None
+        self._finished = False
 
     async def execute(self, task: TaskInput) -> dict[str, Any]:
         name = str(task.arguments["pipeline"])
@@ -68,15 +78,19 @@ class DeployWorkflow(TaskWorkflow):
             return await self._run(name, pipeline["steps"])
         except BaseException as err:
             if is_cancelled_exception(err):
+                self._waiting = None
                 await self._roll_back("cancelled")
                 self.cancel_message = self._cancelled_summary()
+                self._finished = True
+                self._timeline()
             raise
 
     async def _run(self, name: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
         total = len(steps)
         for index, step in enumerate(steps):
             label = f'step {index + 1}/{total} "{step["name"]}"'
-            if step["approval"] and not isinstance(self._capabilities.get("elicitation"), dict):
+            gated = step["approval"] and not step.get("approvers")
+            if gated and not isinstance(self._capabilities.get("elicitation"), dict):
                 await self._roll_back("no way to ask for approval")
                 return self._result(
                     f"{name}: {label} needs an approval, but the client did not declare the "
@@ -87,11 +101,14 @@ class DeployWorkflow(TaskWorkflow):
                 self.steps[index]["status"] = "declined"
                 await self._roll_back("declined")
                 return self._result(f"{name}: {label} was declined; rolled back", is_error=True)
-            self.report(f"{label}: running")
             self.steps[index]["status"] = "running"
+            self._times[step["name"]] = {"startedAt": iso_timestamp(workflow.now())}
+            self._timeline()
+            self.report(f"{label}: running")
             self._current_label = label
             outcome = await self._command(step["run"], step)
             self._current_label = None
+            self._times[step["name"]]["endedAt"] = iso_timestamp(workflow.now())
             self.steps[index].update(
                 outcome, status="succeeded" if outcome["exitCode"] == 0 else "failed"
             )
@@ -107,6 +124,8 @@ class DeployWorkflow(TaskWorkflow):
         return self._result(f"{name}: {total} steps succeeded")
 
     async def _approved(self, label: str, step: dict[str, Any]) -> bool:
+        self._waiting = step["name"]
+        self._timeline()
         answer = await self.ask(
             self.fresh_key(f"approve-{step['name']}"),
             elicitation(
@@ -118,7 +137,9 @@ class DeployWorkflow(TaskWorkflow):
                 ["approve"],
             ),
             status_message=f"Waiting for approval before {label}",
+            approvers=step.get("approvers"),
         )
+        self._waiting = None
         content = answer.get("content") or {}
         return answer.get("action") == "accept" and content.get("approve") is True
 
@@ -162,6 +183,7 @@ class DeployWorkflow(TaskWorkflow):
                 entry["rollback"] = "none defined"
                 self._rolled_back.append(f'"{step["name"]}" (none defined)')
                 continue
+            self._timeline()
             self.report(f'{why}: rolling back "{step["name"]}"')
             outcome = await self._command(step["rollback"], step)
             entry["rollback"] = (
@@ -182,7 +204,12 @@ class DeployWorkflow(TaskWorkflow):
         return f"{where}; rolled back: {', '.join(self._rolled_back)}"
 
     def _result(self, text: str, *, is_error: bool = False) -> dict[str, Any]:
+        self._finished = True
+        self._timeline()  # published with the final state
         return text_result(text, structured={"steps": self.steps}, is_error=is_error)
+
+    def _timeline(self) -> None:
+        self.publish_steps(timeline(self.steps, self._times, self._waiting, self._finished))
 
 
 def _activity_failure(err: ActivityError) -> str:

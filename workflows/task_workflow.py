@@ -117,8 +117,13 @@ class TaskWorkflow:
 
     def publish_steps(self, steps: list[dict[str, Any]]) -> None:
         """Set the step timeline (TaskState.steps); the next `report()`/`ask()` publishes it
-        (no command of its own)."""
-        self._change(steps=[dict(step) for step in steps])
+        (no command of its own). Secret arguments are redacted; output tails are cut to their
+        last 1,000 characters."""
+        items = [dict(step) for step in steps]
+        for item in items:
+            if isinstance(item.get("outputTail"), str):
+                item["outputTail"] = item["outputTail"][-1000:]
+        self._change(steps=self._scrub(items))
 
     def fresh_key(self, base: str) -> str:
         """A key never issued before in this task: `base`, else `base-2`, `base-3`, ..."""

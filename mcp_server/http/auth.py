@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from mcp_server.http.origin import is_loopback
 from mcp_server.protocol.grants import EVERY_SCOPE, Grant, bearer_challenge
 from mcp_server.runtime.config import Settings
+from mcp_server.tasks.approvers import Identity
 from workflows.approvers import subject_digest
 
 RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource"
@@ -91,6 +92,12 @@ class Authenticator(Protocol):
 
 def grant_of(principal: Principal) -> Grant:
     return EVERY_SCOPE if principal.every_scope else Grant(principal.scopes)
+
+
+def identity_of(principal: Principal) -> Identity:
+    """The caller's name and approver ids: its subject alone (whatever OAuth client it uses)
+    and each scope it holds; the local user matches every approver."""
+    return Identity.of(principal.subject, principal.scopes, every=principal.every_scope)
 
 
 def bearer_token(authorization: str | None) -> str:

@@ -11,7 +11,8 @@
    its own session cookie): 401 / 403 with `WWW-Authenticate`,
    400 for more than one Authorization header, 503 with Retry-After when keys cannot be
    fetched. The principal's digest is left in `scope["state"]["principal"]`, what its
-   credential allows (its scopes) in `scope["state"]["grant"]`.
+   credential allows (its scopes) in `scope["state"]["grant"]`, its name and approver ids
+   (tasks/approvers.py) in `scope["state"]["identity"]`.
 4. `BodyLimitMiddleware`: a body over the limit is 413, by its Content-Length before anything
    is read, or as it streams in.
 Refusals are JSON-RPC error objects without an id (the body was not read), as MCP clients
@@ -29,7 +30,7 @@ from typing import Any
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_server.http.auth import Authenticator, AuthError
+from mcp_server.http.auth import Authenticator, AuthError, identity_of
 from mcp_server.http.origin import OriginPolicy
 from mcp_server.observability import metrics
 from mcp_server.observability.logging import request_line
@@ -135,6 +136,7 @@ class AuthenticationMiddleware:
             return
         _state(scope)["principal"] = principal.digest
         _state(scope)["grant"] = self.authenticator.grant(principal)
+        _state(scope)["identity"] = identity_of(principal)
         await self.app(scope, receive, send)
 
 

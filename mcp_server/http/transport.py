@@ -65,6 +65,7 @@ from mcp_server.protocol.models import (
 from mcp_server.protocol.wire import (
     HANDSHAKE_VERSIONS,
 )
+from mcp_server.tasks.approvers import NOBODY, Identity
 
 log = logging.getLogger("mcp_server.http.transport")
 
@@ -114,6 +115,7 @@ class Exchange:
     request_id: RequestId
     principal: str
     grant: Grant = NO_SCOPE
+    identity: Identity = NOBODY
 
     @property
     def method(self) -> str | None:
@@ -144,7 +146,8 @@ class McpEndpoint:
             message, request_id = _parse_envelope(body)
             observed.note_message(request, message)
             grant: Grant = getattr(request.state, "grant", NO_SCOPE)
-            exchange = Exchange(request, message, request_id, principal, grant)
+            identity: Identity = getattr(request.state, "identity", NOBODY)
+            exchange = Exchange(request, message, request_id, principal, grant, identity)
             legacy = self._is_legacy(exchange)
             with tracing.server_span(request.headers, message):
                 if legacy:
@@ -195,6 +198,7 @@ class McpEndpoint:
             headers=request.headers,
             progress_token=meta.progress_token,
             grant=exchange.grant,
+            identity=exchange.identity,
         )
         return await self._run(exchange, entry, ctx, params, stamp=True)
 
@@ -246,6 +250,7 @@ class McpEndpoint:
             progress_token=progress_token,
             session=session_digest(exchange.request.headers[SESSION_HEADER]),
             grant=exchange.grant,
+            identity=exchange.identity,
         )
         return await self._run(exchange, entry, ctx, params, stamp=False)
 
@@ -269,6 +274,7 @@ class McpEndpoint:
             send=queue.put,
             streaming=True,
             session=session_digest(session_id),
+            identity=getattr(request.state, "identity", NOBODY),
         )
         return StreamingResponse(
             self._session_stream(ctx, queue), media_type="text/event-stream", headers=SSE_HEADERS
@@ -314,6 +320,7 @@ class McpEndpoint:
             exchange.message,
             exchange.request_id,
             principal=exchange.principal,
+            identity=exchange.identity,
             capabilities=session.capabilities,
             version=session.version,
             headers=exchange.request.headers,

@@ -1,5 +1,7 @@
 """One structured JSON line per task change (create, update, cancel), on the
-`mcp_server.protocol.audit` logger: time, request id, taskId, principal digest, method, outcome.
+`mcp_server.protocol.audit` logger: time, request id, taskId, principal digest, the caller's
+name (`by`, when it has one), method, outcome; and a `task.decision` line for each delivered
+answer to requests that name approvers (who decided, which keys).
 
 The dispatch table declares which methods are audited; this module decides when a call counts
 (a `tools/call` only when it names a task tool) and writes the line. No arguments, answers or
@@ -72,7 +74,20 @@ def write(ctx: RequestContext, params: Any, outcome: str, *, task_id: str | None
     bounded(entry, "requestId", ctx.request_id)
     bounded(entry, "taskId", task_id or getattr(params, "task_id", None))
     entry["principal"] = ctx.principal
+    if ctx.identity.name:
+        entry["by"] = ctx.identity.name
     entry["outcome"] = outcome
     if ctx.method == "tools/call":
         entry["tool"] = params.name
+    log.info(json.dumps(entry, separators=(",", ":")))
+
+
+def decided(ctx: RequestContext, task_id: str, keys: list[str]) -> None:
+    """A `task.decision` line: who (`by`, the caller's name) answered the requests `keys` that
+    name approvers, on whichever path the answer came (tasks/update, a 2025-11-25 client's
+    response, task_respond)."""
+    entry: dict[str, Any] = {"time": iso_now(), "event": "task.decision", "method": ctx.method}
+    bounded(entry, "requestId", ctx.request_id)
+    bounded(entry, "taskId", task_id)
+    entry.update(principal=ctx.principal, by=ctx.identity.name, keys=keys, outcome="delivered")
     log.info(json.dumps(entry, separators=(",", ":")))

@@ -19,6 +19,7 @@ from mcp_server.http.headers import HeaderSource
 from mcp_server.protocol import fallback, tasks, upfront
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import McpError
+from mcp_server.tasks.approvers import Identity
 
 log = logging.getLogger("mcp_server.protocol.client_answers")
 
@@ -29,6 +30,7 @@ async def deliver(
     request_id: str | int | None,
     *,
     principal: str,
+    identity: Identity,
     capabilities: core.ClientCapabilities,
     version: str,
     headers: HeaderSource,
@@ -51,6 +53,7 @@ async def deliver(
         principal=principal,
         headers=headers,
         version=version,
+        identity=identity,
     )
     answer = {k: v for k, v in result.items() if k != "_meta"}
     try:

@@ -20,6 +20,7 @@ from mcp_server.protocol.limits import Limits
 from mcp_server.protocol.request_state import RequestStateCodec
 from mcp_server.protocol.streams import Listening
 from mcp_server.protocol.wire import MODERN_VERSION
+from mcp_server.tasks.approvers import NOBODY, Identity
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tools.registry import ToolRegistry
 
@@ -66,6 +67,9 @@ class RequestContext:
     session: str | None = None
     # What the credential allows (its scopes); the local user (stdio) holds every scope.
     grant: Grant = EVERY_SCOPE
+    # Who the caller is for approvers (its name and approver ids, tasks/approvers.py); the
+    # default is no approver at all, so only a transport that authenticated says otherwise.
+    identity: Identity = NOBODY
 
     @property
     def modern(self) -> bool:

@@ -33,6 +33,11 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 # Application codes of this server, outside JSON-RPC's reserved -32768..-32000 range.
 RATE_LIMITED = -31000
 QUOTA_EXCEEDED = -31001
+# An approver (not the owner) asked to cancel a task (MCP_TASKS_APPROVERS_MAY_CANCEL is off).
+APPROVER_CANNOT_CANCEL = -31002
+# An answer to an input request by someone the request does not name as its approver (the
+# task's owner included), or by an approver to a request that is the owner's to answer.
+NOT_AN_APPROVER = INVALID_PARAMS
 
 _HTTP_STATUS = {
     PARSE_ERROR: 400,

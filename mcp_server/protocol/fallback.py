@@ -36,6 +36,7 @@ from mcp_server.protocol.errors import task_not_found
 from mcp_server.protocol.models import Notification, to_message
 from mcp_server.protocol.task_views import RELATED_TASK, tool_result
 from mcp_server.tasks.access import find_task
+from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.errors import TaskFailed
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tools.registry import Logger, ProgressReporter
@@ -139,9 +140,14 @@ def outcome(snapshot: TaskSnapshot) -> core.CallToolResult:
     return core.CallToolResult(content=[core.TextContent(type="text", text=text)], is_error=True)
 
 
-def _can_answer(ctx: RequestContext, request: dict[str, Any]) -> bool:
-    """Whether the session declared what `request` needs (elicitation in its mode, sampling,
-    roots). A question it cannot take stays outstanding, for `task_respond`."""
+def _can_answer(
+    ctx: RequestContext, request: dict[str, Any], snapshot: TaskSnapshot, key: str
+) -> bool:
+    """Whether this caller may answer `key` (approvers.py: a request that names approvers is
+    theirs) and the session declared what `request` needs (elicitation in its mode, sampling,
+    roots). A question it cannot take stays outstanding, for `task_respond` or its approver."""
+    if not may_answer(key, snapshot.owner, snapshot.approvers, ctx.principal, ctx.identity):
+        return False
     try:
         needed = capabilities.required_for_input(request)
     except ValueError:
@@ -152,7 +158,7 @@ def _can_answer(ctx: RequestContext, request: dict[str, Any]) -> bool:
 async def _ask(ctx: RequestContext, snapshot: TaskSnapshot, asked: set[str]) -> None:
     """Send the task's new questions to a 2025-11-25 client as server-to-client requests."""
     for key, request in snapshot.input_requests.items():
-        if key in asked or not _can_answer(ctx, request):
+        if key in asked or not _can_answer(ctx, request, snapshot, key):
             continue
         asked.add(key)
         params = dict(request.get("params") or {})
@@ -174,7 +180,9 @@ def _stuck(ctx: RequestContext, snapshot: TaskSnapshot) -> bool:
     if snapshot.status != "input_required":
         return False
     askable = not ctx.modern and ctx.streaming
-    return not askable or not all(_can_answer(ctx, r) for r in snapshot.input_requests.values())
+    return not askable or not all(
+        _can_answer(ctx, request, snapshot, key) for key, request in snapshot.input_requests.items()
+    )
 
 
 async def follow(
@@ -200,7 +208,9 @@ async def follow(
     _relaying[task_id] += 1
     try:
         while True:
-            snapshot = await find_task(services.store, task_id, ctx.principal, services.clock)
+            snapshot = await find_task(
+                services.store, task_id, ctx.principal, services.clock, identity=ctx.identity
+            )
             if snapshot is None:
                 raise task_not_found()
             if snapshot.status in ("completed", "failed", "cancelled"):
@@ -242,7 +252,9 @@ async def session_questions(
             for task_id in waiting:
                 if task_id in _relaying:
                     continue
-                snapshot = await find_task(services.store, task_id, ctx.principal, services.clock)
+                snapshot = await find_task(
+                    services.store, task_id, ctx.principal, services.clock, identity=ctx.identity
+                )
                 # Checked again: a tasks/result call may have started relaying during the read.
                 if task_id in _relaying:
                     continue

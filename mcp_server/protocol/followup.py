@@ -126,14 +126,17 @@ async def call(
         rates.cancels.take(ctx.principal)
     try:
         snapshot = await find_task(
-            services.store, task_id, ctx.principal, services.clock, rates.misses
+            services.store, task_id, ctx.principal, services.clock, rates.misses, ctx.identity
         )
         if snapshot is None:
             return _text(NOT_FOUND, error=True)
         if name == "task_status":
             return _status(snapshot)
         if name == "task_cancel":
-            await tasks.cancel(ctx, services, task_id)
+            try:
+                await tasks.cancel(ctx, services, task_id)
+            except McpError as err:
+                return _text(f"The task was not cancelled: {err.message}", error=True)
             return _text(f"Cancellation of task {task_id} requested.", taskId=task_id)
         return await _respond(ctx, services, snapshot, arguments)
     except TaskError as err:

@@ -204,7 +204,7 @@ async def listen(
         for task_id in dict.fromkeys(task_ids or []):
             _check_poll_budget(ctx, services, task_id)
             snapshot = await find_task(
-                services.store, task_id, ctx.principal, services.clock, misses
+                services.store, task_id, ctx.principal, services.clock, misses, ctx.identity
             )
             if snapshot is not None:
                 services.limits.polls.learn_interval(

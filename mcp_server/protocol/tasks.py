@@ -10,11 +10,19 @@ the same -32602, at the same time (tasks/access.py).
 - `tasks/cancel` acks at once, terminal or not; the workflow ends `cancelled` soon after.
 - Rate limits per principal, checked before the lookup (rate_limits.py): tasks/update and
   tasks/cancel calls, and lookups that end "not found" (on every method that looks a task up).
+- Approvers (tasks/approvers.py): an approver of a task finds it like its owner; a request
+  that names approvers is answered only by them, the owner included only when named, and a
+  request without approvers only by the owner (NOT_AN_APPROVER, -32602, naming who can);
+  only the owner cancels (APPROVER_CANNOT_CANCEL) unless MCP_TASKS_APPROVERS_MAY_CANCEL.
+  Every path that answers (tasks/update, a 2025-11-25 client's response, task_respond) or
+  cancels comes through here, so the rule is the same in both eras.
 """
 
 from __future__ import annotations
 
+from mcp_server.protocol import audit
 from mcp_server.protocol.context import RequestContext, Services
+from mcp_server.protocol.errors import APPROVER_CANNOT_CANCEL, NOT_AN_APPROVER, McpError
 from mcp_server.protocol.models import (
     CompleteResult,
     GetTaskResult,
@@ -24,14 +32,18 @@ from mcp_server.protocol.models import (
 )
 from mcp_server.protocol.task_views import get_task_result
 from mcp_server.tasks.access import require_task
+from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.snapshots import TaskSnapshot
+from workflows.approvers import describe_approvers
 from workflows.task_state import TERMINAL_STATUSES, AuditStamp, SubmitInput
 
 
 async def lookup(ctx: RequestContext, services: Services, task_id: str) -> TaskSnapshot:
     """The caller's task, or "not found" (counted by the caller's "not found" limit)."""
     misses = services.limits.rates.misses
-    return await require_task(services.store, task_id, ctx.principal, services.clock, misses)
+    return await require_task(
+        services.store, task_id, ctx.principal, services.clock, misses, ctx.identity
+    )
 
 
 async def get_task(ctx: RequestContext, services: Services, params: TaskIdParams) -> GetTaskResult:
@@ -51,15 +63,41 @@ async def submit_answers(
     if snapshot.status in TERMINAL_STATUSES:
         return
     outstanding = {k: v for k, v in responses.items() if k in snapshot.input_requests}
+    for key in outstanding:
+        if not may_answer(key, snapshot.owner, snapshot.approvers, ctx.principal, ctx.identity):
+            raise not_an_approver(snapshot, key)
     for key, response in outstanding.items():
         error = check_input_response(key, snapshot.input_requests[key], response)
         if error is not None:
             raise error
     if outstanding:
         update = SubmitInput(
-            responses=outstanding, request_id=str(ctx.request_id), principal=ctx.principal
+            responses=outstanding,
+            request_id=str(ctx.request_id),
+            principal=ctx.principal,
+            by=ctx.identity.name,
         )
         await services.store.submit_input(snapshot.task_id, update)
+        decided = sorted(key for key in outstanding if snapshot.approvers.get(key))
+        if decided:
+            audit.decided(ctx, snapshot.task_id, decided)
+
+
+def not_an_approver(snapshot: TaskSnapshot, key: str) -> McpError:
+    """The refusal of an answer to `key` by a caller who may not give it."""
+    names = snapshot.approvers.get(key)
+    if names:
+        who = describe_approvers(names)
+        message = (
+            f"Input request {key!r} of task {snapshot.task_id} can be answered only by its "
+            f"approvers: {who}; your credential is not one of them"
+        )
+    else:
+        message = (
+            f"Input request {key!r} of task {snapshot.task_id} can be answered only by the "
+            "principal that created the task"
+        )
+    return McpError(NOT_AN_APPROVER, message, {"key": key, "approvers": names or []})
 
 
 async def update_task(
@@ -74,6 +112,12 @@ async def cancel(ctx: RequestContext, services: Services, task_id: str) -> None:
     """Request the cancellation of the caller's task (the caller's cancel limit is checked by
     each method, before its lookup)."""
     snapshot = await lookup(ctx, services, task_id)
+    if snapshot.owner != ctx.principal and not services.registry.settings.approvers_may_cancel:
+        raise McpError(
+            APPROVER_CANNOT_CANCEL,
+            f"Task {snapshot.task_id} can be cancelled only by the principal that created it: "
+            "as an approver you may read it and answer the requests that name you",
+        )
     if snapshot.status not in TERMINAL_STATUSES:
         stamp = AuditStamp(principal=ctx.principal, request_id=str(ctx.request_id))
         await services.store.cancel(snapshot.task_id, stamp)

@@ -158,6 +158,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         tool_config=tool.workflow_config,
         session=(ctx.session or "") if as_task and not ctx.modern else "",
         call_digest=keyed.get("call_digest", ""),
+        requested_by=ctx.identity.name,
     )
     workflow = tool.workflow
     try:

@@ -137,6 +137,10 @@ class Settings(BaseModel):
     # Chunks one run of an import workflow commits before it continues as new (its history
     # stays short; the taskId stays). Read by the server when it starts an import.
     import_chunks_per_run: Positive = 200
+    # Approvers (issue 12): who decides a `request_approval` call that names none (empty: its
+    # caller), e.g. `release-manager,scope:release`; whether an approver may cancel a task.
+    approval_approvers: CommaList = ()
+    approvers_may_cancel: Flag = False
     # A TOML file mapping tool names to existing workflows (tools/exposed.py).
     exposed_workflows_file: str | None = None
     # Operations (README "Operations"): log format (None: text for dev/stdio, json otherwise);
@@ -162,6 +166,16 @@ class Settings(BaseModel):
         if any(algorithm.lower() == "none" for algorithm in algorithms):
             raise ValueError("must never hold 'none' (it accepts unsigned tokens)")
         return algorithms
+
+    @field_validator("approval_approvers")
+    @classmethod
+    def _approver_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        from workflows.approvers import invalid_approvers
+
+        problem = invalid_approvers(list(names)) if names else None
+        if problem is not None:
+            raise ValueError(problem)
+        return names
 
     @field_validator("payload_key")
     @classmethod

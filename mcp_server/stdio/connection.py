@@ -49,6 +49,7 @@ from mcp_server.protocol.models import (
     to_message,
 )
 from mcp_server.stdio.headers import BodyHeaders, body_headers
+from mcp_server.tasks.approvers import LOCAL_USER
 
 log = logging.getLogger("mcp_server.stdio")
 
@@ -171,6 +172,7 @@ class StdioConnection:
             progress_token=meta.progress_token,
             send=self.send,
             streaming=True,
+            identity=LOCAL_USER,
         )
 
     def _legacy(self, method: str, request_id: RequestId, params: dict[str, Any]) -> RequestContext:
@@ -187,6 +189,7 @@ class StdioConnection:
             progress_token=_string_or_integer(progress_token),
             send=self.send,
             streaming=True,
+            identity=LOCAL_USER,
         )
 
     async def _initialize(self, message: dict[str, Any], request_id: RequestId) -> dict[str, Any]:
@@ -234,6 +237,7 @@ class StdioConnection:
                 message,
                 request_id,
                 principal=self.principal,
+                identity=LOCAL_USER,
                 capabilities=self.handshake.capabilities,
                 version=self.handshake.version,
                 headers=BodyHeaders(),

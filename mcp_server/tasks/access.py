@@ -1,7 +1,8 @@
 """Who may read a task, and how long a "not found" takes (wire §2.12), for any `TaskStore`.
 
 Rules implemented:
-- A task is found only by its owner and only within its TTL (ttl.py). Anything else is "not
+- A task is found only by its owner (or an approver of one of its requests, approvers.py) and
+  only within its TTL (ttl.py). Anything else is "not
   found", alike whether the task never existed, is someone else's, or has expired; a taskId
   too long or not printable is not found without asking the store.
 - The owner is compared before anything else is read (the store's `get(task_id, owner)`).
@@ -34,6 +35,7 @@ from datetime import datetime
 from typing import Protocol
 from weakref import WeakKeyDictionary
 
+from mcp_server.tasks.approvers import Identity
 from mcp_server.tasks.errors import TaskNotFound
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TaskStore
@@ -97,14 +99,16 @@ async def find_task(
     owner: str,
     clock: Callable[[], datetime],
     misses: MissLimiter | None = None,
+    identity: Identity | None = None,
 ) -> TaskSnapshot | None:
-    """The task if it exists, belongs to `owner` and is within its TTL; else None, at the
-    common deadline of every "not found". With `misses`, a lookup the owner's "not found"
-    bucket has no room for is refused (RATE_LIMITED) before the store is asked."""
+    """The task if it exists, belongs to `owner` (or names `identity` as an approver,
+    approvers.py) and is within its TTL; else None, at the common deadline of every "not
+    found". With `misses`, a lookup the owner's "not found" bucket has no room for is refused
+    (RATE_LIMITED) before the store is asked."""
     if misses is not None:
         misses.take(owner)
     try:
-        snapshot = await _find(store, task_id, owner, clock)
+        snapshot = await _find(store, task_id, owner, clock, identity)
     except Exception:  # the store failed: no answer either way (a cancelled call still counts)
         if misses is not None:
             misses.give_back(owner)
@@ -115,12 +119,16 @@ async def find_task(
 
 
 async def _find(
-    store: TaskStore, task_id: str, owner: str, clock: Callable[[], datetime]
+    store: TaskStore,
+    task_id: str,
+    owner: str,
+    clock: Callable[[], datetime],
+    identity: Identity | None,
 ) -> TaskSnapshot | None:
     started = time.perf_counter()
     deadline = deadline_of(store)
     if len(task_id) <= MAX_TASK_ID_LENGTH and task_id.isprintable():
-        snapshot = await store.get(task_id, owner=owner)
+        snapshot = await store.get(task_id, owner=owner, identity=identity)
         if snapshot is not None and not is_expired(snapshot, clock()):
             if snapshot.status not in TERMINAL_STATUSES:
                 deadline.learn(time.perf_counter() - started)
@@ -135,9 +143,10 @@ async def require_task(
     owner: str,
     clock: Callable[[], datetime],
     misses: MissLimiter | None = None,
+    identity: Identity | None = None,
 ) -> TaskSnapshot:
     """`find_task`, with "not found" raised as `TaskNotFound`."""
-    snapshot = await find_task(store, task_id, owner, clock, misses)
+    snapshot = await find_task(store, task_id, owner, clock, misses, identity)
     if snapshot is None:
         raise TaskNotFound(task_id)
     return snapshot

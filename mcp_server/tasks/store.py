@@ -56,6 +56,7 @@ from temporalio.common import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from mcp_server.tasks.approvers import Identity, may_read
 from mcp_server.tasks.errors import (
     ArgumentsTooLarge,
     BackendRefused,
@@ -111,7 +112,9 @@ class TaskStore(Protocol):
     """
 
     async def create(self, task: TaskInput, workflow: str, quota: int = 0) -> TaskSnapshot: ...
-    async def get(self, task_id: str, owner: str | None = None) -> TaskSnapshot | None: ...
+    async def get(
+        self, task_id: str, owner: str | None = None, identity: Identity | None = None
+    ) -> TaskSnapshot | None: ...
     async def wait_for_events(
         self, task_id: str, cursor: bytes
     ) -> tuple[int, bytes | None] | None: ...
@@ -285,15 +288,22 @@ class TemporalTaskStore:
         )
         return replace(snapshot, advertised_poll_interval_ms=interval)
 
-    async def get(self, task_id: str, owner: str | None = None) -> TaskSnapshot | None:
+    async def get(
+        self, task_id: str, owner: str | None = None, identity: Identity | None = None
+    ) -> TaskSnapshot | None:
         """The task, or None when it does not exist, is not an MCP task, or (given `owner`) is
-        someone else's; its pollIntervalMs grown with its quiet time."""
-        snapshot = await self._read(task_id, owner)
+        someone else's and does not name `identity` as an approver (approvers.py); its
+        pollIntervalMs grown with its quiet time."""
+        snapshot = await self._read(task_id, owner, identity)
         return None if snapshot is None else self._advertise(snapshot)
 
-    async def _read(self, task_id: str, owner: str | None) -> TaskSnapshot | None:
+    async def _read(
+        self, task_id: str, owner: str | None, identity: Identity | None
+    ) -> TaskSnapshot | None:
         cached = self._terminal.get(task_id)
-        if cached is not None and (owner is None or cached.owner == owner):
+        if cached is not None and (
+            owner is None or may_read(cached.owner, cached.approvers, owner, identity)
+        ):
             if not is_expired(cached, self._clock()):
                 return cached  # anyone else takes the same describe() as for a missing task
             # Expired: read afresh, to delete it (or find the new run of its idempotency key).
@@ -302,7 +312,9 @@ class TemporalTaskStore:
         if description is None:
             return None
         state = TaskState.from_memo(await description.memo_value(MEMO_KEY, None))
-        if state is None or (owner is not None and state.owner != owner):
+        if state is None or (
+            owner is not None and not may_read(state.owner, state.approvers, owner, identity)
+        ):
             return None  # not an MCP task (another workflow of the namespace), or not theirs
         if description.status == WorkflowExecutionStatus.RUNNING:
             return await self._running(task_id, description, state)

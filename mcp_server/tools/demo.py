@@ -9,6 +9,7 @@ from activities.records import IDENTIFIER, RecordImports
 from activities.steps import ACTIVITIES
 from mcp_server.tools.registry import Tool, ToolCall, ToolRegistry
 from workflows import approvals, demo, deploy, imports
+from workflows.approvers import APPROVERS_SCHEMA
 from workflows.results import text_result
 
 DAY_MS = 24 * 60 * 60 * 1000
@@ -147,11 +148,14 @@ def register(registry: ToolRegistry) -> None:
             required_capabilities=_job_capabilities,
         )
     )
+    default_approvers = list(registry.settings.approval_approvers)
     registry.add(
         Tool(
             "request_approval",
             "Asks a human to approve or reject, and waits (for days if need be). With "
-            "`deadline_seconds`, resolves as `expired` when nobody has decided by then.",
+            "`deadline_seconds`, resolves as `expired` when nobody has decided by then. With "
+            "`approvers` (principals, or `scope:NAME` for anyone holding that scope), only "
+            "they decide, with their own credentials; the caller cannot.",
             {
                 "type": "object",
                 "properties": {
@@ -162,6 +166,7 @@ def register(registry: ToolRegistry) -> None:
                         "minimum": 1,
                         "maximum": MAX_DEADLINE_S,
                     },
+                    "approvers": APPROVERS_SCHEMA,
                 },
                 "required": ["message"],
             },
@@ -171,6 +176,7 @@ def register(registry: ToolRegistry) -> None:
                     "decision": {"enum": ["approved", "rejected", "expired", "dismissed"]},
                     "reason": {"type": ["string", "null"]},
                     "decidedBy": {"type": ["string", "null"]},
+                    "decidedByName": {"type": ["string", "null"]},
                     "waitedSeconds": {"type": "number"},
                 },
                 "required": ["decision", "reason", "decidedBy", "waitedSeconds"],
@@ -179,6 +185,11 @@ def register(registry: ToolRegistry) -> None:
             workflow="RequestApproval",
             ttl_ms=APPROVAL_TTL_MS,
             poll_interval_ms=5000,
-            required_capabilities={"elicitation": {}},
+            # The caller's client shows the form, unless approvers decide (they answer
+            # elsewhere: tasks/update with their own credentials, the inbox).
+            required_capabilities=lambda arguments: (
+                {} if arguments.get("approvers") or default_approvers else {"elicitation": {}}
+            ),
+            workflow_config={"approvers": default_approvers} if default_approvers else {},
         )
     )
