@@ -1,5 +1,5 @@
 """What the inbox tests run against: a real `mcp-tasks dev --auth tokens` process (the demo
-toolset, the asking fixture tool, a release pipeline whose approval gate names an approver),
+toolset, the asking fixture tool, pipelines/release.toml whose approval gate names approvers),
 three principals with tokens, and Debian's chromium driven headless by Playwright."""
 
 from __future__ import annotations
@@ -26,24 +26,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 REPO = Path(__file__).resolve().parent.parent
 # Where the browser tests save the README's screenshots (unset: none are taken).
 SCREENSHOTS_ENV = "MCP_TASKS_INBOX_SCREENSHOTS"
-RELEASE_TOML = """\
-description = "Build, test, then (after the release manager's approval) release"
-
-[[steps]]
-name = "build"
-run = "echo building 2.0.0 && echo built"
-
-[[steps]]
-name = "test"
-run = "echo running the tests && echo 212 passed"
-
-[[steps]]
-name = "release"
-approval = "Release 2.0.0 to production?"
-approvers = ["release-manager"]
-run = "echo releasing 2.0.0 && echo live"
-rollback = "echo rolling back 2.0.0"
-"""
 PRINCIPALS = {"alice": ["deploy"], "release-manager": ["deploy", "release"], "eve": []}
 
 
@@ -66,7 +48,8 @@ async def inbox_server(tmp: Path) -> AsyncIterator[InboxServer]:
     tokens = {who: add_token(tokens_file, who, scopes) for who, scopes in PRINCIPALS.items()}
     pipelines = tmp / "pipelines"
     pipelines.mkdir()
-    (pipelines / "release.toml").write_text(RELEASE_TOML)
+    # The shipped pipeline: its traffic switch waits for release-manager (or scope release).
+    (pipelines / "release.toml").write_text((REPO / "pipelines" / "release.toml").read_text())
     env = {
         "MCP_TASKS_AUTH": "tokens",
         "MCP_TASKS_TOKENS_FILE": str(tokens_file),

@@ -14,6 +14,7 @@ import pytest
 from playwright.async_api import Browser, expect
 
 from mcp_server.inbox.security import CONTENT_SECURITY_POLICY
+from mcp_server.protocol.errors import NOT_AN_APPROVER
 from tests.inbox_stack import (
     InboxServer,
     chromium,
@@ -97,6 +98,60 @@ async def _signed_in(
     return http, csrf.group(1)
 
 
+async def test_the_approver_approves_the_deploy_in_the_browser(
+    server: InboxServer, browser: Browser
+) -> None:
+    alice = server.mcp("alice")
+    task_id = await alice.create_task("deploy", {"pipeline": "release"})
+    await alice.wait_status(task_id, "input_required", within=30)
+    (key,) = (await alice.get_task(task_id)).result["inputRequests"]
+    approve = {key: {"action": "accept", "content": {"approve": True}}}
+    refused = (await alice.update_task(task_id, approve)).error
+    assert refused["code"] == NOT_AN_APPROVER and "release-manager" in refused["message"]
+    question = {"message": "Rotate the payments API key tonight?", "approvers": ["release-manager"]}
+    other = await alice.create_task("request_approval", question)
+    await alice.wait_status(other, "input_required", within=30)
+    async with session(server, "alice") as (http, _):
+        mine = await http.get(f"/inbox/tasks/{task_id}")
+        assert "Awaiting the decision of release-manager" in mine.text
+        assert "form" not in mine.text.split('id="forms"')[1]  # nothing alice may answer
+
+    page = await signed_in_page(browser, server, "release-manager")
+    row = page.locator(f"tr[data-task='{task_id}']")
+    await expect(row).to_be_visible(timeout=20_000)
+    await expect(row.locator(".whose")).to_have_text("as approver")
+    await expect(page.locator(f"tr[data-task='{other}']")).to_be_visible(timeout=20_000)
+    if (where := screenshot_path("inbox.png")) is not None:
+        await page.set_viewport_size({"width": 1200, "height": 460})
+        await page.screenshot(path=str(where), full_page=True)
+        await page.set_viewport_size({"width": 1200, "height": 820})
+    await row.locator("a").click()
+    await page.wait_for_url(f"{server.base}/inbox/tasks/{task_id}")
+    assert await form_fields(page) == {"f.approve": "checkbox", "f.comment": "text"}
+    steps = page.locator("li.step")
+    await expect(steps).to_have_count(2)
+    await expect(steps.nth(0).locator(".step-name")).to_have_text("build")
+    await expect(steps.nth(0).locator(".badge")).to_have_text("succeeded")
+    await expect(steps.nth(0).locator(".step-facts")).to_contain_text("exit 0")
+    await expect(steps.nth(0).locator("pre.tail")).to_contain_text("built", use_inner_text=False)
+    await expect(steps.nth(1).locator(".badge")).to_have_text("waiting")
+    await expect(page.locator(".who-list").first).to_contain_text("alice")
+    await page.fill("#f\\.comment", "Go ahead, the change window is open.")
+    await page.check("#f\\.approve")
+    if (where := screenshot_path("inbox-task.png")) is not None:
+        await page.screenshot(path=str(where), full_page=True)
+    await page.click("button[value=accept]")
+    done = await alice.wait_terminal(task_id, within=30)
+    assert done["status"] == "completed" and not done["result"].get("isError"), done
+    # The page follows the deploy to its end (server-sent events) and says who decided.
+    await expect(page.locator("#live .pill")).to_have_text("completed", timeout=20_000)
+    await expect(steps.nth(1).locator(".badge")).to_have_text("succeeded")
+    await expect(page.locator("#live")).to_contain_text("answered by release-manager")
+    await page.context.close()
+    async with session(server, "eve") as (http, _):
+        assert (await http.get(f"/inbox/tasks/{task_id}")).status_code == 404
+
+
 async def test_owner_answers_every_field_type_in_the_browser(
     server: InboxServer, browser: Browser
 ) -> None:
@@ -153,8 +208,6 @@ async def test_the_list_updates_without_reload(server: InboxServer, browser: Bro
     task_id = await waiting_task(server, "alice", "A new question arrives")
     await expect(page.locator(f"tr[data-task='{task_id}']")).to_be_visible(timeout=20_000)
     assert await page.evaluate("performance.getEntriesByType('navigation').length") == before
-    if (where := screenshot_path("inbox.png")) is not None:
-        await page.screenshot(path=str(where), full_page=True)
     await page.context.close()
 
 

@@ -104,13 +104,27 @@ def task_live(snapshot: TaskSnapshot, now: datetime) -> str:
     )
 
 
-def task_forms(snapshot: TaskSnapshot, csrf: str, problem: str | None = None) -> str:
+def _not_yours(key: str, snapshot: TaskSnapshot) -> str:
+    names = snapshot.approvers.get(key)
+    who = describe_approvers(names) if names else "the principal that created the task"
+    return (
+        f'<article class="request others" data-key="{h(key)}"><h3>{h(key)}</h3>'
+        f'<p class="note">Awaiting the decision of {h(who)}.</p></article>'
+    )
+
+
+def task_forms(
+    snapshot: TaskSnapshot, csrf: str, answerable: frozenset[str], problem: str | None = None
+) -> str:
+    """The outstanding requests: a form for each one the viewer may answer (`answerable`)."""
     error = f'<div class="error" role="alert">{h(problem)}</div>' if problem else ""
     if not snapshot.input_requests:
         body = '<p class="note">No question is waiting on this task.</p>'
     else:
         body = join(
             render_request(snapshot.task_id, key, request, csrf)
+            if key in answerable
+            else _not_yours(key, snapshot)
             for key, request in snapshot.input_requests.items()
         )
     return f'<section id="forms"><h2>Your input</h2>{error}{body}</section>'
@@ -120,6 +134,7 @@ def task_page(
     snapshot: TaskSnapshot,
     now: datetime,
     csrf: str,
+    answerable: frozenset[str],
     user: str,
     logout: str | None,
     problem: str | None = None,
@@ -128,7 +143,7 @@ def task_page(
         '<nav class="crumbs"><a href="/inbox">← Inbox</a></nav>'
         f'<div class="heading"><h1><span class="tool">{h(snapshot.tool or "task")}</span></h1>'
         f'<span class="id">{h(snapshot.task_id)}</span></div>'
-        f"{task_live(snapshot, now)}{task_forms(snapshot, csrf, problem)}"
+        f"{task_live(snapshot, now)}{task_forms(snapshot, csrf, answerable, problem)}"
     )
     live = f"/inbox/events?task={h(snapshot.task_id)}"
     return page(snapshot.tool or "Task", body, user=user, logout_csrf=logout, live=live)

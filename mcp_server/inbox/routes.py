@@ -22,7 +22,7 @@ from starlette.responses import (
     StreamingResponse,
 )
 
-from mcp_server.http.auth import AuthError, Principal
+from mcp_server.http.auth import AuthError, Principal, identity_of
 from mcp_server.inbox import pages
 from mcp_server.inbox.csrf import FIELD_NAME
 from mcp_server.inbox.events import list_stream, task_stream
@@ -32,6 +32,7 @@ from mcp_server.inbox.signin import SignIn
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import McpError, from_task_error
 from mcp_server.protocol.tasks import lookup, submit_answers
+from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.errors import TaskError, TaskNotFound
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.waiting import Waiting, WaitingTasks
@@ -67,6 +68,7 @@ class Inbox:
             principal=principal.digest,
             headers=request.headers,
             grant=self.signin.authenticator.grant(principal),
+            identity=identity_of(principal),
         )
 
     def _now(self, request: Request) -> datetime:
@@ -86,7 +88,8 @@ class Inbox:
         query: WaitingTasks | None = request.app.state.waiting
         if query is None:
             raise McpError(-32603, "the inbox needs the server's Temporal client", http_status=503)
-        return await query.waiting_for(principal.digest, every_approver=principal.every_scope)
+        identity = identity_of(principal)
+        return await query.waiting_for(principal.digest, identity.approver_ids, identity.every)
 
     async def _task(self, request: Request, principal: Principal, task_id: str) -> TaskSnapshot:
         return await lookup(self.context(request, principal), self._services(request), task_id)
@@ -140,9 +143,11 @@ class Inbox:
         now, token = self._now(request), self.signin.csrf.token(session)
         if part == "live":
             return _html(pages.task_live(snapshot, now))
+        mine = _answerable(snapshot, principal)
         if part == "forms":
-            return _html(pages.task_forms(snapshot, token))
-        body = pages.task_page(snapshot, now, token, principal.subject, self._logout_token(session))
+            return _html(pages.task_forms(snapshot, token, mine))
+        logout = self._logout_token(session)
+        body = pages.task_page(snapshot, now, token, mine, principal.subject, logout)
         return self._finish(request, _html(body), session, fresh)
 
     async def answer(self, request: Request) -> Response:
@@ -194,6 +199,7 @@ class Inbox:
             snapshot,
             self._now(request),
             self.signin.csrf.token(session),
+            _answerable(snapshot, principal),
             principal.subject,
             self._logout_token(session),
             problem,
@@ -281,6 +287,16 @@ class Inbox:
         if name not in STATIC_FILES:
             return _problem(404, "Not found", "No such file.")
         return FileResponse(STATIC_DIR / name, media_type=STATIC_FILES[name])
+
+
+def _answerable(snapshot: TaskSnapshot, principal: Principal) -> frozenset[str]:
+    """The outstanding request keys `principal` may answer (the rule of tasks/update)."""
+    identity = identity_of(principal)
+    return frozenset(
+        key
+        for key in snapshot.input_requests
+        if may_answer(key, snapshot.owner, snapshot.approvers, principal.digest, identity)
+    )
 
 
 def add_inbox_routes(app: FastAPI, signin: SignIn) -> None:

@@ -30,19 +30,22 @@ def _bar(step: dict[str, Any], span: tuple[datetime, float] | None, now: datetim
     started = parse_time(step.get("startedAt"))
     ended = parse_time(step.get("endedAt")) or (now if started else None)
     if span is None or started is None or ended is None:
-        x, width = 0.0, 100.0
-        css = f"track {_css(status)} idle"
+        # Not started: a mark at the end of the axis while it waits, else the bare rail.
+        x, width = (96.0, 4.0) if status == "waiting" else (0.0, 0.0)
     else:
         first, total = span
-        x = max(0.0, (started - first).total_seconds() / total * 100)
-        width = max(1.5, (ended - started).total_seconds() / total * 100)
-        width = min(width, 100 - x) if x < 100 else 1.5
-        css = f"track {_css(status)}"
+        x = min(98.5, max(0.0, (started - first).total_seconds() / total * 100))
+        width = min(100 - x, max(1.5, (ended - started).total_seconds() / total * 100))
+    track = (
+        f'<rect class="track {_css(status)}" x="{x:.2f}" y="0" width="{width:.2f}" '
+        'height="10" rx="1"/>'
+        if width
+        else ""
+    )
     return (
         '<svg class="gantt" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" '
         f'aria-label="{h(status)}"><rect class="rail" x="0" y="0" width="100" height="10" '
-        f'rx="1"/><rect class="{css}" x="{x:.2f}" y="0" width="{width:.2f}" height="10" '
-        'rx="1"/></svg>'
+        f'rx="1"/>{track}</svg>'
     )
 
 
@@ -55,8 +58,12 @@ def _facts(step: dict[str, Any], now: datetime) -> str:
         facts.append(f"<span>{h(took)}{'' if ended else ' so far'}</span>")
     if step.get("exitCode") is not None:
         facts.append(f"<span>exit {h(step['exitCode'])}</span>")
-    if step.get("rollback"):
-        facts.append(f'<span class="dim">rollback: {h(step["rollback"])}</span>')
+    rollback = step.get("rollback")
+    if isinstance(rollback, dict):
+        code = rollback.get("exitCode")
+        facts.append(f'<span class="dim">rollback: exit {h(code)}</span>')
+    elif rollback:
+        facts.append(f'<span class="dim">rollback: {h(rollback)}</span>')
     return join(facts)
 
 
