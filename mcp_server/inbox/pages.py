@@ -20,6 +20,12 @@ def _age(created_at: str, now: datetime) -> str:
     return "?" if created is None else duration((now - created).total_seconds())
 
 
+def _from(waiting: Waiting) -> str:
+    if waiting.mine or not waiting.requested_by:
+        return ""
+    return f'<div class="from">asked by {h(waiting.requested_by)}</div>'
+
+
 def list_version(waiting: list[Waiting]) -> str:
     text = ",".join(w.version for w in waiting)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -38,7 +44,7 @@ def list_section(waiting: list[Waiting], now: datetime) -> str:
             f'<span class="tool">{h(w.tool)}</span></a>'
             f'<div class="id">{h(w.task_id)}</div></td>'
             f'<td class="msg">{h(w.status_message or "")}</td>'
-            f'<td class="whose">{"yours" if w.mine else "as approver"}</td>'
+            f'<td class="whose">{"yours" if w.mine else "as approver"}{_from(w)}</td>'
             f'<td class="age" title="{h(w.created_at)}">{h(_age(w.created_at, now))}</td></tr>'
             for w in waiting
         )

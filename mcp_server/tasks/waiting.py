@@ -4,7 +4,8 @@ list; no history read, no worker needed).
 Rules implemented:
 - The query is the contract's: running, `McpStatus="input_required"`, and owned by the
   principal or naming one of its approver ids in `McpApprovers`. The local user (auth none)
-  is every approver, so it sees every waiting task that names approvers too.
+  is every approver, so it sees every waiting task that names approvers too (as it may read
+  them: mcp_server/tasks/approvers.py).
 - Each execution's memo is read with `TaskState.from_memo` and checked again here (the owner,
   or an approver id among the task's outstanding approvers): visibility is a filter, not the
   rule.
@@ -44,6 +45,7 @@ class Waiting:
     status_message: str | None
     request_keys: tuple[str, ...]
     mine: bool
+    requested_by: str | None = None
 
     @property
     def version(self) -> str:
@@ -88,7 +90,8 @@ class WaitingTasks:
                 if state is None or state.status != "input_required":
                     continue
                 mine = state.owner == owner
-                if not (mine or every_approver or _names(state, approver_ids)):
+                named = bool(state.approvers) if every_approver else _names(state, approver_ids)
+                if not (mine or named):
                     continue
                 found.append(
                     Waiting(
@@ -98,6 +101,7 @@ class WaitingTasks:
                         status_message=state.status_message,
                         request_keys=tuple(sorted(state.input_requests)),
                         mine=mine,
+                        requested_by=state.requested_by,
                     )
                 )
         except RPCError as err:

@@ -1,0 +1,75 @@
+"""The inbox with `--auth none` (the test stack): the local user, no sign-in, the same CSRF
+check, the list's event stream, and an answer that goes through tasks/update's rules."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import httpx
+
+from tests.conftest import Stack
+
+
+def _base(stack: Stack) -> str:
+    return stack.url.removesuffix("/mcp")
+
+
+def _csrf(page: str) -> str:
+    found = re.search(r'name="csrf" value="([0-9a-f]+)"', page)
+    assert found is not None, page
+    return found.group(1)
+
+
+async def test_the_local_user_needs_no_sign_in_and_answers(stack: Stack) -> None:
+    task_id = await stack.mcp.create_task("request_approval", {"message": "Ship <it>?"})
+    await stack.mcp.wait_status(task_id, "input_required", within=15)
+    async with httpx.AsyncClient(base_url=_base(stack), timeout=15) as http:
+        assert (await http.get("/inbox/login")).headers["location"] == "/inbox"
+        home = await http.get("/inbox")
+        assert home.status_code == 200 and "Signed in as <strong>anonymous</strong>" in home.text
+        assert "Sign out" not in home.text  # nobody to sign out
+        assert "mcp_inbox=" in home.headers["set-cookie"]
+        deadline = asyncio.get_running_loop().time() + 15
+        while task_id not in (await http.get("/inbox/fragments/list")).text:
+            assert asyncio.get_running_loop().time() < deadline, "the task never got listed"
+            await asyncio.sleep(0.2)
+        page = await http.get(f"/inbox/tasks/{task_id}")
+        assert "Ship &lt;it&gt;?" in page.text and "<it>" not in page.text
+        answer = {"csrf": _csrf(page.text), "key": "decision", "action": "accept",
+                  "f.decision": "approve"}  # fmt: skip
+        forged = await http.post(f"/inbox/tasks/{task_id}/answer", data={**answer, "csrf": "x"})
+        assert forged.status_code == 403
+        done = await http.post(f"/inbox/tasks/{task_id}/answer", data=answer)
+        assert done.status_code == 303 and done.headers["location"] == f"/inbox/tasks/{task_id}"
+    task = await stack.mcp.wait_terminal(task_id, within=15)
+    assert task["result"]["structuredContent"]["decision"] == "approved"
+
+
+async def test_the_list_stream_says_what_changed(stack: Stack) -> None:
+    async with httpx.AsyncClient(base_url=_base(stack), timeout=15) as http:
+        await http.get("/inbox")  # the session cookie
+        async with asyncio.timeout(15), http.stream("GET", "/inbox/events") as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            assert "default-src 'none'" in stream.headers["content-security-policy"]
+            lines = []
+            async for line in stream.aiter_lines():
+                lines.append(line)
+                if line.startswith("data: "):
+                    break
+        assert lines[0] == "retry: 3000" and "event: list" in lines
+
+
+async def test_inbox_requests_need_a_same_origin_browser(stack: Stack) -> None:
+    async with httpx.AsyncClient(base_url=_base(stack), timeout=15) as http:
+        null = {"Origin": "null"}
+        # Origin: null only counts as the inbox's own form with Sec-Fetch-Site: same-origin.
+        refused = await http.post("/inbox/logout", headers=null)
+        assert refused.status_code == 403 and "Host or Origin" in refused.text
+        own = {**null, "Sec-Fetch-Site": "same-origin"}
+        refused = await http.post("/inbox/logout", headers=own, data={"csrf": "x"})
+        assert refused.status_code == 403 and "security token" in refused.text
+        foreign = {"Origin": "https://evil.example", "Sec-Fetch-Site": "same-origin"}
+        for path, headers in (("/inbox/logout", foreign), ("/mcp", own)):
+            refused = await http.post(path, headers=headers)
+            assert refused.status_code == 403 and "Host or Origin" in refused.text
