@@ -8,7 +8,8 @@ fetches the fresh fragment (no reload).
   sends `task` with the versions of its live part and its forms; `end` once nothing more will
   come (terminal, gone).
 - Each stream holds a `subscriptions/listen` slot of its principal (the same per-caller and
-  per-replica limits, 429 beyond them) and a task stream counts against the watched-task
+  per-replica limits, 429 beyond them); a list that cannot be read (Temporal down) is tried
+  again the next round and a task stream counts against the watched-task
   limit. A stream lasts at most `MAX_STREAM_S` (the browser reconnects by itself) and sends a
   comment every `KEEPALIVE_S`; on shutdown the server's grace ends it, and every exit (client
   gone, cancelled) releases its slot and its watcher.
@@ -18,14 +19,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from mcp_server.inbox.pages import forms_version, list_version, task_version
+from mcp_server.protocol.errors import McpError
 from mcp_server.protocol.streams import Lease, Listening
+from mcp_server.tasks.errors import TaskError
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.waiting import Waiting
 
+log = logging.getLogger("mcp_server.inbox.events")
 RELIST_S = 3.0
 KEEPALIVE_S = 15.0
 MAX_STREAM_S = 300.0
@@ -49,7 +54,12 @@ async def list_stream(
         quiet_since = time.monotonic()
         ends = time.monotonic() + MAX_STREAM_S
         while time.monotonic() < ends:
-            version = list_version(await relist())
+            try:
+                version = list_version(await relist())
+            except (TaskError, McpError) as err:  # Temporal unreachable: try again next round
+                log.warning("inbox list stream: %s", err)
+                await asyncio.sleep(RELIST_S)
+                continue
             if version != shown:
                 shown, quiet_since = version, time.monotonic()
                 yield event("list", {"version": version})
