@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -83,10 +84,23 @@ class SecretWorkWorkflow(TaskWorkflow):
         )
 
 
+@task_workflow("TestsSplitDecision")
+class SplitDecisionWorkflow(TaskWorkflow):
+    """Asks two questions at once: "mine" of its caller, "theirs" of `approvers`."""
+
+    async def execute(self, task: TaskInput) -> dict[str, Any]:
+        form = elicitation("Go?", {"go": {"type": "boolean"}})
+        mine, theirs = await asyncio.gather(
+            self.ask("mine", form),
+            self.ask("theirs", form, approvers=list(task.arguments["approvers"])),
+        )
+        return text_result("both answered", structured={"mine": mine, "theirs": theirs})
+
+
 def register(registry: ToolRegistry) -> None:
     registry.add_workflows(
         [HugeResultWorkflow, ShortLivedWorkflow, WaitForeverWorkflow, LeakyWorkflow,
-         SecretWorkWorkflow]
+         SecretWorkWorkflow, SplitDecisionWorkflow]
     )  # fmt: skip
     registry.add_activities([use_key])
     schema = {"type": "object", "properties": {"bytes": {"type": "integer"}}}
@@ -116,5 +130,8 @@ def register(registry: ToolRegistry) -> None:
     registry.add(Tool("tests_secret_work", "Uses its secret api_key in errors and results.",
                       secret_work, workflow="TestsSecretWork",
                       secret_arguments=frozenset({"api_key"}), **task))  # fmt: skip
+    split = {"type": "object", "properties": {"approvers": {"type": "array"}}}
+    registry.add(Tool("tests_split_decision", "Asks its caller and its approvers.", split,
+                      workflow="TestsSplitDecision", **task))  # fmt: skip
     registry.add(Tool("tests_times_out", "Never finishes; its TTL is 3 s.", {"type": "object"},
                       workflow="TestsWaitForever", ttl_ms=SHORT_TTL_MS, **task))  # fmt: skip

@@ -43,6 +43,8 @@ class Services:
     # How long a host without task support waits on a task tool before it gets a follow-up
     # result naming the task (the fallback of hosts with no task support).
     sync_wait_s: float = 45.0
+    # Whether an approver of a task (not its owner) may cancel it (MCP_TASKS_APPROVERS_MAY_CANCEL).
+    approvers_may_cancel: bool = False
 
 
 async def _nowhere(message: dict[str, Any]) -> None:

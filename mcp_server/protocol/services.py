@@ -91,4 +91,5 @@ def build_services(
         listening=listening,
         instructions=settings.instructions or DEFAULT_INSTRUCTIONS,
         sync_wait_s=settings.sync_wait_s,
+        approvers_may_cancel=settings.approvers_may_cancel,
     )

@@ -112,7 +112,7 @@ async def cancel(ctx: RequestContext, services: Services, task_id: str) -> None:
     """Request the cancellation of the caller's task (the caller's cancel limit is checked by
     each method, before its lookup)."""
     snapshot = await lookup(ctx, services, task_id)
-    if snapshot.owner != ctx.principal and not services.registry.settings.approvers_may_cancel:
+    if snapshot.owner != ctx.principal and not services.approvers_may_cancel:
         raise McpError(
             APPROVER_CANNOT_CANCEL,
             f"Task {snapshot.task_id} can be cancelled only by the principal that created it: "

@@ -1,0 +1,229 @@
+"""Approvers (issue 12): someone other than the caller decides, over real HTTP, real tokens and a
+real Temporal. The developer `dev` asks; `release-manager` (named) or `carol` (scope release)
+decides; `eve` sees nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+
+from mcp_server.protocol import errors
+from mcp_server.runtime.config import ConfigError, Settings
+from mcp_server.runtime.tokens import add_token
+from mcp_server.tasks.store import TemporalTaskStore
+from tests.conftest import Stack
+from tests.mcp_client import TASKS, McpClient
+from workflows.approvers import approver_id
+
+StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
+NOT_FOUND = {"code": errors.INVALID_PARAMS, "message": errors.TASK_NOT_FOUND_MESSAGE}
+APPROVERS = ["release-manager", "scope:release"]
+APPROVE = {"action": "accept", "content": {"decision": "approve"}}
+PEOPLE = {
+    "dev": ("dev", ["deploy"]),
+    "rm": ("release-manager", []),
+    "carol": ("carol", ["release"]),
+    "eve": ("eve", ["deploy"]),
+}
+
+
+@pytest.fixture
+def tokens(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    path = tmp_path / "tokens.json"
+    return path, {who: add_token(path, name, scopes) for who, (name, scopes) in PEOPLE.items()}
+
+
+@pytest.fixture
+async def token_stack(
+    fresh_stack: StackFactory, tokens: tuple[Path, dict[str, str]]
+) -> AsyncIterator[Stack]:
+    bursts = {"poll_burst": 1000, "not_found_burst": 1000}
+    async with fresh_stack(auth="tokens", tokens_file=str(tokens[0]), **bursts) as running:
+        yield running
+
+
+@pytest.fixture
+def people(token_stack: Stack, tokens: tuple[Path, dict[str, str]]) -> dict[str, McpClient]:
+    clients = {}
+    for who, token in tokens[1].items():
+        client = McpClient(token_stack.http, token_stack.url)
+        client.extra_headers = {"Authorization": f"Bearer {token}"}
+        clients[who] = client
+    return clients
+
+
+async def waiting_approval(dev: McpClient, approvers: list[str] = APPROVERS) -> str:
+    """A request_approval task of dev's that `approvers` decide; created by a client without the
+    elicitation capability (the approvers answer elsewhere)."""
+    created = await dev.call_tool(
+        "request_approval", {"message": "Ship 1.3?", "approvers": approvers}, capabilities=TASKS
+    )
+    task_id = str(created.result["taskId"])
+    await dev.wait_status(task_id, "input_required", within=10)
+    return task_id
+
+
+async def test_the_callers_own_answer_is_refused_with_a_message_naming_the_approvers(
+    people: dict[str, McpClient],
+) -> None:
+    dev = people["dev"]
+    task_id = await waiting_approval(dev)
+    task = (await dev.get_task(task_id)).result
+    assert "release-manager or anyone with scope release" in task["statusMessage"]
+    refused = await dev.update_task(task_id, {"decision": APPROVE})
+    assert refused.error["code"] == errors.NOT_AN_APPROVER == -32602
+    assert "release-manager or anyone with scope release" in refused.error["message"]
+    assert refused.error["data"] == {"key": "decision", "approvers": APPROVERS}
+    assert (await dev.get_task(task_id)).result["status"] == "input_required"
+
+
+async def test_the_named_approver_reads_and_answers_and_the_result_names_them(
+    people: dict[str, McpClient], token_stack: Stack, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcp_server.protocol.audit")
+    dev, rm = people["dev"], people["rm"]
+    task_id = await waiting_approval(dev)
+    seen = (await rm.get_task(task_id)).result
+    assert seen["status"] == "input_required" and "decision" in seen["inputRequests"]
+    assert (await rm.update_task(task_id, {"decision": APPROVE})).status == 200
+    done = await dev.wait_terminal(task_id)
+    assert done["result"]["content"][0]["text"] == "Decision: approved by release-manager"
+    assert done["result"]["structuredContent"]["decidedByName"] == "release-manager"
+    assert (await rm.get_task(task_id)).result["status"] == "completed"  # still theirs to read
+    store = TemporalTaskStore(token_stack.client, token_stack.settings.task_queue)
+    snapshot = await store.get(task_id)
+    assert snapshot is not None
+    assert snapshot.approvers == {"decision": APPROVERS}
+    assert snapshot.answered_by == {"decision": "release-manager"}
+    assert snapshot.requested_by == "dev"
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name.endswith("audit")]
+    decision = [line for line in lines if line["event"] == "task.decision"]
+    assert [(d["taskId"], d["by"], d["keys"]) for d in decision] == [
+        (task_id, "release-manager", ["decision"])
+    ]
+
+
+async def test_anyone_holding_an_approver_scope_decides(people: dict[str, McpClient]) -> None:
+    task_id = await waiting_approval(people["dev"])
+    answer = {"action": "accept", "content": {"decision": "reject"}}
+    assert (await people["carol"].update_task(task_id, {"decision": answer})).status == 200
+    done = await people["dev"].wait_terminal(task_id)
+    assert done["result"]["structuredContent"]["decision"] == "rejected"
+    assert done["result"]["structuredContent"]["decidedByName"] == "carol"
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("tasks/get", {}),
+        ("tasks/update", {"inputResponses": {"decision": APPROVE}}),
+        ("tasks/cancel", {}),
+    ],
+)
+async def test_a_principal_neither_owner_nor_approver_finds_nothing(
+    people: dict[str, McpClient], method: str, params: dict[str, Any]
+) -> None:
+    task_id = await waiting_approval(people["dev"])
+    eve = people["eve"]
+    foreign = await eve.rpc(method, {"taskId": task_id, **params})
+    unknown = await eve.rpc(method, {"taskId": "mcp-task-" + "0" * 32, **params})
+    assert foreign.error == unknown.error == NOT_FOUND
+    assert (await people["dev"].get_task(task_id)).result["status"] == "input_required"
+
+
+async def test_an_approver_cannot_cancel_but_the_owner_can(people: dict[str, McpClient]) -> None:
+    dev, rm = people["dev"], people["rm"]
+    task_id = await waiting_approval(dev)
+    refused = await rm.cancel_task(task_id)
+    assert refused.error["code"] == errors.APPROVER_CANNOT_CANCEL == -31002
+    assert "only by the principal that created it" in refused.error["message"]
+    assert (await dev.get_task(task_id)).result["status"] == "input_required"
+    assert (await dev.cancel_task(task_id)).status == 200
+    assert (await dev.wait_terminal(task_id))["status"] == "cancelled"
+
+
+async def test_each_request_is_answered_only_by_whom_it_names(
+    people: dict[str, McpClient],
+) -> None:
+    """One task, two questions: "mine" is the caller's, "theirs" the approver's; neither may
+    answer the other's, and an update that tries delivers nothing."""
+    dev, rm = people["dev"], people["rm"]
+    go = {"action": "accept", "content": {"go": True}}
+    task_id = await dev.create_task("tests_split_decision", {"approvers": ["release-manager"]})
+    await dev.wait_for(task_id, lambda t: set(t.get("inputRequests", {})) == {"mine", "theirs"})
+    by_rm = await rm.update_task(task_id, {"mine": go})
+    assert by_rm.error["code"] == errors.NOT_AN_APPROVER
+    assert "only by the principal that created the task" in by_rm.error["message"]
+    both = await dev.update_task(task_id, {"mine": go, "theirs": go})
+    assert (
+        both.error["code"] == errors.NOT_AN_APPROVER and "release-manager" in both.error["message"]
+    )
+    waiting = (await dev.get_task(task_id)).result["inputRequests"]
+    assert set(waiting) == {"mine", "theirs"}  # nothing of the refused update was delivered
+    assert (await rm.update_task(task_id, {"theirs": go})).status == 200
+    assert (await dev.update_task(task_id, {"mine": go})).status == 200
+    done = await dev.wait_terminal(task_id)
+    assert done["result"]["structuredContent"] == {"mine": go, "theirs": go}
+    owned = await dev.create_task("request_approval", {"message": "Mine?"})
+    await dev.wait_status(owned, "input_required")
+    assert (await rm.update_task(owned, {"decision": APPROVE})).error == NOT_FOUND
+
+
+async def test_the_task_waits_in_visibility_under_its_approvers_ids_until_answered(
+    people: dict[str, McpClient], temporal_client: Client
+) -> None:
+    """The inbox's query: McpApprovers holds the ids of the outstanding requests' approvers."""
+    task_id = await waiting_approval(people["dev"])
+    query = (
+        f'McpApprovers IN ("{approver_id("release-manager")}") AND McpStatus="input_required" '
+        'AND ExecutionStatus="Running"'
+    )
+    assert task_id in await listed(temporal_client, query, task_id, present=True)
+    assert task_id in await listed(temporal_client, 'McpApprovers = "scope:release"', task_id)
+    assert (await people["rm"].update_task(task_id, {"decision": APPROVE})).status == 200
+    await people["dev"].wait_terminal(task_id)
+    gone = f'McpApprovers = "scope:release" AND WorkflowId = "{task_id}"'
+    assert task_id not in await listed(temporal_client, gone, task_id, present=False)
+
+
+async def listed(client: Client, query: str, task_id: str, present: bool = True) -> list[str]:
+    """The ids `query` lists, once the visibility store (which lags) shows `task_id` as
+    `present` or not (or after 10 s, for the caller's assertion to say so)."""
+    deadline = time.monotonic() + 10
+    while True:
+        ids = [w.id async for w in client.list_workflows(query)]
+        if (task_id in ids) == present or time.monotonic() > deadline:
+            return ids
+        await asyncio.sleep(0.1)
+
+
+async def test_a_local_user_without_authentication_is_every_approver(mcp: McpClient) -> None:
+    """`--auth none` is one user: the approvers' answer is theirs to give."""
+    task_id = await waiting_approval(mcp)
+    assert (await mcp.update_task(task_id, {"decision": APPROVE})).status == 200
+    done = await mcp.wait_terminal(task_id)
+    assert done["result"]["structuredContent"]["decidedByName"] == "anonymous"
+
+
+@pytest.mark.parametrize(
+    "approvers", [[], [""], ["  "], ["scope:"], [f"p{n}" for n in range(21)], "rm"]
+)
+async def test_a_bad_approvers_argument_is_refused(mcp: McpClient, approvers: object) -> None:
+    reply = await mcp.call_tool("request_approval", {"message": "x", "approvers": approvers})
+    assert reply.error["code"] == errors.INVALID_PARAMS and "approvers" in reply.error["message"]
+
+
+def test_the_default_approvers_setting_is_validated() -> None:
+    env = {"MCP_TASKS_APPROVAL_APPROVERS": "release-manager, scope:release"}
+    assert Settings.from_env(env).approval_approvers == ("release-manager", "scope:release")
+    with pytest.raises(ConfigError, match="MCP_TASKS_APPROVAL_APPROVERS='scope:'"):
+        Settings.from_env({"MCP_TASKS_APPROVAL_APPROVERS": "scope:"})
