@@ -16,21 +16,22 @@ from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import (
     FileResponse,
-    HTMLResponse,
     RedirectResponse,
     Response,
     StreamingResponse,
 )
 
-from mcp_server.http.auth import AuthError, Principal, identity_of
+from mcp_server.http.auth import Principal, identity_of
 from mcp_server.inbox import pages
 from mcp_server.inbox.csrf import FIELD_NAME
 from mcp_server.inbox.events import list_stream, task_stream
 from mcp_server.inbox.forms import FormProblem, answer_of
+from mcp_server.inbox.login import Login
+from mcp_server.inbox.responses import forged, html_page, problem, unavailable
 from mcp_server.inbox.session import InboxSession
-from mcp_server.inbox.signin import SignIn
+from mcp_server.inbox.signin import SIGN_IN_PATH, SignIn
 from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import McpError, from_task_error
+from mcp_server.protocol.errors import INTERNAL_ERROR, McpError
 from mcp_server.protocol.tasks import lookup, submit_answers
 from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.errors import TaskError, TaskNotFound
@@ -39,15 +40,7 @@ from mcp_server.tasks.waiting import Waiting, WaitingTasks
 
 STATIC_DIR = Path(__file__).parent / "static"
 STATIC_FILES = {"inbox.css": "text/css", "inbox.js": "text/javascript"}
-_SIGN_IN = "/inbox/login"
-
-
-def _html(body: str, status: int = 200) -> HTMLResponse:
-    return HTMLResponse(body, status_code=status)
-
-
-def _problem(status: int, title: str, message: str) -> HTMLResponse:
-    return _html(pages.error_page(title, message), status)
+_SIGN_IN = SIGN_IN_PATH
 
 
 class Inbox:
@@ -77,17 +70,12 @@ class Inbox:
     def _logout_token(self, session: InboxSession) -> str | None:
         return self.signin.csrf.token(session) if self.signin.required else None
 
-    def _finish(
-        self, request: Request, response: Response, session: InboxSession, fresh: bool
-    ) -> Response:
-        if fresh:
-            self.signin.set_cookie(response, request, session)
-        return response
-
     async def _waiting(self, request: Request, principal: Principal) -> list[Waiting]:
         query: WaitingTasks | None = request.app.state.waiting
         if query is None:
-            raise McpError(-32603, "the inbox needs the server's Temporal client", http_status=503)
+            raise McpError(
+                INTERNAL_ERROR, "the inbox needs the server's Temporal client", http_status=503
+            )
         identity = identity_of(principal)
         return await query.waiting_for(principal.digest, identity.approver_ids, identity.every)
 
@@ -106,23 +94,23 @@ class Inbox:
         try:
             waiting = await self._waiting(request, principal)
         except (McpError, TaskError) as err:
-            return self._unavailable(err)
+            return unavailable(err)
         body = pages.list_page(
             waiting, self._now(request), principal.subject, self._logout_token(session)
         )
-        return self._finish(request, _html(body), session, fresh)
+        return self.signin.finish(request, html_page(body), session, fresh)
 
     async def list_fragment(self, request: Request) -> Response:
         current = self.signin.current(request)
         if current is None or current[1]:
-            return _problem(401, "Signed out", "Sign in again to see your inbox.")
+            return problem(401, "Signed out", "Sign in again to see your inbox.")
         principal = current[0].principal
         assert principal is not None
         try:
             waiting = await self._waiting(request, principal)
         except (McpError, TaskError) as err:
-            return self._unavailable(err)
-        return _html(pages.list_section(waiting, self._now(request)))
+            return unavailable(err)
+        return html_page(pages.list_section(waiting, self._now(request)))
 
     async def task(self, request: Request) -> Response:
         current = self.signin.current(request)
@@ -133,28 +121,28 @@ class Inbox:
         assert principal is not None
         part = request.path_params.get("part")
         if part not in (None, "live", "forms"):
-            return _problem(404, "Not found", "No such page.")
+            return problem(404, "Not found", "No such page.")
         try:
             snapshot = await self._task(request, principal, request.path_params["task_id"])
         except TaskNotFound:
-            return _problem(404, "Not found", "No such task, or not one you may see.")
+            return problem(404, "Not found", "No such task, or not one you may see.")
         except (McpError, TaskError) as err:
-            return self._unavailable(err)
+            return unavailable(err)
         now, token = self._now(request), self.signin.csrf.token(session)
         if part == "live":
-            return _html(pages.task_live(snapshot, now))
+            return html_page(pages.task_live(snapshot, now))
         mine = _answerable(snapshot, principal)
         if part == "forms":
-            return _html(pages.task_forms(snapshot, token, mine))
+            return html_page(pages.task_forms(snapshot, token, mine))
         logout = self._logout_token(session)
         body = pages.task_page(snapshot, now, token, mine, principal.subject, logout)
-        return self._finish(request, _html(body), session, fresh)
+        return self.signin.finish(request, html_page(body), session, fresh)
 
     async def answer(self, request: Request) -> Response:
         session = self.signin.session(request)
         form = await request.form()
         if not self.signin.csrf_ok(session, form.get(FIELD_NAME)) or session is None:
-            return self._forged()
+            return forged()
         principal = session.principal
         if principal is None:
             return RedirectResponse(_SIGN_IN, status_code=303)
@@ -164,35 +152,36 @@ class Inbox:
         try:
             snapshot = await lookup(ctx, services, task_id)
         except TaskNotFound:
-            return _problem(404, "Not found", "No such task, or not one you may see.")
+            return problem(404, "Not found", "No such task, or not one you may see.")
         except (McpError, TaskError) as err:
-            return self._unavailable(err)
+            return unavailable(err)
         key = str(form.get("key", ""))
         question = snapshot.input_requests.get(key)
         if question is None:
-            problem = "This question was already answered or withdrawn."
-            return self._task_problem(request, session, snapshot, problem, 409)
+            gone = "This question was already answered or withdrawn."
+            return self._on_task_page(request, session, snapshot, gone, 409)
         try:
             services.limits.rates.updates.take(ctx.principal)
             await submit_answers(ctx, services, task_id, {key: answer_of(question, form)})
         except TaskNotFound:
-            return _problem(404, "Not found", "No such task, or not one you may see.")
+            return problem(404, "Not found", "No such task, or not one you may see.")
         except FormProblem as err:
-            return self._task_problem(request, session, snapshot, str(err), 400)
+            return self._on_task_page(request, session, snapshot, str(err), 400)
         except McpError as err:
-            return self._task_problem(request, session, snapshot, err.message, err.http_status)
+            return self._on_task_page(request, session, snapshot, err.message, err.http_status)
         except TaskError as err:
-            return self._unavailable(err)
+            return unavailable(err)
         return RedirectResponse(f"/inbox/tasks/{task_id}", status_code=303)
 
-    def _task_problem(
+    def _on_task_page(
         self,
         request: Request,
         session: InboxSession,
         snapshot: TaskSnapshot,
-        problem: str,
+        note: str,
         status: int,
     ) -> Response:
+        """The task page again, with `note` (what was wrong with the answer) on it."""
         principal = session.principal
         assert principal is not None
         body = pages.task_page(
@@ -202,65 +191,16 @@ class Inbox:
             _answerable(snapshot, principal),
             principal.subject,
             self._logout_token(session),
-            problem,
+            note,
         )
-        return _html(body, status)
-
-    def _forged(self) -> Response:
-        return _problem(
-            403,
-            "Refused",
-            "This form did not come from your inbox session (its "
-            "security token is missing or wrong). Reload the page and try again.",
-        )
-
-    def _unavailable(self, err: McpError | TaskError) -> Response:
-        error = from_task_error(err) if isinstance(err, TaskError) else err
-        status = error.http_status if error.http_status >= 400 else 503
-        return _problem(status, "Unavailable", error.message)
-
-    # ----- sign-in -------------------------------------------------------------------------
-
-    async def login_form(self, request: Request) -> Response:
-        if not self.signin.required:
-            return RedirectResponse("/inbox", status_code=303)
-        session, fresh = self.signin.pre_login(request)
-        response = _html(pages.login_page(self.signin.csrf.token(session)))
-        return self._finish(request, response, session, fresh)
-
-    async def login(self, request: Request) -> Response:
-        session = self.signin.session(request)
-        form = await request.form()
-        if session is None or not self.signin.csrf_ok(session, form.get(FIELD_NAME)):
-            return self._forged()
-        if not self.signin.required:
-            return RedirectResponse("/inbox", status_code=303)
-        try:
-            principal = await self.signin.sign_in(str(form.get("token", "")))
-        except AuthError as err:
-            page = pages.login_page(
-                self.signin.csrf.token(session), f"Not signed in: {err.description}."
-            )
-            return _html(page, 401 if err.status in (400, 401, 403) else err.status)
-        signed_in = self.signin.sessions.new(principal)
-        response = RedirectResponse("/inbox", status_code=303)
-        return self._finish(request, response, signed_in, True)
-
-    async def logout(self, request: Request) -> Response:
-        session = self.signin.session(request)
-        form = await request.form()
-        if not self.signin.csrf_ok(session, form.get(FIELD_NAME)):
-            return self._forged()
-        response = RedirectResponse(_SIGN_IN if self.signin.required else "/inbox", 303)
-        self.signin.clear_cookie(response, request)
-        return response
+        return html_page(body, status)
 
     # ----- events and static files ---------------------------------------------------------
 
     async def events(self, request: Request) -> Response:
         current = self.signin.current(request)
         if current is None or current[1]:
-            return _problem(401, "Signed out", "Sign in again to follow your inbox.")
+            return problem(401, "Signed out", "Sign in again to follow your inbox.")
         principal = current[0].principal
         assert principal is not None
         services = self._services(request)
@@ -276,16 +216,16 @@ class Inbox:
                 lease = listening.slots.acquire(principal.digest)
                 stream = task_stream(lease, listening, snapshot)
         except TaskNotFound:
-            return _problem(404, "Not found", "No such task, or not one you may see.")
+            return problem(404, "Not found", "No such task, or not one you may see.")
         except (McpError, TaskError) as err:
-            return self._unavailable(err)
+            return unavailable(err)
         headers = {"X-Accel-Buffering": "no"}
         return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
 
     async def static(self, request: Request) -> Response:
         name = request.path_params["name"]
         if name not in STATIC_FILES:
-            return _problem(404, "Not found", "No such file.")
+            return problem(404, "Not found", "No such file.")
         return FileResponse(STATIC_DIR / name, media_type=STATIC_FILES[name])
 
 
@@ -307,8 +247,9 @@ def add_inbox_routes(app: FastAPI, signin: SignIn) -> None:
     app.add_route("/inbox/tasks/{task_id}", inbox.task, methods=["GET"])
     app.add_route("/inbox/tasks/{task_id}/{part:str}", inbox.task, methods=["GET"])
     app.add_route("/inbox/tasks/{task_id}/answer", inbox.answer, methods=["POST"])
-    app.add_route("/inbox/login", inbox.login_form, methods=["GET"])
-    app.add_route("/inbox/login", inbox.login, methods=["POST"])
-    app.add_route("/inbox/logout", inbox.logout, methods=["POST"])
+    login = Login(signin)
+    app.add_route("/inbox/login", login.form, methods=["GET"])
+    app.add_route("/inbox/login", login.sign_in, methods=["POST"])
+    app.add_route("/inbox/logout", login.sign_out, methods=["POST"])
     app.add_route("/inbox/events", inbox.events, methods=["GET"])
     app.add_route("/inbox/static/{name}", inbox.static, methods=["GET"])

@@ -21,6 +21,8 @@ from mcp_server.inbox.csrf import CsrfTokens
 from mcp_server.inbox.session import COOKIE_NAME, InboxSession, SessionCodec, cookie_header
 from mcp_server.runtime.config import Settings
 
+SIGN_IN_PATH = "/inbox/login"
+
 
 @dataclass(frozen=True)
 class SignIn:
@@ -64,6 +66,14 @@ class SignIn:
         max_age = session.expires_at - int(time.time())
         value = cookie_header(self.sessions.encode(session), max_age, self.secure(request))
         response.headers.append("Set-Cookie", value)
+
+    def finish(
+        self, request: Request, response: Response, session: InboxSession, fresh: bool
+    ) -> Response:
+        """`response`, with the session's cookie when it is new."""
+        if fresh:
+            self.set_cookie(response, request, session)
+        return response
 
     def clear_cookie(self, response: Response, request: Request) -> None:
         response.headers.append("Set-Cookie", cookie_header("", 0, self.secure(request)))
