@@ -1,14 +1,22 @@
-"""The inbox with `--auth none` (the test stack): the local user, no sign-in, the same CSRF
-check, the list's event stream, and an answer that goes through tasks/update's rules."""
+"""The inbox on the in-process test stack: with `--auth none` the local user, no sign-in, the
+same CSRF check, the list's event stream, and an answer that goes through tasks/update's
+rules; with `--auth jwt` a sign-in that lasts no longer than its token."""
 
 from __future__ import annotations
 
 import asyncio
 import re
+import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 
 import httpx
+from cryptography.hazmat.primitives import serialization
 
 from tests.conftest import Stack
+from tests.mcp_client import McpClient
+from tests.test_security import AUDIENCE, ISSUER, _rsa, mint
 
 
 def _base(stack: Stack) -> str:
@@ -30,10 +38,7 @@ async def test_the_local_user_needs_no_sign_in_and_answers(stack: Stack) -> None
         assert home.status_code == 200 and "Signed in as <strong>anonymous</strong>" in home.text
         assert "Sign out" not in home.text  # nobody to sign out
         assert "mcp_inbox=" in home.headers["set-cookie"]
-        deadline = asyncio.get_running_loop().time() + 15
-        while task_id not in (await http.get("/inbox/fragments/list")).text:
-            assert asyncio.get_running_loop().time() < deadline, "the task never got listed"
-            await asyncio.sleep(0.2)
+        await _listed(http, task_id)
         page = await http.get(f"/inbox/tasks/{task_id}")
         assert "Ship &lt;it&gt;?" in page.text and "<it>" not in page.text
         answer = {"csrf": _csrf(page.text), "key": "decision", "action": "accept",
@@ -73,3 +78,45 @@ async def test_inbox_requests_need_a_same_origin_browser(stack: Stack) -> None:
         for path, headers in (("/inbox/logout", foreign), ("/mcp", own)):
             refused = await http.post(path, headers=headers)
             assert refused.status_code == 403 and "Host or Origin" in refused.text
+
+
+async def _listed(http: httpx.AsyncClient, task_id: str) -> None:
+    deadline = time.monotonic() + 15
+    while task_id not in (await http.get("/inbox/fragments/list")).text:
+        assert time.monotonic() < deadline, "the task never got listed"
+        await asyncio.sleep(0.2)
+
+
+async def test_a_jwt_signs_in_for_no_longer_than_it_lasts(
+    fresh_stack: Callable[..., AbstractAsyncContextManager[Stack]], tmp_path: Path
+) -> None:
+    key = _rsa()
+    public = tmp_path / "public.pem"
+    public.write_bytes(key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))  # fmt: skip
+    jwt_settings = {"jwt_issuer": ISSUER, "jwt_audience": AUDIENCE,
+                    "jwt_public_key_path": str(public)}  # fmt: skip
+    async with fresh_stack(auth="jwt", **jwt_settings) as stack:
+        alice = McpClient(stack.http, stack.url)
+        alice.extra_headers = {"Authorization": f"Bearer {mint(key)}"}
+        question = {"message": "Open the gate?", "approvers": ["bob"]}
+        task_id = await alice.create_task("request_approval", question)
+        await alice.wait_status(task_id, "input_required", within=15)
+        async with httpx.AsyncClient(base_url=_base(stack), timeout=15) as http:
+            csrf = _csrf((await http.get("/inbox/login")).text)
+            stale = mint(key, sub="bob", exp=int(time.time()) - 120)
+            refused = await http.post("/inbox/login", data={"csrf": csrf, "token": stale})
+            assert refused.status_code == 401 and "token expired" in refused.text
+            bob = mint(key, sub="bob", exp=int(time.time()) + 120)
+            signed = await http.post("/inbox/login", data={"csrf": csrf, "token": bob})
+            assert signed.status_code == 303
+            max_age = re.search(r"Max-Age=(\d+)", signed.headers["set-cookie"])
+            assert max_age is not None and int(max_age.group(1)) <= 120  # not the 8 h default
+            await _listed(http, task_id)
+            page = (await http.get(f"/inbox/tasks/{task_id}")).text
+            answer = {"csrf": _csrf(page), "key": "decision", "action": "accept",
+                      "f.decision": "approve"}  # fmt: skip
+            done = await http.post(f"/inbox/tasks/{task_id}/answer", data=answer)
+            assert done.status_code == 303
+        task = await alice.wait_terminal(task_id, within=15)
+        assert task["result"]["structuredContent"]["decidedByName"] == "bob"

@@ -34,13 +34,12 @@ class Login:
         if not self.signin.required:
             return RedirectResponse("/inbox", status_code=303)
         try:
-            principal = await self.signin.sign_in(str(form.get("token", "")))
+            signed_in = await self.signin.sign_in(str(form.get("token", "")))
         except AuthError as err:
             page = pages.login_page(
                 self.signin.csrf.token(session), f"Not signed in: {err.description}."
             )
             return html_page(page, 401 if err.status in (400, 401, 403) else err.status)
-        signed_in = self.signin.sessions.new(principal)
         response = RedirectResponse("/inbox", status_code=303)
         return self.signin.finish(request, response, signed_in, True)
 

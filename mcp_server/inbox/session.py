@@ -5,6 +5,7 @@ Rules implemented:
   scopes, client) and an expiry; never the credential itself. It is
   `base64url(json).base64url(hmac-sha256)`, keyed by a key derived from the state secret for
   this use alone, so no other signed value of the server (sessions, requestState) is one.
+- A session lasts `inbox_session_s`, and never longer than the JWT it came from (its `exp`).
 - Expired, malformed or badly signed cookies are no session at all.
 - Attributes: HttpOnly, SameSite=Strict, Path=/inbox, Max-Age; Secure on https or when the
   `inbox_secure_cookie` setting says so (a TLS-terminating proxy in front).
@@ -76,9 +77,14 @@ class SessionCodec:
         self._key = derive_key(secret, "session")
         self.lifetime_s = lifetime_s
 
-    def new(self, principal: Principal | None) -> InboxSession:
+    def new(self, principal: Principal | None, not_after: int | None = None) -> InboxSession:
+        """A fresh session (a new id); it ends after its lifetime, or at `not_after` (the
+        expiry of the credential it came from) if that is sooner."""
         lifetime = self.lifetime_s if principal is not None else PRE_LOGIN_S
-        return InboxSession(secrets.token_urlsafe(16), int(time.time()) + lifetime, principal)
+        expires = int(time.time()) + lifetime
+        if not_after is not None:
+            expires = min(expires, not_after)
+        return InboxSession(secrets.token_urlsafe(16), expires, principal)
 
     def encode(self, session: InboxSession) -> str:
         body: dict[str, Any] = {"id": session.session_id, "exp": session.expires_at}

@@ -13,10 +13,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import jwt
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mcp_server.http.auth import ANONYMOUS, Authenticator, AuthError, Principal
+from mcp_server.http.auth import ANONYMOUS, Authenticator
 from mcp_server.inbox.csrf import CsrfTokens
 from mcp_server.inbox.session import COOKIE_NAME, InboxSession, SessionCodec, cookie_header
 from mcp_server.runtime.config import Settings
@@ -52,12 +53,11 @@ class SignIn:
             return session, False
         return self.sessions.new(None), True
 
-    async def sign_in(self, credential: str) -> Principal:
-        """The principal of `credential`, checked as /mcp checks it; AuthError if refused."""
+    async def sign_in(self, credential: str) -> InboxSession:
+        """A session for the principal of `credential`, checked as /mcp checks it (AuthError
+        if refused), ending no later than the credential (a JWT's `exp`)."""
         principal = await self.authenticator.authenticate(f"Bearer {credential.strip()}")
-        if principal.every_scope and self.required:
-            raise AuthError(401, "this credential cannot sign in")
-        return principal
+        return self.sessions.new(principal, not_after=_expiry(credential.strip()))
 
     def secure(self, request: Request) -> bool:
         return self.secure_cookie or request.url.scheme == "https"
@@ -90,3 +90,15 @@ def inbox_signin(settings: Settings, authenticator: Authenticator, secret: bytes
         required=settings.auth != "none",
         secure_cookie=settings.inbox_secure_cookie,
     )
+
+
+def _expiry(credential: str) -> int | None:
+    """The `exp` of a JWT the authenticator has just verified (None for any other token)."""
+    if credential.count(".") != 2:
+        return None
+    try:
+        claims = jwt.decode(credential, options={"verify_signature": False})
+    except jwt.PyJWTError:
+        return None
+    expiry = claims.get("exp")
+    return expiry if isinstance(expiry, int) and not isinstance(expiry, bool) else None
