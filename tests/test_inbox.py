@@ -3,8 +3,10 @@ Debian's chromium driven headless (Playwright), plain HTTP for what a browser wo
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,6 +18,8 @@ from playwright.async_api import Browser, expect
 
 from mcp_server.inbox.security import CONTENT_SECURITY_POLICY
 from mcp_server.protocol.errors import NOT_AN_APPROVER
+from mcp_server.runtime.devserver import free_port
+from tests.dev_process import DevProcess, reaped
 from tests.inbox_stack import (
     CHROMIUM,
     InboxServer,
@@ -289,3 +293,22 @@ async def test_headers_cookie_and_sign_in(server: InboxServer) -> None:
         # The inbox's cookie is never a credential for /mcp.
         mcp = await http.post("/mcp", json={}, headers={"Cookie": value})
         assert mcp.status_code == 401
+
+
+async def test_event_streams_end_when_the_server_shuts_down(tmp_path: Path) -> None:
+    """SIGTERM: an open inbox stream ends at once, not when the shutdown grace runs out."""
+    port = free_port()
+    grace = {"MCP_TASKS_HTTP_SHUTDOWN_GRACE_S": "120"}
+    dev = DevProcess(tmp_path / "data", port, free_port(), env=grace, toolset="demo")
+    with reaped([dev]):
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+            await dev.wait_healthy(http)
+            await http.get("/inbox")  # auth none: the local user's session cookie
+            async with asyncio.timeout(60), http.stream("GET", "/inbox/events") as stream:
+                lines = stream.aiter_lines()
+                assert await anext(lines) == "retry: 3000"
+                dev.process.send_signal(signal.SIGTERM)
+                async for _ in lines:  # until the server closes the stream
+                    pass
+        assert await asyncio.to_thread(dev.process.wait, 60) == 0
+    assert "graceful shutdown exceeded" not in dev.log()

@@ -3,8 +3,10 @@ process's single Temporal client."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
@@ -96,6 +98,9 @@ def create_app(
         redoc_url=None,
         openapi_url=None,
     )
+    # Set when the HTTP server begins to shut down (HttpServer.shutdown): long-lived inbox
+    # event streams end then.
+    app.state.closing = asyncio.Event()
     # Added innermost first: the request id wraps everything, then Host/Origin, then auth.
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
     app.add_middleware(AuthenticationMiddleware, authenticator=authenticator)
@@ -168,3 +173,11 @@ class HttpServer(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # The inbox's event streams end at once (the browser reconnects elsewhere or later)
+        # instead of holding the shutdown until its grace has passed.
+        closing = getattr(getattr(self.config.app, "state", None), "closing", None)
+        if isinstance(closing, asyncio.Event):
+            closing.set()
+        await super().shutdown(sockets)

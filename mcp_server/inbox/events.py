@@ -11,8 +11,9 @@ fetches the fresh fragment (no reload).
   per-replica limits, 429 beyond them); a list that cannot be read (Temporal down) is tried
   again the next round and a task stream counts against the watched-task
   limit. A stream lasts at most `MAX_STREAM_S` (the browser reconnects by itself) and sends a
-  comment every `KEEPALIVE_S`; on shutdown the server's grace ends it, and every exit (client
-  gone, cancelled) releases its slot and its watcher.
+  comment every `KEEPALIVE_S`; it ends as soon as the HTTP server begins to shut down (the
+  app's `closing` event), and every exit (client gone, cancelled) releases its slot and its
+  watcher.
 """
 
 from __future__ import annotations
@@ -45,20 +46,30 @@ def _opening() -> bytes:
     return f"retry: {RETRY_MS}\n\n".encode()
 
 
+async def _until(events: list[asyncio.Event], within_s: float) -> None:
+    """Return once any of `events` is set, or after `within_s` seconds."""
+    waits = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waits, timeout=within_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
+
+
 async def list_stream(
-    lease: Lease, relist: Callable[[], Awaitable[list[Waiting]]]
+    lease: Lease, relist: Callable[[], Awaitable[list[Waiting]]], closing: asyncio.Event
 ) -> AsyncIterator[bytes]:
     try:
         yield _opening()
         shown: str | None = None
         quiet_since = time.monotonic()
         ends = time.monotonic() + MAX_STREAM_S
-        while time.monotonic() < ends:
+        while time.monotonic() < ends and not closing.is_set():
             try:
                 version = list_version(await relist())
             except (TaskError, McpError) as err:  # Temporal unreachable: try again next round
                 log.warning("inbox list stream: %s", err)
-                await asyncio.sleep(RELIST_S)
+                await _until([closing], RELIST_S)
                 continue
             if version != shown:
                 shown, quiet_since = version, time.monotonic()
@@ -66,7 +77,7 @@ async def list_stream(
             elif time.monotonic() - quiet_since >= KEEPALIVE_S:
                 quiet_since = time.monotonic()
                 yield b": keepalive\n\n"
-            await asyncio.sleep(RELIST_S)
+            await _until([closing], RELIST_S)
     finally:
         lease.release()
 
@@ -77,7 +88,7 @@ def _task_event(snapshot: TaskSnapshot) -> bytes:
 
 
 async def task_stream(
-    lease: Lease, listening: Listening, snapshot: TaskSnapshot
+    lease: Lease, listening: Listening, snapshot: TaskSnapshot, closing: asyncio.Event
 ) -> AsyncIterator[bytes]:
     wake = asyncio.Event()
     follower = listening.watchers.follow(snapshot, wake)
@@ -92,11 +103,10 @@ async def task_stream(
                 yield event("end", {"reason": follower.ended or "terminal"})
                 return
             left = ends - time.monotonic()
-            if left <= 0:
+            if left <= 0 or closing.is_set():
                 return
-            try:
-                await asyncio.wait_for(wake.wait(), min(KEEPALIVE_S, left))
-            except TimeoutError:
+            await _until([wake, closing], min(KEEPALIVE_S, left))
+            if not wake.is_set() and not closing.is_set():
                 yield b": keepalive\n\n"
             wake.clear()
     finally:

@@ -8,6 +8,7 @@ shown on the page. A task the principal may not read is 404, the same as a missi
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from pathlib import Path
 
@@ -206,15 +207,16 @@ class Inbox:
         services = self._services(request)
         listening = services.listening
         task_id = request.query_params.get("task")
+        closing: asyncio.Event = request.app.state.closing
         try:
             if task_id is None:
                 lease = listening.slots.acquire(principal.digest)
-                stream = list_stream(lease, lambda: self._waiting(request, principal))
+                stream = list_stream(lease, lambda: self._waiting(request, principal), closing)
             else:
                 snapshot = await self._task(request, principal, task_id)
                 listening.check_room([task_id])
                 lease = listening.slots.acquire(principal.digest)
-                stream = task_stream(lease, listening, snapshot)
+                stream = task_stream(lease, listening, snapshot, closing)
         except TaskNotFound:
             return problem(404, "Not found", "No such task, or not one you may see.")
         except (McpError, TaskError) as err:
