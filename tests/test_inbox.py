@@ -293,6 +293,14 @@ async def test_headers_cookie_and_sign_in(server: InboxServer) -> None:
         # The inbox's cookie is never a credential for /mcp.
         mcp = await http.post("/mcp", json={}, headers={"Cookie": value})
         assert mcp.status_code == 401
+        home = await http.get("/inbox")
+        assert home.status_code == 200 and "Signed in as <strong>alice</strong>" in home.text
+        csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', home.text)
+        assert csrf is not None
+        out = await http.post("/inbox/logout", data={"csrf": csrf.group(1)})
+        assert out.status_code == 303 and out.headers["location"] == "/inbox/login"
+        assert "Max-Age=0" in out.headers["set-cookie"]
+        assert (await http.get("/inbox")).headers["location"] == "/inbox/login"
 
 
 async def test_event_streams_end_when_the_server_shuts_down(tmp_path: Path) -> None:
