@@ -120,3 +120,27 @@ async def test_a_jwt_signs_in_for_no_longer_than_it_lasts(
             assert done.status_code == 303
         task = await alice.wait_terminal(task_id, within=15)
         assert task["result"]["structuredContent"]["decidedByName"] == "bob"
+
+
+async def test_inbox_streams_count_against_the_listen_limits(
+    fresh_stack: Callable[..., AbstractAsyncContextManager[Stack]],
+) -> None:
+    async with fresh_stack(max_listen_streams_per_principal=1) as stack:
+        async with httpx.AsyncClient(base_url=_base(stack), timeout=15) as http:
+            await http.get("/inbox")
+            async with asyncio.timeout(15), http.stream("GET", "/inbox/events") as first:
+                assert await anext(first.aiter_lines()) == "retry: 3000"
+                second = await http.get("/inbox/events")
+                assert second.status_code == 429 and second.headers["retry-after"] == "5"
+                assert "subscriptions/listen streams open" in second.text
+            # The first stream's slot is free again once the server has seen it closed.
+            deadline = time.monotonic() + 15
+            while (status := await _stream_status(http)) == 429:
+                assert time.monotonic() < deadline, "the closed stream's slot was never freed"
+                await asyncio.sleep(0.1)
+            assert status == 200
+
+
+async def _stream_status(http: httpx.AsyncClient) -> int:
+    async with asyncio.timeout(15), http.stream("GET", "/inbox/events") as stream:
+        return stream.status_code

@@ -1,5 +1,6 @@
 """The inbox's responses that are not pages of their own: HTML, the error page, the refusal of
-a form without its session's CSRF token (403), and a backend that cannot answer."""
+a form without its session's CSRF token (403), and a refusal or a backend that cannot answer
+(its status and Retry-After: a stream limit is 429, Temporal unreachable 503)."""
 
 from __future__ import annotations
 
@@ -30,4 +31,7 @@ def forged() -> HTMLResponse:
 def unavailable(err: McpError | TaskError) -> HTMLResponse:
     error = from_task_error(err) if isinstance(err, TaskError) else err
     status = error.http_status if error.http_status >= 400 else 503
-    return problem(status, "Unavailable", error.message)
+    response = problem(status, "Unavailable", error.message)
+    if "Retry-After" in error.headers:
+        response.headers["Retry-After"] = error.headers["Retry-After"]
+    return response
