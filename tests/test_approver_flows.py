@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
 from temporalio.client import Client
 
 from mcp_server.protocol import errors
@@ -22,6 +23,7 @@ from mcp_server.tools.loading import load_toolsets
 from tests.conftest import Stack, running_stack
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import TASKS, McpClient
+from tests.test_security import as_client, jwt_stack, mint, signing_key  # noqa: F401 (fixtures)
 
 APPROVE_GATE = {"action": "accept", "content": {"approve": True}}
 APPROVE = {"action": "accept", "content": {"decision": "approve"}}
@@ -210,3 +212,25 @@ async def test_at_2025_11_25_the_question_goes_to_the_approver_not_to_the_caller
     finally:
         await dev.http.aclose()
         await rm.http.aclose()
+
+
+async def test_a_jwt_approver_is_named_by_subject_whatever_client_it_uses(
+    jwt_stack: Stack,  # noqa: F811
+    signing_key: rsa.RSAPrivateKey,  # noqa: F811
+) -> None:
+    """`sub` names the approver; the OAuth client (which is part of the owner's digest) does
+    not matter, and a token whose scope holds `release` decides as `scope:release`."""
+    dev = as_client(jwt_stack, mint(signing_key, sub="dev", client_id="agent"))
+    rm = as_client(jwt_stack, mint(signing_key, sub="release-manager", client_id="inbox-app"))
+    carol = as_client(jwt_stack, mint(signing_key, sub="carol", scope="mcp:tasks release"))
+    arguments = {"message": "Go?", "approvers": ["release-manager"]}
+    first = (await dev.call_tool("request_approval", arguments, capabilities=TASKS)).result
+    arguments["approvers"] = ["scope:release"]
+    second = (await dev.call_tool("request_approval", arguments, capabilities=TASKS)).result
+    for decider, task in ((rm, first), (carol, second)):
+        await dev.wait_status(task["taskId"], "input_required")
+        assert (await decider.update_task(task["taskId"], {"decision": APPROVE})).status == 200
+    first_done = await dev.wait_terminal(first["taskId"])
+    second_done = await dev.wait_terminal(second["taskId"])
+    assert first_done["result"]["structuredContent"]["decidedByName"] == "release-manager"
+    assert second_done["result"]["structuredContent"]["decidedByName"] == "carol"

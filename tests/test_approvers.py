@@ -140,6 +140,22 @@ async def test_a_principal_neither_owner_nor_approver_finds_nothing(
     assert (await people["dev"].get_task(task_id)).result["status"] == "input_required"
 
 
+async def test_an_approver_follows_the_task_on_listen_and_a_stranger_is_not_acknowledged(
+    people: dict[str, McpClient],
+) -> None:
+    rm = people["rm"]
+    task_id = await waiting_approval(people["dev"])
+    strange = await people["eve"].listen({"taskIds": [task_id]})
+    assert strange[0]["params"]["notifications"] == {}
+
+    async def decide() -> None:
+        assert (await rm.update_task(task_id, {"decision": APPROVE})).status == 200
+
+    ack, *updates, final = await rm.listen({"taskIds": [task_id]}, on_ack=decide)
+    assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+    assert updates[-1]["params"]["status"] == "completed" and final["id"] == "listen-1"
+
+
 async def test_an_approver_cannot_cancel_but_the_owner_can(people: dict[str, McpClient]) -> None:
     dev, rm = people["dev"], people["rm"]
     task_id = await waiting_approval(dev)

@@ -364,6 +364,22 @@ async def test_a_call_without_task_asks_its_question_on_stdout_and_takes_the_ans
     assert asked["id"].startswith("mcp-input:")
 
 
+async def test_over_stdio_the_local_user_is_every_approver_and_is_asked_on_stdout(
+    host: StdioHost,
+) -> None:
+    await host.initialize()
+
+    async def decide(request: dict[str, Any]) -> dict[str, Any]:
+        assert request["method"] == "elicitation/create"
+        return {"action": "accept", "content": {"decision": "approve"}}
+
+    arguments = {"message": "Go?", "approvers": ["release-manager"]}
+    reply = await host.request(
+        "tools/call", {"name": "request_approval", "arguments": arguments}, answer=decide
+    )
+    assert reply.result["content"][0]["text"] == "Decision: approved by anonymous"
+
+
 async def test_cancelled_stops_the_request_and_never_its_task(host: StdioHost) -> None:
     await host.initialize()
     await host.send(

@@ -52,6 +52,8 @@ name = "switch"
 run = "true"
 approval = "Switch traffic?"
 """
+# Issue 12: a gate someone else decides (auth none: the recorder is every approver).
+GATED_FOR_APPROVERS = GATED + 'approvers = ["release-manager", "scope:release"]\n'
 SLOW_SECOND_STEP = """
 [[steps]]
 name = "build"
@@ -117,6 +119,14 @@ async def deploy_waiting_approval(r: Recorder) -> None:
     await r.cancel(task_id)
 
 
+async def deploy_approvers_approved(r: Recorder) -> None:
+    steps = r.pipeline("gated-approvers", GATED_FOR_APPROVERS)
+    task_id = await r.start("deploy", {"pipeline": steps}, TASKS)
+    key = next(iter((await r.waiting(task_id))["inputRequests"]))
+    await r.answer(task_id, {key: ACCEPT_APPROVE})
+    await r.finish("deploy_approvers_approved", task_id)
+
+
 async def deploy_mid_step(r: Recorder) -> None:
     task_id = await r.start("deploy", {"pipeline": r.pipeline("slow-mid", SLOW_SECOND_STEP)})
     await r.message(task_id, '"migrate": running')
@@ -151,6 +161,14 @@ async def approval_approved(r: Recorder) -> None:
     content = {"decision": "approve", "reason": "tests pass"}
     await r.answer(task_id, {"decision": {"action": "accept", "content": content}})
     await r.finish("approval_approved", task_id)
+
+
+async def approval_approvers_decided(r: Recorder) -> None:
+    arguments = {"message": "Ship it?", "approvers": ["release-manager", "scope:release"]}
+    task_id = await r.start("request_approval", arguments, TASKS)
+    await r.waiting(task_id)
+    await r.answer(task_id, {"decision": {"action": "accept", "content": {"decision": "approve"}}})
+    await r.finish("approval_approvers_decided", task_id)
 
 
 async def approval_timed_out(r: Recorder) -> None:
@@ -242,9 +260,11 @@ SCENARIOS: dict[str, Callable[[Recorder], Awaitable[None]]] = {
         deploy_waiting_approval,
         deploy_mid_step,
         deploy_approved_completed,
+        deploy_approvers_approved,
         deploy_cancelled_rolled_back,
         approval_waiting,
         approval_approved,
+        approval_approvers_decided,
         approval_timed_out,
         import_mid_import,
         import_completed,
