@@ -129,7 +129,8 @@ async def test_inbox_streams_count_against_the_listen_limits(
         async with httpx.AsyncClient(base_url=_base(stack), timeout=15) as http:
             await http.get("/inbox")
             async with asyncio.timeout(15), http.stream("GET", "/inbox/events") as first:
-                assert await anext(first.aiter_lines()) == "retry: 3000"
+                lines = first.aiter_lines()  # kept: a dropped iterator closes the stream
+                assert await anext(lines) == "retry: 3000"
                 second = await http.get("/inbox/events")
                 assert second.status_code == 429 and second.headers["retry-after"] == "5"
                 assert "subscriptions/listen streams open" in second.text
@@ -141,6 +142,29 @@ async def test_inbox_streams_count_against_the_listen_limits(
             assert status == 200
 
 
-async def _stream_status(http: httpx.AsyncClient) -> int:
-    async with asyncio.timeout(15), http.stream("GET", "/inbox/events") as stream:
+async def _stream_status(http: httpx.AsyncClient, query: str = "") -> int:
+    async with asyncio.timeout(15), http.stream("GET", f"/inbox/events{query}") as stream:
         return stream.status_code
+
+
+async def test_the_list_stream_follows_listed_tasks_with_the_task_watchers(
+    fresh_stack: Callable[..., AbstractAsyncContextManager[Stack]],
+) -> None:
+    """With room for one watcher in the replica, the list stream's watcher (on the oldest
+    listed task) leaves none for a task page's stream of a newer task: 429."""
+    async with fresh_stack(max_watched_tasks=1) as stack:
+        older = await stack.mcp.create_task("request_approval", {"message": "first"})
+        newer = await stack.mcp.create_task("request_approval", {"message": "second"})
+        for task_id in (older, newer):
+            await stack.mcp.wait_status(task_id, "input_required", within=15)
+        async with httpx.AsyncClient(base_url=_base(stack), timeout=15) as http:
+            await http.get("/inbox")
+            await _listed(http, older)
+            await _listed(http, newer)
+            async with asyncio.timeout(15), http.stream("GET", "/inbox/events") as listing:
+                lines = listing.aiter_lines()  # kept: a dropped iterator closes the stream
+                while not (await anext(lines)).startswith("data: "):
+                    pass  # until the list was read and its oldest task followed
+                assert await _stream_status(http, f"?task={newer}") == 429
+        for task_id in (older, newer):
+            await stack.mcp.cancel_task(task_id)

@@ -9,6 +9,7 @@ shown on the page. A task the principal may not read is 404, the same as a missi
 from __future__ import annotations
 
 import asyncio
+import functools
 from datetime import datetime
 from pathlib import Path
 
@@ -211,7 +212,8 @@ class Inbox:
         try:
             if task_id is None:
                 lease = listening.slots.acquire(principal.digest)
-                stream = list_stream(lease, lambda: self._waiting(request, principal), closing)
+                relist = functools.partial(self._waiting, request, principal)
+                stream = list_stream(lease, listening, relist, closing)
             else:
                 snapshot = await self._task(request, principal, task_id)
                 listening.check_room([task_id])

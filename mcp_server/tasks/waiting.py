@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from temporalio.client import Client
 from temporalio.service import RPCError
 
+from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of
 from mcp_server.tasks.store import RPC_TIMEOUT, _translate
 from workflows.approvers import outstanding_ids
 from workflows.task_state import (
@@ -45,6 +46,8 @@ class Waiting:
     status_message: str | None
     request_keys: tuple[str, ...]
     mine: bool
+    # The task as its memo says (what a watcher starts from); not part of `version`.
+    snapshot: TaskSnapshot
     requested_by: str | None = None
 
     @property
@@ -101,6 +104,7 @@ class WaitingTasks:
                         status_message=state.status_message,
                         request_keys=tuple(sorted(state.input_requests)),
                         mine=mine,
+                        snapshot=snapshot_of(state),
                         requested_by=state.requested_by,
                     )
                 )
