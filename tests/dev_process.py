@@ -63,14 +63,19 @@ def wait_gone(pids: list[int], timeout: float = 20) -> None:
 
 class DevProcess:
     def __init__(
-        self, data_dir: Path, port: int, temporal_port: int, env: dict[str, str] | None = None
+        self,
+        data_dir: Path,
+        port: int,
+        temporal_port: int,
+        env: dict[str, str] | None = None,
+        toolset: str = "conformance",
     ) -> None:
         self.port = port
         self.url = f"http://127.0.0.1:{port}/mcp"
         self.log_path = data_dir.parent / f"dev-{time.monotonic_ns()}.log"
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(
-            [MCP_TASKS, "dev", "--toolset", "conformance", "--port", str(port),
+            [MCP_TASKS, "dev", "--toolset", toolset, "--port", str(port),
              "--data-dir", str(data_dir), "--temporal-port", str(temporal_port)],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             env=None if env is None else {**os.environ, **env},

@@ -3,8 +3,10 @@ process's single Temporal client."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
@@ -27,12 +29,16 @@ from mcp_server.http.origin import LOOPBACK_NAMES, OriginPolicy, is_loopback
 from mcp_server.http.sessions import SessionCodec
 from mcp_server.http.timeouts import guarded_h11
 from mcp_server.http.transport import McpEndpoint, error_response
+from mcp_server.inbox.routes import add_inbox_routes
+from mcp_server.inbox.security import InboxHeadersMiddleware
+from mcp_server.inbox.signin import inbox_signin
 from mcp_server.observability.routes import add_operations_routes, operations
 from mcp_server.protocol.errors import INVALID_REQUEST, McpError
 from mcp_server.protocol.services import build_services, clock, state_secret
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.temporal_connection import connect
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore
+from mcp_server.tasks.waiting import WaitingTasks
 from mcp_server.tools.registry import ToolRegistry
 from mcp_server.webhooks.endpoints import load_endpoints
 
@@ -78,6 +84,8 @@ def create_app(
             )
         services = build_services(settings, registry, task_store, secret, webhooks=webhooks)
         app.state.endpoint = McpEndpoint(services, SessionCodec(secret))
+        app.state.services = services
+        app.state.waiting = WaitingTasks(temporal) if temporal is not None else None
         app.state.store = task_store
         async with operations(app, settings, registry, temporal):
             yield
@@ -94,11 +102,15 @@ def create_app(
         redoc_url=None,
         openapi_url=None,
     )
+    # Set when the HTTP server begins to shut down (HttpServer.shutdown): long-lived inbox
+    # event streams end then.
+    app.state.closing = asyncio.Event()
     # Added innermost first: the request id wraps everything, then Host/Origin, then auth.
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
     app.add_middleware(AuthenticationMiddleware, authenticator=authenticator)
     app.add_middleware(HostOriginMiddleware, policy=origin_policy(settings))
     app.add_middleware(ObservabilityMiddleware)
+    app.add_middleware(InboxHeadersMiddleware)  # on every /inbox response, refusals too
     app.add_middleware(RequestIdMiddleware)
 
     async def mcp_post(request: Request) -> Response:
@@ -132,6 +144,7 @@ def create_app(
         return JSONResponse(metadata)
 
     add_operations_routes(app)
+    add_inbox_routes(app, inbox_signin(settings, authenticator, secret))
     # RFC 9728: at the root, and suffixed with the resource's path.
     app.add_route(RESOURCE_METADATA_PATH, resource_metadata, methods=["GET"])
     app.add_route(f"{RESOURCE_METADATA_PATH}/mcp", resource_metadata, methods=["GET"])
@@ -164,3 +177,11 @@ class HttpServer(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # The inbox's event streams end at once (the browser reconnects elsewhere or later)
+        # instead of holding the shutdown until its grace has passed.
+        closing = getattr(getattr(self.config.app, "state", None), "closing", None)
+        if isinstance(closing, asyncio.Event):
+            closing.set()
+        await super().shutdown(sockets)

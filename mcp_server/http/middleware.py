@@ -3,9 +3,12 @@
 1. `RequestIdMiddleware`: every request gets an id (the client's `X-Request-Id` when it is a
    sane token, 1-128 of `A-Za-z0-9._:-` and nothing else, else a fresh one), echoed in the
    response's `X-Request-Id`.
-2. `HostOriginMiddleware`: Host and Origin against DNS rebinding (origin.py): 403.
+2. `HostOriginMiddleware`: Host and Origin against DNS rebinding (origin.py): 403. The inbox's
+   own forms post `Origin: null` (its pages send no referrer) with `Sec-Fetch-Site:
+   same-origin`, which counts as no Origin there.
 3. `AuthenticationMiddleware`: the credential (auth.py) on every route but the public ones
-   (`/healthz`, the OAuth protected-resource metadata): 401 / 403 with `WWW-Authenticate`,
+   (`/healthz`, the OAuth protected-resource metadata) and the inbox's (`/inbox`, which checks
+   its own session cookie): 401 / 403 with `WWW-Authenticate`,
    400 for more than one Authorization header, 503 with Retry-After when keys cannot be
    fetched. The principal's digest is left in `scope["state"]["principal"]`, what its
    credential allows (its scopes) in `scope["state"]["grant"]`, its name and approver ids
@@ -36,6 +39,9 @@ from mcp_server.observability.record import RequestRecord
 from mcp_server.protocol.errors import INVALID_REQUEST
 
 PUBLIC_PATHS = ("/healthz", "/readyz", "/.well-known/")
+# The approval inbox checks its own signed session cookie (mcp_server/inbox/signin.py); no
+# other route ever reads that cookie.
+INBOX_PATH = "/inbox"
 # Probes: an orchestrator sends the pod's IP as Host (Kubernetes' httpGet probes), so they skip
 # the Host check; they say only whether the process and its dependencies are up.
 PROBE_PATHS = frozenset({"/healthz", "/readyz"})
@@ -88,13 +94,21 @@ class HostOriginMiddleware:
         if scope["type"] == "http" and not _is_probe(scope):
             headers = Headers(scope=scope)
             host = headers.get("host")
-            allowed = self.policy.host_allowed(host) and self.policy.origin_allowed(
-                headers.get("origin"), host
-            )
+            origin = headers.get("origin")
+            if origin == "null" and _same_origin_inbox_form(scope, headers):
+                origin = None
+            allowed = self.policy.host_allowed(host) and self.policy.origin_allowed(origin, host)
             if not allowed:
                 await refuse(send, 403, "Forbidden: Host or Origin not allowed")
                 return
         await self.app(scope, receive, send)
+
+
+def _same_origin_inbox_form(scope: Scope, headers: Headers) -> bool:
+    """A form of the inbox posted to itself: under its `Referrer-Policy: no-referrer` a browser
+    sends `Origin: null`, and says `Sec-Fetch-Site: same-origin` (a header no page can set).
+    The Host check still applies; the CSRF token and the SameSite=Strict cookie do the rest."""
+    return _is_inbox(str(scope["path"])) and headers.get("sec-fetch-site") == "same-origin"
 
 
 def _is_probe(scope: Scope) -> bool:
@@ -110,7 +124,8 @@ class AuthenticationMiddleware:
         self.authenticator = authenticator
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or str(scope["path"]).startswith(PUBLIC_PATHS):
+        path = str(scope.get("path", ""))
+        if scope["type"] != "http" or path.startswith(PUBLIC_PATHS) or _is_inbox(path):
             await self.app(scope, receive, send)
             return
         try:
@@ -123,6 +138,10 @@ class AuthenticationMiddleware:
         _state(scope)["grant"] = self.authenticator.grant(principal)
         _state(scope)["identity"] = identity_of(principal)
         await self.app(scope, receive, send)
+
+
+def _is_inbox(path: str) -> bool:
+    return path == INBOX_PATH or path.startswith(INBOX_PATH + "/")
 
 
 _REASONS = {400: "Bad Request", 401: "Unauthorized", 503: "Service Unavailable"}

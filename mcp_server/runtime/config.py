@@ -94,6 +94,10 @@ class Settings(BaseModel):
     jwt_required_scopes: CommaList = ()
     jwt_leeway_s: NonNegative = 30
     public_url: str | None = None
+    # The approval inbox (/inbox, mcp_server/inbox/): how long a sign-in lasts, and whether its
+    # cookie is marked Secure on plain http too (behind a TLS-terminating proxy).
+    inbox_session_s: int = Field(default=8 * 3600, ge=60, le=7 * 86400)
+    inbox_secure_cookie: Flag = False
     # Limits, each answered with a clear error.
     max_input_responses: NonNegative = 32
     max_input_response_bytes: Positive = 256 * 1024

@@ -51,6 +51,8 @@ class TaskSnapshot:
     answered_by: dict[str, str] = field(default_factory=dict)
     steps: list[dict[str, Any]] | None = None
     requested_by: str | None = None
+    # The tool the task runs (the approval inbox shows it).
+    tool: str = ""
 
 
 def failure_of(err: BaseException) -> tuple[dict[str, Any], str]:
@@ -115,6 +117,7 @@ def snapshot_of(state: TaskState) -> TaskSnapshot:
         answered_by=dict(state.answered_by),
         steps=[dict(step) for step in state.steps] if state.steps is not None else None,
         requested_by=state.requested_by,
+        tool=state.tool,
     )
 
 

@@ -1,0 +1,259 @@
+"""The inbox's routes, mounted on the app under /inbox (`add_inbox_routes`).
+
+Every POST checks the CSRF token of its session first (403 otherwise). Answers go through the
+protocol layer's own `submit_answers`, with a RequestContext of the signed-in principal, so
+validation, approver rules and rate limits are those of `tasks/update`; its -32602 message is
+shown on the page. A task the principal may not read is 404, the same as a missing one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from datetime import datetime
+from pathlib import Path
+
+import mcp_types as core
+from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import (
+    FileResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+
+from mcp_server.http.auth import Principal, identity_of
+from mcp_server.inbox import pages
+from mcp_server.inbox.csrf import FIELD_NAME
+from mcp_server.inbox.events import list_stream, task_stream
+from mcp_server.inbox.forms import FormProblem, answer_of
+from mcp_server.inbox.login import Login
+from mcp_server.inbox.responses import forged, html_page, problem, unavailable
+from mcp_server.inbox.session import InboxSession
+from mcp_server.inbox.signin import SIGN_IN_PATH, SignIn
+from mcp_server.protocol.context import RequestContext, Services
+from mcp_server.protocol.errors import INTERNAL_ERROR, McpError
+from mcp_server.protocol.tasks import lookup, submit_answers
+from mcp_server.tasks.approvers import may_answer
+from mcp_server.tasks.errors import TaskError, TaskNotFound
+from mcp_server.tasks.snapshots import TaskSnapshot
+from mcp_server.tasks.waiting import Waiting, WaitingTasks
+
+STATIC_DIR = Path(__file__).parent / "static"
+STATIC_FILES = {"inbox.css": "text/css", "inbox.js": "text/javascript"}
+_SIGN_IN = SIGN_IN_PATH
+
+
+class Inbox:
+    def __init__(self, signin: SignIn) -> None:
+        self.signin = signin
+
+    # ----- helpers -------------------------------------------------------------------------
+
+    def _services(self, request: Request) -> Services:
+        services: Services = request.app.state.services
+        return services
+
+    def context(self, request: Request, principal: Principal) -> RequestContext:
+        return RequestContext(
+            request_id=str(request.state.request_id),
+            method="tasks/update",
+            capabilities=core.ClientCapabilities(),
+            principal=principal.digest,
+            headers=request.headers,
+            grant=self.signin.authenticator.grant(principal),
+            identity=identity_of(principal),
+        )
+
+    def _now(self, request: Request) -> datetime:
+        return self._services(request).clock()
+
+    def _logout_token(self, session: InboxSession) -> str | None:
+        return self.signin.csrf.token(session) if self.signin.required else None
+
+    async def _waiting(self, request: Request, principal: Principal) -> list[Waiting]:
+        query: WaitingTasks | None = request.app.state.waiting
+        if query is None:
+            raise McpError(
+                INTERNAL_ERROR, "the inbox needs the server's Temporal client", http_status=503
+            )
+        identity = identity_of(principal)
+        return await query.waiting_for(principal.digest, identity.approver_ids, identity.every)
+
+    async def _task(self, request: Request, principal: Principal, task_id: str) -> TaskSnapshot:
+        return await lookup(self.context(request, principal), self._services(request), task_id)
+
+    # ----- pages ---------------------------------------------------------------------------
+
+    async def home(self, request: Request) -> Response:
+        current = self.signin.current(request)
+        if current is None:
+            return RedirectResponse(_SIGN_IN, status_code=303)
+        session, fresh = current
+        principal = session.principal
+        assert principal is not None
+        try:
+            waiting = await self._waiting(request, principal)
+        except (McpError, TaskError) as err:
+            return unavailable(err)
+        body = pages.list_page(
+            waiting, self._now(request), principal.subject, self._logout_token(session)
+        )
+        return self.signin.finish(request, html_page(body), session, fresh)
+
+    async def list_fragment(self, request: Request) -> Response:
+        current = self.signin.current(request)
+        if current is None or current[1]:
+            return problem(401, "Signed out", "Sign in again to see your inbox.")
+        principal = current[0].principal
+        assert principal is not None
+        try:
+            waiting = await self._waiting(request, principal)
+        except (McpError, TaskError) as err:
+            return unavailable(err)
+        return html_page(pages.list_section(waiting, self._now(request)))
+
+    async def task(self, request: Request) -> Response:
+        current = self.signin.current(request)
+        if current is None:
+            return RedirectResponse(_SIGN_IN, status_code=303)
+        session, fresh = current
+        principal = session.principal
+        assert principal is not None
+        part = request.path_params.get("part")
+        if part not in (None, "live", "forms"):
+            return problem(404, "Not found", "No such page.")
+        try:
+            snapshot = await self._task(request, principal, request.path_params["task_id"])
+        except TaskNotFound:
+            return problem(404, "Not found", "No such task, or not one you may see.")
+        except (McpError, TaskError) as err:
+            return unavailable(err)
+        now, token = self._now(request), self.signin.csrf.token(session)
+        if part == "live":
+            return html_page(pages.task_live(snapshot, now))
+        mine = _answerable(snapshot, principal)
+        if part == "forms":
+            return html_page(pages.task_forms(snapshot, token, mine))
+        logout = self._logout_token(session)
+        body = pages.task_page(snapshot, now, token, mine, principal.subject, logout)
+        return self.signin.finish(request, html_page(body), session, fresh)
+
+    async def answer(self, request: Request) -> Response:
+        session = self.signin.session(request)
+        form = await request.form()
+        if not self.signin.csrf_ok(session, form.get(FIELD_NAME)) or session is None:
+            return forged()
+        principal = session.principal
+        if principal is None:
+            return RedirectResponse(_SIGN_IN, status_code=303)
+        task_id = request.path_params["task_id"]
+        services = self._services(request)
+        ctx = self.context(request, principal)
+        try:
+            snapshot = await lookup(ctx, services, task_id)
+        except TaskNotFound:
+            return problem(404, "Not found", "No such task, or not one you may see.")
+        except (McpError, TaskError) as err:
+            return unavailable(err)
+        key = str(form.get("key", ""))
+        question = snapshot.input_requests.get(key)
+        if question is None:
+            gone = "This question was already answered or withdrawn."
+            return self._on_task_page(request, session, snapshot, gone, 409)
+        try:
+            services.limits.rates.updates.take(ctx.principal)
+            await submit_answers(ctx, services, task_id, {key: answer_of(question, form)})
+        except TaskNotFound:
+            return problem(404, "Not found", "No such task, or not one you may see.")
+        except FormProblem as err:
+            return self._on_task_page(request, session, snapshot, str(err), 400)
+        except McpError as err:
+            return self._on_task_page(request, session, snapshot, err.message, err.http_status)
+        except TaskError as err:
+            return unavailable(err)
+        return RedirectResponse(f"/inbox/tasks/{task_id}", status_code=303)
+
+    def _on_task_page(
+        self,
+        request: Request,
+        session: InboxSession,
+        snapshot: TaskSnapshot,
+        note: str,
+        status: int,
+    ) -> Response:
+        """The task page again, with `note` (what was wrong with the answer) on it."""
+        principal = session.principal
+        assert principal is not None
+        body = pages.task_page(
+            snapshot,
+            self._now(request),
+            self.signin.csrf.token(session),
+            _answerable(snapshot, principal),
+            principal.subject,
+            self._logout_token(session),
+            note,
+        )
+        return html_page(body, status)
+
+    # ----- events and static files ---------------------------------------------------------
+
+    async def events(self, request: Request) -> Response:
+        current = self.signin.current(request)
+        if current is None or current[1]:
+            return problem(401, "Signed out", "Sign in again to follow your inbox.")
+        principal = current[0].principal
+        assert principal is not None
+        services = self._services(request)
+        listening = services.listening
+        task_id = request.query_params.get("task")
+        closing: asyncio.Event = request.app.state.closing
+        try:
+            if task_id is None:
+                lease = listening.slots.acquire(principal.digest)
+                relist = functools.partial(self._waiting, request, principal)
+                stream = list_stream(lease, listening, relist, closing)
+            else:
+                snapshot = await self._task(request, principal, task_id)
+                listening.check_room([task_id])
+                lease = listening.slots.acquire(principal.digest)
+                stream = task_stream(lease, listening, snapshot, closing)
+        except TaskNotFound:
+            return problem(404, "Not found", "No such task, or not one you may see.")
+        except (McpError, TaskError) as err:
+            return unavailable(err)
+        headers = {"X-Accel-Buffering": "no"}
+        return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
+
+    async def static(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in STATIC_FILES:
+            return problem(404, "Not found", "No such file.")
+        return FileResponse(STATIC_DIR / name, media_type=STATIC_FILES[name])
+
+
+def _answerable(snapshot: TaskSnapshot, principal: Principal) -> frozenset[str]:
+    """The outstanding request keys `principal` may answer (the rule of tasks/update)."""
+    identity = identity_of(principal)
+    return frozenset(
+        key
+        for key in snapshot.input_requests
+        if may_answer(key, snapshot.owner, snapshot.approvers, principal.digest, identity)
+    )
+
+
+def add_inbox_routes(app: FastAPI, signin: SignIn) -> None:
+    inbox = Inbox(signin)
+    app.add_route("/inbox", inbox.home, methods=["GET"])
+    app.add_route("/inbox/", inbox.home, methods=["GET"])
+    app.add_route("/inbox/fragments/list", inbox.list_fragment, methods=["GET"])
+    app.add_route("/inbox/tasks/{task_id}", inbox.task, methods=["GET"])
+    app.add_route("/inbox/tasks/{task_id}/{part:str}", inbox.task, methods=["GET"])
+    app.add_route("/inbox/tasks/{task_id}/answer", inbox.answer, methods=["POST"])
+    login = Login(signin)
+    app.add_route("/inbox/login", login.form, methods=["GET"])
+    app.add_route("/inbox/login", login.sign_in, methods=["POST"])
+    app.add_route("/inbox/logout", login.sign_out, methods=["POST"])
+    app.add_route("/inbox/events", inbox.events, methods=["GET"])
+    app.add_route("/inbox/static/{name}", inbox.static, methods=["GET"])

@@ -1,0 +1,133 @@
+"""The inbox's session cookie: who signed in, signed with the server's state secret.
+
+Rules implemented:
+- The cookie holds a random session id, the principal the credential stood for (subject,
+  scopes, client) and an expiry; never the credential itself. It is
+  `base64url(json).base64url(hmac-sha256)`, keyed by a key derived from the state secret for
+  this use alone, so no other signed value of the server (sessions, requestState) is one.
+- A session lasts `inbox_session_s`, and never longer than the JWT it came from (its `exp`).
+- Expired, malformed or badly signed cookies are no session at all.
+- Attributes: HttpOnly, SameSite=Strict, Path=/inbox, Max-Age; Secure on https or when the
+  `inbox_secure_cookie` setting says so (a TLS-terminating proxy in front).
+- A session without a principal exists only to bind the login form's CSRF token.
+- The cookie is read only by the inbox's routes: /mcp never accepts it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_server.http.auth import Principal
+
+COOKIE_NAME = "mcp_inbox"
+COOKIE_PATH = "/inbox"
+# A session that only carries the login form's CSRF token.
+PRE_LOGIN_S = 600
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def derive_key(secret: bytes, purpose: str) -> bytes:
+    """A key of its own for each use of the state secret."""
+    return hmac.new(secret, f"mcp-tasks inbox {purpose} v1".encode(), hashlib.sha256).digest()
+
+
+@dataclass(frozen=True)
+class InboxSession:
+    session_id: str
+    expires_at: int
+    principal: Principal | None = None
+
+
+def _principal_json(principal: Principal) -> dict[str, Any]:
+    return {
+        "s": principal.subject,
+        "sc": sorted(principal.scopes),
+        "c": principal.client,
+        "e": principal.every_scope,
+    }
+
+
+def _principal_of(value: object) -> Principal | None:
+    if not isinstance(value, dict):
+        return None
+    subject, scopes, client = value.get("s"), value.get("sc"), value.get("c")
+    if not isinstance(subject, str) or not isinstance(scopes, list):
+        return None
+    if client is not None and not isinstance(client, str):
+        return None
+    return Principal(subject, frozenset(map(str, scopes)), client, value.get("e") is True)
+
+
+class SessionCodec:
+    def __init__(self, secret: bytes, lifetime_s: int) -> None:
+        self._key = derive_key(secret, "session")
+        self.lifetime_s = lifetime_s
+
+    def new(self, principal: Principal | None, not_after: int | None = None) -> InboxSession:
+        """A fresh session (a new id); it ends after its lifetime, or at `not_after` (the
+        expiry of the credential it came from) if that is sooner."""
+        lifetime = self.lifetime_s if principal is not None else PRE_LOGIN_S
+        expires = int(time.time()) + lifetime
+        if not_after is not None:
+            expires = min(expires, not_after)
+        return InboxSession(secrets.token_urlsafe(16), expires, principal)
+
+    def encode(self, session: InboxSession) -> str:
+        body: dict[str, Any] = {"id": session.session_id, "exp": session.expires_at}
+        if session.principal is not None:
+            body["p"] = _principal_json(session.principal)
+        payload = _b64(json.dumps(body, separators=(",", ":")).encode())
+        return f"{payload}.{_b64(self._sign(payload))}"
+
+    def decode(self, cookie: str | None) -> InboxSession | None:
+        if not cookie or cookie.count(".") != 1 or len(cookie) > 4096:
+            return None
+        payload, signature = cookie.split(".")
+        try:
+            if not hmac.compare_digest(_unb64(signature), self._sign(payload)):
+                return None
+            body = json.loads(_unb64(payload))
+        except (ValueError, UnicodeError):
+            return None
+        if not isinstance(body, dict):
+            return None
+        session_id, expires = body.get("id"), body.get("exp")
+        if not isinstance(session_id, str) or not isinstance(expires, int):
+            return None
+        if expires <= time.time():
+            return None
+        principal = _principal_of(body.get("p")) if "p" in body else None
+        if "p" in body and principal is None:
+            return None
+        return InboxSession(session_id, expires, principal)
+
+    def _sign(self, payload: str) -> bytes:
+        return hmac.new(self._key, payload.encode("ascii"), hashlib.sha256).digest()
+
+
+def cookie_header(value: str, max_age: int, secure: bool) -> str:
+    """The Set-Cookie value (max_age 0 clears it)."""
+    parts = [
+        f"{COOKIE_NAME}={value}",
+        f"Path={COOKIE_PATH}",
+        f"Max-Age={max(0, max_age)}",
+        "HttpOnly",
+        "SameSite=Strict",
+    ]
+    if secure:
+        parts.append("Secure")
+    return "; ".join(parts)

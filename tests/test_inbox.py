@@ -1,0 +1,322 @@
+"""The approval inbox end to end: a real `mcp-tasks dev --auth tokens` process, real MCP calls,
+Debian's chromium driven headless (Playwright), plain HTTP for what a browser would not send."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.async_api import Browser, expect
+
+from mcp_server.inbox.security import CONTENT_SECURITY_POLICY
+from mcp_server.protocol.errors import NOT_AN_APPROVER
+from mcp_server.runtime.devserver import free_port
+from tests.dev_process import DevProcess, reaped
+from tests.inbox_stack import (
+    CHROMIUM,
+    InboxServer,
+    chromium,
+    form_fields,
+    inbox_server,
+    screenshot_path,
+    signed_in_page,
+)
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    # .ci/run installs it; elsewhere: apt-get install chromium.
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no {CHROMIUM} (Debian's chromium)"),
+]
+
+EVERY_FIELD: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "reason": {"type": "string", "title": "Reason", "description": "Why this change?",
+                   "minLength": 3, "maxLength": 200},
+        "contact": {"type": "string", "format": "email", "title": "Contact"},
+        "link": {"type": "string", "format": "uri", "title": "Change ticket"},
+        "when": {"type": "string", "format": "date", "title": "Date"},
+        "env": {"type": "string", "enum": ["staging", "production"], "default": "staging"},
+        "region": {"type": "string", "oneOf": [{"const": "eu", "title": "Europe"},
+                                               {"const": "us", "title": "United States"}]},
+        "replicas": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3},
+        "ratio": {"type": "number", "minimum": 0, "maximum": 1, "title": "Traffic share"},
+        "notify": {"type": "boolean", "default": True, "title": "Notify the team"},
+        "tags": {"type": "array", "items": {"type": "string", "enum": ["db", "api", "web"]}},
+    },
+    "required": ["reason", "env", "replicas"],
+}  # fmt: skip
+HOSTILE = '<script>alert("x")</script><b>bold</b> & "quotes"'
+
+
+def ask(message: str, schema: dict[str, Any] = EVERY_FIELD) -> dict[str, Any]:
+    return {
+        "request": {
+            "method": "elicitation/create",
+            "params": {"mode": "form", "message": message, "requestedSchema": schema},
+        }
+    }
+
+
+@pytest.fixture(scope="module")
+async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[InboxServer]:
+    async with inbox_server(tmp_path_factory.mktemp("inbox")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+async def browser() -> AsyncIterator[Browser]:
+    async with chromium() as launched:
+        yield launched
+
+
+async def waiting_task(server: InboxServer, who: str, message: str) -> str:
+    mcp = server.mcp(who)
+    task_id = await mcp.create_task("tests_ask", ask(message))
+    await mcp.wait_status(task_id, "input_required", within=20)
+    return task_id
+
+
+@asynccontextmanager
+async def session(server: InboxServer, who: str) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
+    """A plain HTTP client signed in as `who`, and its CSRF token."""
+    async with httpx.AsyncClient(base_url=server.base, timeout=15) as http:
+        yield await _signed_in(http, server, who)
+
+
+async def _signed_in(
+    http: httpx.AsyncClient, server: InboxServer, who: str
+) -> tuple[httpx.AsyncClient, str]:
+    form = await http.get("/inbox/login")
+    token = re.search(r'name="csrf" value="([0-9a-f]+)"', form.text)
+    assert token is not None
+    signed = await http.post(
+        "/inbox/login", data={"csrf": token.group(1), "token": server.tokens[who]}
+    )
+    assert signed.status_code == 303, signed.text
+    home = await http.get("/inbox")
+    csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', home.text)
+    assert home.status_code == 200 and csrf is not None
+    return http, csrf.group(1)
+
+
+async def test_the_approver_approves_the_deploy_in_the_browser(
+    server: InboxServer, browser: Browser
+) -> None:
+    alice = server.mcp("alice")
+    task_id = await alice.create_task("deploy", {"pipeline": "release"})
+    await alice.wait_status(task_id, "input_required", within=30)
+    (key,) = (await alice.get_task(task_id)).result["inputRequests"]
+    approve = {key: {"action": "accept", "content": {"approve": True}}}
+    refused = (await alice.update_task(task_id, approve)).error
+    assert refused["code"] == NOT_AN_APPROVER and "release-manager" in refused["message"]
+    question = {"message": "Rotate the payments API key tonight?", "approvers": ["release-manager"]}
+    other = await alice.create_task("request_approval", question)
+    await alice.wait_status(other, "input_required", within=30)
+    async with session(server, "alice") as (http, _):
+        mine = await http.get(f"/inbox/tasks/{task_id}")
+        assert "Awaiting the decision of release-manager" in mine.text
+        assert "form" not in mine.text.split('id="forms"')[1]  # nothing alice may answer
+
+    page = await signed_in_page(browser, server, "release-manager")
+    row = page.locator(f"tr[data-task='{task_id}']")
+    await expect(row).to_be_visible(timeout=20_000)
+    await expect(row.locator(".whose")).to_contain_text("as approver")
+    await expect(row.locator(".whose .from")).to_have_text("asked by alice")
+    await expect(page.locator(f"tr[data-task='{other}']")).to_be_visible(timeout=20_000)
+    if (where := screenshot_path("inbox.png")) is not None:
+        await page.set_viewport_size({"width": 1200, "height": 460})
+        await page.screenshot(path=str(where), full_page=True)
+        await page.set_viewport_size({"width": 1200, "height": 820})
+    await row.locator("a").click()
+    await page.wait_for_url(f"{server.base}/inbox/tasks/{task_id}")
+    assert await form_fields(page) == {"f.approve": "checkbox", "f.comment": "text"}
+    steps = page.locator("li.step")
+    await expect(steps).to_have_count(2)
+    await expect(steps.nth(0).locator(".step-name")).to_have_text("build")
+    await expect(steps.nth(0).locator(".badge")).to_have_text("succeeded")
+    await expect(steps.nth(0).locator(".step-facts")).to_contain_text("exit 0")
+    await expect(steps.nth(0).locator("pre.tail")).to_contain_text("built", use_inner_text=False)
+    await expect(steps.nth(1).locator(".badge")).to_have_text("waiting")
+    await expect(page.locator(".who-list").first).to_contain_text("alice")
+    await page.fill("#f\\.comment", "Go ahead, the change window is open.")
+    await page.check("#f\\.approve")
+    if (where := screenshot_path("inbox-task.png")) is not None:
+        await page.screenshot(path=str(where), full_page=True)
+    await page.click("button[value=accept]")
+    done = await alice.wait_terminal(task_id, within=30)
+    assert done["status"] == "completed" and not done["result"].get("isError"), done
+    # The page follows the deploy to its end (server-sent events) and says who decided.
+    await expect(page.locator("#live .pill")).to_have_text("completed", timeout=20_000)
+    await expect(steps.nth(1).locator(".badge")).to_have_text("succeeded")
+    await expect(page.locator("#live")).to_contain_text("answered by release-manager")
+    await page.context.close()
+    async with session(server, "eve") as (http, _):
+        assert (await http.get(f"/inbox/tasks/{task_id}")).status_code == 404
+
+
+async def test_owner_answers_every_field_type_in_the_browser(
+    server: InboxServer, browser: Browser
+) -> None:
+    task_id = await waiting_task(server, "alice", f"Confirm the change {HOSTILE}")
+    page = await signed_in_page(browser, server, "alice")
+    row = page.locator(f"tr[data-task='{task_id}']")
+    await expect(row).to_be_visible(timeout=15_000)
+    await expect(row.locator(".tool")).to_have_text("tests_ask")
+    await row.locator("a").click()
+    await page.wait_for_url(f"{server.base}/inbox/tasks/{task_id}")
+    # The task's text is shown as text: no element came from it, no script ran.
+    message = page.locator("article.request .message")
+    await expect(message).to_have_text(f"Confirm the change {HOSTILE}")
+    assert await message.locator("b, script").count() == 0
+    assert await form_fields(page) == {
+        "f.reason": "text", "f.contact": "email", "f.link": "url", "f.when": "date",
+        "f.env": "select", "f.region": "select", "f.replicas": "number", "f.ratio": "number",
+        "f.notify": "checkbox", "f.tags": "select-multiple",
+    }  # fmt: skip
+    reason = page.locator("#f\\.reason")
+    assert await reason.get_attribute("minlength") == "3"
+    assert await reason.get_attribute("required") is not None
+    assert await page.locator("#f\\.replicas").input_value() == "3"
+    assert await page.locator("#f\\.replicas").get_attribute("max") == "10"
+    assert await page.locator("#f\\.notify").is_checked()
+    await expect(page.locator("#f\\.region option[value=eu]")).to_have_text("Europe")
+    await expect(page.locator(".help").first).to_have_text("Why this change?")
+    await page.fill("#f\\.reason", "hotfix")
+    await page.fill("#f\\.contact", "alice@example.com")
+    await page.fill("#f\\.when", "2026-12-24")
+    await page.select_option("#f\\.env", "production")
+    await page.select_option("#f\\.region", "us")
+    await page.fill("#f\\.replicas", "5")
+    await page.fill("#f\\.ratio", "0.25")
+    await page.uncheck("#f\\.notify")
+    await page.select_option("#f\\.tags", ["db", "web"])
+    await page.click("button[value=accept]")
+    await page.wait_for_url(f"{server.base}/inbox/tasks/{task_id}")
+    done = await server.mcp("alice").wait_terminal(task_id, within=20)
+    answer = json.loads(done["result"]["content"][0]["text"])
+    assert answer == {"action": "accept", "content": {
+        "reason": "hotfix", "contact": "alice@example.com", "when": "2026-12-24",
+        "env": "production", "region": "us", "replicas": 5, "ratio": 0.25, "notify": False,
+        "tags": ["db", "web"]}}  # fmt: skip
+    # The open page follows the task (server-sent events): it ends completed without a reload.
+    await expect(page.locator("#live .pill")).to_have_text("completed", timeout=15_000)
+    await page.context.close()
+
+
+async def test_the_list_updates_without_reload(server: InboxServer, browser: Browser) -> None:
+    page = await signed_in_page(browser, server, "alice")
+    await expect(page.locator("#list")).to_be_visible()
+    before = await page.evaluate("performance.getEntriesByType('navigation').length")
+    task_id = await waiting_task(server, "alice", "A new question arrives")
+    await expect(page.locator(f"tr[data-task='{task_id}']")).to_be_visible(timeout=20_000)
+    assert await page.evaluate("performance.getEntriesByType('navigation').length") == before
+    await page.context.close()
+
+
+async def test_another_principal_sees_nothing(server: InboxServer, browser: Browser) -> None:
+    task_id = await waiting_task(server, "alice", "Only for alice")
+    page = await signed_in_page(browser, server, "eve")
+    await expect(page.locator("#list .empty")).to_be_visible()
+    assert await page.locator(f"tr[data-task='{task_id}']").count() == 0
+    response = await page.goto(f"{server.base}/inbox/tasks/{task_id}")
+    assert response is not None and response.status == 404
+    await page.context.close()
+    async with session(server, "eve") as (http, csrf):
+        for path in (f"/inbox/tasks/{task_id}/live", f"/inbox/events?task={task_id}"):
+            assert (await http.get(path)).status_code == 404
+        decline = {"csrf": csrf, "key": "question", "action": "decline"}
+        refused = await http.post(f"/inbox/tasks/{task_id}/answer", data=decline)
+        assert refused.status_code == 404
+    assert (await server.mcp("alice").get_task(task_id)).result["status"] == "input_required"
+
+
+async def test_a_forged_post_is_refused(server: InboxServer) -> None:
+    task_id = await waiting_task(server, "alice", "Forgery target")
+    async with session(server, "alice") as (http, csrf):
+        answer = {"key": "question", "action": "decline"}
+        for data in (answer, {**answer, "csrf": "0" * 64}, {**answer, "csrf": ""}):
+            forged = await http.post(f"/inbox/tasks/{task_id}/answer", data=data)
+            assert forged.status_code == 403
+            assert "security token is missing or wrong" in forged.text
+    # Without the session cookie, a right token from another session is refused too.
+    async with httpx.AsyncClient(base_url=server.base) as stranger:
+        stolen = {**answer, "csrf": csrf}
+        forged = await stranger.post(f"/inbox/tasks/{task_id}/answer", data=stolen)
+        assert forged.status_code == 403
+    assert (await server.mcp("alice").get_task(task_id)).result["status"] == "input_required"
+
+
+async def test_answers_are_checked_as_tasks_update_checks_them(server: InboxServer) -> None:
+    task_id = await waiting_task(server, "alice", "Validation")
+    async with session(server, "alice") as (http, csrf):
+        bad = await http.post(f"/inbox/tasks/{task_id}/answer", data={
+            "csrf": csrf, "key": "question", "action": "accept", "f.reason": "ok",
+            "f.env": "staging", "f.replicas": "50"})  # fmt: skip
+        assert bad.status_code == 400
+        assert "inputResponses.question" in bad.text and "replicas" in bad.text
+        assert 'role="alert"' in bad.text
+    assert (await server.mcp("alice").get_task(task_id)).result["status"] == "input_required"
+
+
+async def test_headers_cookie_and_sign_in(server: InboxServer) -> None:
+    async with httpx.AsyncClient(base_url=server.base) as http:
+        login = await http.get("/inbox/login")
+        for response in (login, await http.get("/inbox/static/inbox.js"),
+                         await http.get("/inbox/tasks/nope")):  # fmt: skip
+            assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+            assert response.headers["x-content-type-options"] == "nosniff"
+            assert response.headers["referrer-policy"] == "no-referrer"
+            assert response.headers["cache-control"] == "no-store"
+        assert (await http.get("/inbox", follow_redirects=False)).status_code == 303
+        token = re.search(r'name="csrf" value="([0-9a-f]+)"', login.text)
+        assert token is not None
+        wrong = await http.post("/inbox/login", data={"csrf": token.group(1), "token": "nope"})
+        assert wrong.status_code == 401 and "unknown bearer token" in wrong.text
+        signed = await http.post(
+            "/inbox/login", data={"csrf": token.group(1), "token": server.tokens["alice"]}
+        )
+        cookie = signed.headers["set-cookie"]
+        for attribute in ("HttpOnly", "SameSite=Strict", "Path=/inbox", "Max-Age="):
+            assert attribute in cookie
+        assert "Secure" not in cookie  # plain http on loopback
+        value = cookie.split(";")[0]
+        # The inbox's cookie is never a credential for /mcp.
+        mcp = await http.post("/mcp", json={}, headers={"Cookie": value})
+        assert mcp.status_code == 401
+        home = await http.get("/inbox")
+        assert home.status_code == 200 and "Signed in as <strong>alice</strong>" in home.text
+        csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', home.text)
+        assert csrf is not None
+        out = await http.post("/inbox/logout", data={"csrf": csrf.group(1)})
+        assert out.status_code == 303 and out.headers["location"] == "/inbox/login"
+        assert "Max-Age=0" in out.headers["set-cookie"]
+        assert (await http.get("/inbox")).headers["location"] == "/inbox/login"
+
+
+async def test_event_streams_end_when_the_server_shuts_down(tmp_path: Path) -> None:
+    """SIGTERM: an open inbox stream ends at once, not when the shutdown grace runs out."""
+    port = free_port()
+    grace = {"MCP_TASKS_HTTP_SHUTDOWN_GRACE_S": "120"}
+    dev = DevProcess(tmp_path / "data", port, free_port(), env=grace, toolset="demo")
+    with reaped([dev]):
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+            await dev.wait_healthy(http)
+            await http.get("/inbox")  # auth none: the local user's session cookie
+            async with asyncio.timeout(60), http.stream("GET", "/inbox/events") as stream:
+                lines = stream.aiter_lines()
+                assert await anext(lines) == "retry: 3000"
+                dev.process.send_signal(signal.SIGTERM)
+                async for _ in lines:  # until the server closes the stream
+                    pass
+        assert await asyncio.to_thread(dev.process.wait, 60) == 0
+    assert "graceful shutdown exceeded" not in dev.log()
