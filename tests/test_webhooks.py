@@ -478,3 +478,21 @@ async def test_an_endpoint_the_worker_no_longer_has_is_dropped_not_retried() -> 
         await ActivityEnvironment().run(sender.deliver, delivery)
     assert raised.value.non_retryable and raised.value.type == UNKNOWN_ENDPOINT_ERROR
     assert "'gone' is not in this worker's MCP_TASKS_WEBHOOKS_FILE" in raised.value.message
+
+
+async def test_a_question_for_approvers_names_them_and_who_asked(
+    fresh_stack: StackFactory, tmp_path: Path, receiver: WebhookReceiver
+) -> None:
+    hooks = write_endpoints(tmp_path, [endpoint(receiver.url, ["input_required"])])
+    async with fresh_stack(webhooks_file=hooks) as stack:
+        arguments = {"message": "Ship 1.3?", "approvers": ["release-manager", "scope:release"]}
+        task_id = await stack.mcp.create_task("request_approval", arguments)
+        await receiver.wait_for(lambda r: r.events() == ["input_required"], 10, "the question")
+        (asked,) = receiver.unique().values()
+        task = asked.body["task"]
+        assert task["inputRequests"] == [
+            {"key": "decision", "message": "Ship 1.3?",
+             "approvers": ["release-manager", "scope:release"]}
+        ]  # fmt: skip
+        assert task["requestedBy"] == "anonymous"
+        await stack.mcp.cancel_task(task_id)

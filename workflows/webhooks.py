@@ -96,11 +96,14 @@ class WebhookDeliveryWorkflow:
 def task_view(state: TaskState) -> dict[str, Any]:
     """What a notification tells of the task: its state as published (redacted like the
     memo), each question by its message only."""
-    requests: list[dict[str, str]] = []
+    requests: list[dict[str, Any]] = []
     for key, request in list(state.input_requests.items())[:MAX_REQUESTS]:
         params = request.get("params") if isinstance(request, dict) else None
         message = params.get("message") if isinstance(params, dict) else None
-        requests.append({"key": key, "message": str(message or "")[:MAX_MESSAGE_CHARS]})
+        entry: dict[str, Any] = {"key": key, "message": str(message or "")[:MAX_MESSAGE_CHARS]}
+        if state.approvers.get(key):  # whose decision it awaits (names as configured)
+            entry["approvers"] = list(state.approvers[key])
+        requests.append(entry)
     message = state.status_message
     return {
         "taskId": state.task_id,
@@ -110,6 +113,7 @@ def task_view(state: TaskState) -> dict[str, Any]:
         "createdAt": state.created_at,
         "lastUpdatedAt": state.last_updated_at,
         "inputRequests": requests,
+        **({"requestedBy": state.requested_by} if state.requested_by else {}),
     }
 
 
