@@ -77,8 +77,10 @@ async def wait_parked(clients: Clients, owned: list[tuple[LoadClient, str]], pro
     is left or `timeout_s` has passed; the ones never seen parked."""
     pending = list(owned)
     deadline = time.monotonic() + timeout_s
-    progress.set("waiting until every approval is input_required", len(pending))
+    sweep = 0
     while pending and time.monotonic() < deadline:
+        sweep += 1
+        progress.set(f"sweep {sweep}: reading the tasks not yet seen input_required", len(pending))
         still: list[tuple[LoadClient, str]] = []
 
         async def read(entry: tuple[LoadClient, str], into: list[Any] = still) -> None:
@@ -86,7 +88,6 @@ async def wait_parked(clients: Clients, owned: list[tuple[LoadClient, str]], pro
                 into.append(entry)
 
         await bounded(pending, 16, read, progress)
-        progress.done = len(owned) - len(still)
         pending = still
         if pending:
             await asyncio.sleep(1.0)

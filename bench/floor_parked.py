@@ -2,11 +2,11 @@
 
 `count` `request_approval` tasks are created by 16 concurrent clients, drawn from a stream (a
 client creates the next one when its last is acknowledged: nothing is held per task but its id
-and owner), spread over principals of `PER_PRINCIPAL` each so that the quota (1,000 open tasks
-per principal) stays far away; then swept with tasks/get until every one is `input_required`.
-With all of them parked: the RSS of each process, and tasks/get on a random sample (each task
-read at most once per level, well within the poll limiter) at 1 and 16 clients against raw
-`describe()` of the same sample.
+and owner), each creator with a principal of its own for `PER_PRINCIPAL` of them, so that the
+quota (1,000 open tasks per principal) stays far away; then swept with tasks/get until every
+one is `input_required`. With all of them parked: the RSS of each process, and tasks/get on a
+random sample (each task read at most once per level, well within the poll limiter) at 1 and
+16 clients against raw `describe()` of the same sample.
 """
 
 from __future__ import annotations
@@ -36,7 +36,15 @@ Entry = tuple[LoadClient, str]  # (owner, taskId)
 
 
 def principals_for(count: int) -> int:
-    return max(1, math.ceil(count / PER_PRINCIPAL))
+    """Principals for `count` tasks: a generation of `CREATORS` for each `CREATORS` x
+    `PER_PRINCIPAL` tasks."""
+    return CREATORS * max(1, math.ceil(count / (CREATORS * PER_PRINCIPAL)))
+
+
+def owner_of(index: int) -> int:
+    """The principal creating task `index`: the creators take turns, each with a principal of
+    its own, and move to a fresh generation once each has made `PER_PRINCIPAL`."""
+    return index // (CREATORS * PER_PRINCIPAL) * CREATORS + index % CREATORS
 
 
 async def park(clients: Clients, ledger: Ledger, count: int, progress: Progress,
@@ -47,7 +55,7 @@ async def park(clients: Clients, ledger: Ledger, count: int, progress: Progress,
     latencies: list[float] = []
 
     async def one(index: int) -> None:
-        owner = owners[index // PER_PRINCIPAL]
+        owner = owners[owner_of(index)]
         started = time.perf_counter()
         arguments = {"message": f"Approve parked change #{index}?"}
         task_id = (await clients.create(owner, APPROVAL, arguments))["taskId"]
