@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from bench.floor_raw import completed
 from bench.load import TERMINAL, LoadClient, Stats
 
 Job = Callable[[int, int], Awaitable[None]]  # (client, call number)
@@ -65,8 +66,7 @@ def state_of(task: dict[str, Any]) -> str:
     """A task as the ledger compares it: its status, and a completed one's result label."""
     if task["status"] != "completed":
         return str(task["status"])
-    content = (task.get("result") or {}).get("structuredContent") or {}
-    return f"completed:{content.get('label', '')}"
+    return completed(task.get("result") or {})
 
 
 class Progress:

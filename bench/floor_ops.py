@@ -6,7 +6,8 @@ each making its calls one after another, the two sides' rounds interleaved.
   `start_workflow` of the same RequestApproval workflow and TaskInput.
 - get: tasks/get of those approvals, once all are parked at their question, against raw
   `describe()` of the same workflows.
-- lifecycle: each client creates `slow_compute` tasks of 50 ms, one after another, and polls
+- lifecycle: each client creates `bench_short_job` tasks (one 50 ms activity), one after
+  another, and polls
   each to its end at the pollIntervalMs the server advertises; the floor starts the same
   workflow and polls `describe()` at that same interval (then reads the result), and, as the
   push floor, waits on `handle.result()`.
@@ -37,7 +38,8 @@ from bench.load import LoadClient
 from bench.run import percentiles
 
 APPROVAL = "request_approval"
-SHORT = "slow_compute"
+SHORT = "bench_short_job"  # bench/fixture_tools.py: one activity of `step_seconds`
+TIMER = "slow_compute"  # a durable timer, which a cancellation request interrupts at once
 PARKED = "input_required"
 Owned = dict[LoadClient, list[str]]
 
@@ -131,7 +133,7 @@ async def lifecycle(clients: Clients, raw: RawFloor, ledger: Ledger, level: int,
 
     async def ours(client: int, number: int) -> None:
         label = f"life-{client}-{number}"
-        arguments = {"seconds": body_s, "label": label}
+        arguments = {"name": label, "steps": 1, "step_seconds": body_s}
         task = await clients.create(mine[client], SHORT, arguments)
         intervals.append(task["pollIntervalMs"])
         ledger.add(task["taskId"], mine[client], f"completed:{label}")
@@ -141,7 +143,7 @@ async def lifecycle(clients: Clients, raw: RawFloor, ledger: Ledger, level: int,
 
     async def floor(client: int, number: int, push: bool) -> None:
         label = f"raw-{client}-{number}"
-        handle = await raw.start(SHORT, {"seconds": body_s, "label": label})
+        handle = await raw.start(SHORT, {"name": label, "steps": 1, "step_seconds": body_s})
         every = (intervals[0] if intervals else 500) / 1000
         end = await (raw.outcome(handle) if push else raw.poll_to_end(handle, every))
         if end != f"completed:{label}":
@@ -165,10 +167,10 @@ async def cancel(clients: Clients, raw: RawFloor, ledger: Ledger, count: int, po
     """`count` running tasks cancelled one after another through each side; the time from the
     cancellation request to the terminal state seen."""
     (owner,) = clients.take(1)
-    ours = [(await clients.create(owner, SHORT, {"seconds": 3600}))["taskId"]
+    ours = [(await clients.create(owner, TIMER, {"seconds": 3600}))["taskId"]
             for _ in range(count)]  # fmt: skip
-    polled = [await raw.start(SHORT, {"seconds": 3600}) for _ in range(count)]
-    pushed = [await raw.start(SHORT, {"seconds": 3600}) for _ in range(count)]
+    polled = [await raw.start(TIMER, {"seconds": 3600}) for _ in range(count)]
+    pushed = [await raw.start(TIMER, {"seconds": 3600}) for _ in range(count)]
     progress.set("waiting until the tasks to cancel run", 3 * count)
     for task_id in ours + [h.id for h in polled + pushed]:  # its timer started
         deadline = time.monotonic() + 60

@@ -30,6 +30,7 @@ from temporalio.common import (
     WorkflowIDReusePolicy,
 )
 
+from bench.floor_stack import MODULES
 from bench.run import META
 from mcp_server.protocol.wire import iso_now
 from mcp_server.tasks.store import INITIAL_STATUS_MESSAGE, new_task_id
@@ -49,10 +50,16 @@ CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 TASK_QUEUE = "mcp-tasks"  # the default task queue of server and worker
 
 
+def completed(result: dict[str, Any]) -> str:
+    """`completed:LABEL`, the label of a `slow_compute` or the name of a job."""
+    content = result.get("structuredContent") or {}
+    return f"completed:{content.get('label') or content.get('name') or ''}"
+
+
 class RawFloor:
     def __init__(self, client: Client) -> None:
         self.client = client
-        self.registry = load_toolsets("conformance", ["mcp_server.tools.demo"])
+        self.registry = load_toolsets("conformance", MODULES)
 
     @classmethod
     async def connect(cls, address: str) -> RawFloor:
@@ -123,5 +130,4 @@ class RawFloor:
         except WorkflowFailureError as err:
             cause = type(err.cause).__name__
             return "cancelled" if cause == "CancelledError" else f"failed:{cause}"
-        content = result.get("structuredContent") or {} if isinstance(result, dict) else {}
-        return f"completed:{content.get('label', '')}"
+        return completed(result if isinstance(result, dict) else {})

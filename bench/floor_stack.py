@@ -1,9 +1,10 @@
 """The stack `make bench` measures, with one bearer token (one principal) per benchmark client.
 
 Tools: the `conformance` toolset (as the issue's figures were taken: `slow_compute` gives the
-short and the cancelled tasks) plus the `demo` module (`request_approval` gives the parked
-ones), loaded together through MCP_TASKS_TOOL_MODULES; every other setting is the default
-(the open-task quota on, 1,000 per principal).
+cancelled tasks), the `demo` module (`request_approval` gives the parked ones) and
+bench/fixture_tools.py (`bench_short_job`, the 50 ms task), loaded together through
+MCP_TASKS_TOOL_MODULES; every other setting is the default (the open-task quota on, 1,000 per
+principal).
 
 - `dev` (default): one `mcp-tasks dev`, HTTP server and worker in one process, its Temporal
   a child process (bench/dev_stack.py).
@@ -26,7 +27,9 @@ from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.runtime.tokens import add_token
 
 TOPOLOGIES = ("dev", "split")
-TOOLS_ENV = {"MCP_TASKS_TOOLSET": "conformance", "MCP_TASKS_TOOL_MODULES": "mcp_server.tools.demo"}
+MODULES = ["mcp_server.tools.demo", "bench.fixture_tools"]
+TOOLS_ENV = {"MCP_TASKS_TOOLSET": "conformance", "MCP_TASKS_TOOL_MODULES": ",".join(MODULES)}
+ROOT = str(Path(__file__).resolve().parents[1])  # where `bench` imports from
 SERVER, WORKER, TEMPORAL = "mcp-tasks server", "mcp-tasks worker", "temporal (dev server)"
 
 
@@ -54,7 +57,8 @@ async def floor_stack(topology: str, data_dir: Path, principals: int) -> AsyncIt
     """Start the stack on `data_dir` with `principals` tokens; stop it on exit."""
     tokens_file = data_dir / "tokens.json"
     tokens = [add_token(tokens_file, f"bench-client-{i}", []) for i in range(principals)]
-    env = {**os.environ, **TOOLS_ENV, "MCP_TASKS_AUTH": "tokens",
+    path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, **TOOLS_ENV, "PYTHONPATH": path, "MCP_TASKS_AUTH": "tokens",
            "MCP_TASKS_TOKENS_FILE": str(tokens_file)}  # fmt: skip
     if topology == "dev":
         async with dev_stack(data_dir, env) as dev:
