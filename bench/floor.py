@@ -143,7 +143,7 @@ async def _phases(options: argparse.Namespace, phases: set[str], clients: Client
         results["parked_rss_mib"] = memory(pids)
         for level in (1, 16):
             progress.set(f"tasks/get of parked tasks at {level} client(s), both sides",
-                         2 * options.parked_reads)  # fmt: skip
+                         2 * min(options.parked_reads, len(created)))  # fmt: skip
             parked[f"get_c{level}"] = await floor_parked.sample_reads(
                 clients, raw, ledger, created, options.parked_reads, level, rounds, progress
             )

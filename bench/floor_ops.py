@@ -1,6 +1,7 @@
 """The per-call phases of `make bench`, each through the server and through the raw client
 (bench/floor_raw.py) with the same client behaviour: the same number of concurrent clients,
-each making its calls one after another, the two sides' rounds interleaved.
+each making its calls one after another, the two sides' rounds interleaved, after one untimed
+call of each new principal (warm_up).
 
 - create: tools/call of `request_approval` (acknowledged with a taskId) against a raw
   `start_workflow` of the same RequestApproval workflow and TaskInput.
@@ -48,11 +49,24 @@ def pair(ours: list[float], floor: list[float]) -> dict[str, Any]:
     return {"server": percentiles(ours), "raw": percentiles(floor)}
 
 
+async def warm_up(clients: Clients, raw: RawFloor, ledger: Ledger, mine: list[LoadClient]) -> None:
+    """One untimed create per new principal (its first starts the principal's quota workflow,
+    once in a client's life) and one raw start, before a measurement."""
+
+    async def one(owner: LoadClient) -> None:
+        arguments = {"message": "Approve the warm-up?"}
+        ledger.add((await clients.create(owner, APPROVAL, arguments))["taskId"], owner, PARKED)
+
+    await asyncio.gather(*(one(owner) for owner in mine))
+    await raw.start(APPROVAL, {"message": "Approve the raw warm-up?"})
+
+
 async def create(clients: Clients, raw: RawFloor, ledger: Ledger, level: int, count: int,
                  rounds: int, progress: Progress) -> tuple[dict[str, Any], Owned]:  # fmt: skip
     """`count` creates through each side at `level` concurrent clients (a fresh principal
     each); the figures, and the server's tasks by owner."""
     mine = clients.take(level)
+    await warm_up(clients, raw, ledger, mine)
     owned: Owned = {client: [] for client in mine}
     each = max(1, count // (level * rounds))
 
@@ -129,6 +143,7 @@ async def lifecycle(clients: Clients, raw: RawFloor, ledger: Ledger, level: int,
     """`level` clients, each running `each` short tasks to their end, through the server, the
     polling floor and the push floor (in that order); tasks/s and latency of each."""
     mine = clients.take(level)
+    await warm_up(clients, raw, ledger, mine)
     intervals: list[int] = []
 
     async def ours(client: int, number: int) -> None:
@@ -167,6 +182,7 @@ async def cancel(clients: Clients, raw: RawFloor, ledger: Ledger, count: int, po
     """`count` running tasks cancelled one after another through each side; the time from the
     cancellation request to the terminal state seen."""
     (owner,) = clients.take(1)
+    await warm_up(clients, raw, ledger, [owner])
     ours = [(await clients.create(owner, TIMER, {"seconds": 3600}))["taskId"]
             for _ in range(count)]  # fmt: skip
     polled = [await raw.start(TIMER, {"seconds": 3600}) for _ in range(count)]

@@ -30,8 +30,9 @@ def test_a_tiny_run_writes_its_results_and_loses_nothing(
     results = json.loads(written.read_text())
     assert results["lost"]["lost_or_wrong"] == 0, results["lost"]["detail"]
     # Every task the clients created was checked: 8 creates at 1 client, 32 at 16 (one per
-    # client and round at least), 2 lifecycle, 2 cancelled, 12 parked.
-    assert results["lost"]["checked"] == 56
+    # client and round at least), 2 lifecycle, 2 cancelled, 12 parked, and one warm-up
+    # create of each principal but the parked phase's (1 + 16 + 2 + 1).
+    assert results["lost"]["checked"] == 56 + 20
     for phase in ("create_c1", "create_c16", "get_c1", "get_c16"):
         assert results[phase]["server"]["n"] > 0 and results[phase]["raw"]["n"] > 0, phase
     assert {"server", "raw_poll", "raw_push"} <= set(results["lifecycle"])
@@ -40,7 +41,7 @@ def test_a_tiny_run_writes_its_results_and_loses_nothing(
     assert set(results["parked_rss_mib"]) == set(results["idle_rss_mib"])
     assert all(code == 0 for code in results["exit_codes"].values()), results["exit_codes"]
     table = written.with_suffix(".md").read_text()
-    assert "| lost or wrong tasks (of 56 created) | 0 |" in table
+    assert "| lost or wrong tasks (of 76 created) | 0 |" in table
     page = docs.read_text()
     assert table.strip() in page and "- Command: `python -m bench.floor --creates 8" in page
     assert "written to" in capsys.readouterr().out
