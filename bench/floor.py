@@ -21,7 +21,8 @@ connects the raw `temporalio` client to the same Temporal (bench/floor_raw.py). 
 
 then reads every task it created, which must be in its expected state (lost or wrong: must be
 0; exit code 1 otherwise). A progress line goes to stderr every 10 s. Written: the JSON and the
-markdown table to bench-results/, and docs/benchmarks.md (`--docs`; "" for none).
+markdown table to bench-results/, and this run's section of docs/benchmarks.md (`--docs`; ""
+for none), which keeps the latest run of each number of parked approvals.
 """
 
 from __future__ import annotations
@@ -198,7 +199,9 @@ def main() -> None:
     stem.with_suffix(".json").write_text(json.dumps(results, indent=2))
     stem.with_suffix(".md").write_text(table + "\n")
     if options.docs:
-        Path(options.docs).write_text(floor_report.document(results, results["command"]))
+        docs = Path(options.docs)
+        existing = docs.read_text() if docs.exists() else ""
+        docs.write_text(floor_report.document(results, results["command"], existing))
     print(table)
     print(f"written to {stem}.json and {stem}.md" + (f", and {options.docs}" * bool(options.docs)))
     if results["lost"]["lost_or_wrong"]:

@@ -8,6 +8,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -133,18 +134,31 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join([*head, *("| " + " | ".join(row) + " |" for row in rows(results))])
 
 
-def document(results: dict[str, Any], command: str) -> str:
-    """docs/benchmarks.md: the latest run's table, its command, date and machine."""
+HEADER = """# Benchmarks
+
+Written by `make bench` (bench/floor.py): one section per number of parked approvals, each from
+the latest run of that size (a run replaces its own size's section and keeps the others). Do
+not edit by hand; run it again. Every figure is measured in the same run on the same Temporal
+dev server, through this server over HTTP and through the raw `temporalio` client (the floor),
+with the same client behaviour (README, "Measured").
+
+p50 (p99) in each latency cell; the ratio is this server's p50 over the floor's (for tasks/s,
+this server's over the floor's). Targets are issue 11's; a figure without one is there to
+compare. An RSS target is checked against the process's peak over the whole run (sampled
+every 0.5 s). MiB are 2^20 bytes, MB 10^6.
+"""
+MARK = re.compile(r"^<!-- bench-run parked=(\d+) -->$", re.MULTILINE)
+
+
+def section(results: dict[str, Any], command: str) -> str:
+    """One run: its command, date, machine and table."""
     m = results["machine"]
     load = m["load_average_1min"]
     sizes = results["sizes"]
     retried = json.dumps(results["retried"]) if results["retried"] else "none"
-    return f"""# Benchmarks
-
-Written by `make bench` (bench/floor.py) from its latest run: do not edit by hand; run it again.
-Every figure is measured in the same run on the same Temporal dev server, through this server
-over HTTP and through the raw `temporalio` client (the floor), with the same client behaviour
-(README, "Measured").
+    parked = sizes["parked"] if "parked" in results else 0
+    return f"""<!-- bench-run parked={parked} -->
+## {parked:,} parked approvals
 
 - Command: `{command}`
 - Date: {results["date"]}
@@ -153,13 +167,18 @@ over HTTP and through the raw `temporalio` client (the floor), with the same cli
 - Other load: {"yes" if load["before"] >= 1 else "little or none"} (1-minute load average
   {load["before"]} before the run, {load["after"]} after; the run itself keeps both cores busy)
 - Topology: `{results["topology"]}` ({results["topology_note"]})
-- Sizes: {", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in sizes.items())}
+- Sizes: {", ".join(f"{k} {v:,}" for k, v in sizes.items())}
 - Refusals retried after their Retry-After (counted in the latencies): {retried}
 
 {markdown(results)}
-
-p50 (p99) in each latency cell; the ratio is this server's p50 over the floor's (for tasks/s,
-this server's over the floor's). Targets are issue 11's; a figure without one is there to
-compare. An RSS target is checked against the process's peak over the whole run (sampled
-every 0.5 s). MiB are 2^20 bytes, MB 10^6.
 """
+
+
+def document(results: dict[str, Any], command: str, existing: str = "") -> str:
+    """docs/benchmarks.md: `existing`'s sections with this run's size replaced by this run."""
+    parts = MARK.split(existing)
+    sections = {int(size): f"<!-- bench-run parked={size} -->{text}".rstrip() + "\n"
+                for size, text in zip(parts[1::2], parts[2::2], strict=True)}  # fmt: skip
+    new = section(results, command)
+    sections[int(MARK.search(new).group(1))] = new  # type: ignore[union-attr]
+    return "\n".join([HEADER, *(sections[size] for size in sorted(sections))])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import floor
+from bench import floor, floor_report
 
 pytestmark = pytest.mark.slow
 
@@ -44,4 +44,11 @@ def test_a_tiny_run_writes_its_results_and_loses_nothing(
     assert "| lost or wrong tasks (of 76 created) | 0 |" in table
     page = docs.read_text()
     assert table.strip() in page and "- Command: `python -m bench.floor --creates 8" in page
+    # A run of another size adds its own section; one of the same size replaces it.
+    larger = {**results, "sizes": {**results["sizes"], "parked": 100_000}}
+    both = floor_report.document(larger, "make bench ARGS=--parked 100000", page)
+    assert "## 12 parked approvals" in both and "## 100,000 parked approvals" in both
+    again = floor_report.document(results, "the same size again", both)
+    assert again.count("## 12 parked approvals") == 1 and "`the same size again`" in again
+    assert "--creates 8" not in again and "## 100,000 parked approvals" in again
     assert "written to" in capsys.readouterr().out
