@@ -44,7 +44,8 @@ from bench import floor_ops, floor_parked, floor_report
 from bench.floor_clients import Clients, Ledger, Progress
 from bench.floor_raw import RawFloor
 from bench.floor_stack import TOPOLOGIES, floor_stack
-from bench.load import sample_peaks
+from bench.load import Poster, sample_peaks
+from bench.raw_http import RawHttp
 from bench.run import memory
 
 PHASES = ("create", "get", "lifecycle", "cancel", "parked")
@@ -75,6 +76,7 @@ async def bench(options: argparse.Namespace) -> dict[str, Any]:
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "topology": options.topology,
         "topology_note": NOTES[options.topology],
+        "http_client": options.http,
         "data_dir": str(data_dir),
         "sizes": sizes(options),
     }
@@ -84,8 +86,8 @@ async def bench(options: argparse.Namespace) -> dict[str, Any]:
         raw = await RawFloor.connect(stack.temporal_address)
         peaks: dict[str, float] = {}
         sampling = asyncio.create_task(sample_peaks(stack.pids, peaks))
-        limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
-        async with httpx.AsyncClient(timeout=60, limits=limits) as http:
+        http = _http_client(options.http)
+        try:
             clients, ledger = Clients(stack.url, stack.tokens, http), Ledger()
             with Progress() as progress:
                 await _phases(options, phases, clients, raw, ledger, progress, results, stack.pids)
@@ -93,6 +95,8 @@ async def bench(options: argparse.Namespace) -> dict[str, Any]:
             stats = clients.stats
             retried = {"HTTP 429": stats.rate_limited, "HTTP 503": stats.unavailable}
             results["retried"] = {status: dict(n) for status, n in retried.items() if n}
+        finally:
+            await http.aclose()
         sampling.cancel()
     results["peak_rss_mib"] = peaks
     results["exit_codes"] = stack.exit_codes
@@ -162,6 +166,12 @@ def command() -> str:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--topology", choices=TOPOLOGIES, default="dev")
+    p.add_argument(
+        "--http",
+        choices=("raw", "httpx"),
+        default="raw",
+        help="the benchmark's HTTP client: bench/raw_http.py (lean), or httpx",
+    )
     p.add_argument("--phases", type=lambda s: s.split(","), default=list(PHASES),
                    help=f"comma-separated, of {','.join(PHASES)}")  # fmt: skip
     p.add_argument("--creates", type=int, default=400, help="per level and side")
@@ -178,6 +188,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("bench-results"))
     p.add_argument("--docs", default="docs/benchmarks.md", help='"" writes no docs page')
     return p
+
+
+def _http_client(kind: str) -> Poster:
+    """The benchmark clients' HTTP client (bench/raw_http.py says why a lean one)."""
+    if kind == "httpx":
+        limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+        return httpx.AsyncClient(timeout=60, limits=limits)
+    return RawHttp(limit=64)
 
 
 def main() -> None:

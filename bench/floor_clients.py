@@ -12,10 +12,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from bench.floor_raw import completed
-from bench.load import TERMINAL, LoadClient, Stats
+from bench.load import TERMINAL, LoadClient, Poster, Stats
 
 Job = Callable[[int, int], Awaitable[None]]  # (client, call number)
 
@@ -24,7 +22,7 @@ class Clients:
     """One LoadClient per token; phases `take` fresh principals, so that no principal comes near
     the open-task quota (1,000 by default), as separate users would not."""
 
-    def __init__(self, url: str, tokens: list[str], http: httpx.AsyncClient) -> None:
+    def __init__(self, url: str, tokens: list[str], http: Poster) -> None:
         self.stats = Stats()
         self.all = [LoadClient(url, token, self.stats, http) for token in tokens]
         self._next = 0

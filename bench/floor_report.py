@@ -153,6 +153,12 @@ every 0.5 s). MiB are 2^20 bytes, MB 10^6.
 MARK = re.compile(r"^<!-- bench-run parked=(\d+) -->$", re.MULTILINE)
 
 
+def _client_note(kind: str) -> str:
+    if kind == "raw":
+        return "`bench/raw_http.py` (lean HTTP/1.1 keep-alive; it shares the cores, as httpx would)"
+    return "httpx (`--http httpx`; it costs more CPU per request on the shared cores)"
+
+
 def section(results: dict[str, Any], command: str) -> str:
     """One run: its command, date, machine and table."""
     m = results["machine"]
@@ -170,6 +176,7 @@ def section(results: dict[str, Any], command: str) -> str:
 - Other load: {"yes" if load["before"] >= 1 else "little or none"} (1-minute load average
   {load["before"]} before the run, {load["after"]} after; the run itself keeps both cores busy)
 - Topology: `{results["topology"]}` ({results["topology_note"]})
+- Benchmark HTTP client: {_client_note(results.get("http_client", "httpx"))}
 - Sizes: {", ".join(f"{k} {v:,}" for k, v in sizes.items())}
 - Refusals retried after their Retry-After (counted in the latencies): {retried}
 

@@ -39,7 +39,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -66,15 +66,32 @@ class Stats:
     server_errors: list[str] = field(default_factory=list)
 
 
+class PostResponse(Protocol):
+    """What LoadClient reads of a response (httpx's, or bench/raw_http.py's)."""
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    def json(self) -> Any: ...
+
+
+class Poster(Protocol):
+    """What LoadClient needs of an HTTP client: a JSON POST."""
+
+    async def post(self, url: str, *, json: Any, headers: dict[str, str]) -> PostResponse: ...
+    async def aclose(self) -> None: ...
+
+
 class LoadClient:
     """One client: with tokens, its own principal; its own connection pool, or `http` shared
     with other clients (then closing it is the caller's business)."""
 
     def __init__(
-        self, url: str, token: str | None, stats: Stats, http: httpx.AsyncClient | None = None
+        self, url: str, token: str | None, stats: Stats, http: Poster | None = None
     ) -> None:
         self.auth = {"Authorization": f"Bearer {token}"} if token else {}
-        self.http = http or httpx.AsyncClient(timeout=60)
+        self.http: Poster = http or httpx.AsyncClient(timeout=60)
         self.url, self.stats = url, stats
         self.creating = asyncio.Lock()  # a client creates its tasks one after another
 
@@ -120,7 +137,7 @@ class LoadClient:
             return dict(payload["result"])
 
 
-def _retry_after_ms(response: httpx.Response) -> float | None:
+def _retry_after_ms(response: PostResponse) -> float | None:
     try:
         return float(response.json()["error"]["data"]["retryAfterMs"])
     except (ValueError, KeyError, TypeError):
