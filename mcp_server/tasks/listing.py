@@ -21,7 +21,6 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_server.http.auth import Principal
-from mcp_server.tasks.memo import task_state_of
 from mcp_server.tasks.snapshots import TaskSnapshot, listed_snapshot
 from mcp_server.tasks.store import RPC_TIMEOUT, _translate
 from workflows.approvers import PRINCIPAL_PREFIX, SCOPE_PREFIX
@@ -125,7 +124,9 @@ async def list_tasks(client: Client, where: TaskFilter, limit: int) -> list[List
         async for execution in client.list_workflows(
             query, limit=limit, page_size=min(limit, 1000), rpc_timeout=RPC_TIMEOUT
         ):
-            state = await task_state_of(execution)
+            # Strict, unlike the server's listings (memo.py): an operator whose CLI lacks the
+            # payload key must hear so (PayloadKeyError names the setting), not see fewer tasks.
+            state = TaskState.from_memo(await execution.memo_value(MEMO_KEY, None))
             if state is None:
                 continue  # another workflow of the namespace that sets McpTool
             snapshot = listed_snapshot(state, execution.status)

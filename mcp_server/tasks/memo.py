@@ -3,7 +3,8 @@
 In a listing, a sweep or a count, a memo this process cannot decode (written through the
 payload codec of a key it lacks, MCP_TASKS_PAYLOAD_KEY) is skipped and logged: one such task in
 a namespace shared with other servers must not fail the whole listing. A read of one task keeps
-raising the codec's error instead (PayloadKeyError: a clear -32603 naming the setting).
+raising the codec's error instead (PayloadKeyError: a clear -32603 naming the setting), and so
+does the operator CLI's listing (tasks/listing.py), whose user must hear that its key is missing.
 """
 
 from __future__ import annotations
