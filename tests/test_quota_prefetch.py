@@ -8,15 +8,18 @@ import time
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime
 
+import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from mcp_server.tasks.quota import QuotaReservations
+from mcp_server.tasks.quota import QuotaExceeded, QuotaReservations
 from mcp_server.tasks.quota_prefetch import BATCH, PrefetchedSlots
-from mcp_server.tasks.store import new_task_id
+from mcp_server.tasks.store import TemporalTaskStore, new_task_id
 from tests.conftest import Stack
 from tests.test_quota import assert_quota_refusal, cancel_all, creates, quota_id, running
+from workflows.task_state import TaskInput, iso_timestamp
 
 StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 
@@ -84,3 +87,47 @@ async def test_a_slot_reserved_ahead_and_left_unused_is_given_back_never_used(
         await ahead.drain()
         answer = await reservations.reserve_ids(owner, ["mcp-task-probe"], 1000)
         assert (answer.granted, answer.open_tasks) == (["mcp-task-probe"], 1)
+
+
+def wait_forever_task(owner: str) -> TaskInput:
+    return TaskInput(
+        task_id=new_task_id(),
+        tool="tests_wait_forever",
+        arguments={},
+        created_at=iso_timestamp(datetime.now(UTC)),
+        ttl_ms=None,
+        poll_interval_ms=1000,
+        owner=owner,
+    )
+
+
+async def test_a_full_quota_hands_out_the_slots_this_replica_holds_ahead_before_refusing(
+    fresh_stack: StackFactory, temporal_client: Client
+) -> None:
+    """A quota full but for the slots this replica holds ahead still starts that many tasks,
+    and refuses only then. (When a refill lands while a call reserves, the quota workflow may
+    refuse that call although the slots are here: the store then takes one of them, the race
+    the 60-create burst above hit on a loaded CI machine.)"""
+    limit = 40
+    async with fresh_stack() as stack:
+        queue = stack.settings.task_queue
+        store = TemporalTaskStore(temporal_client, queue)
+        owner = f"owner-{uuid.uuid4().hex}"
+        first = await store.create(wait_forever_task(owner), "TestsWaitForever", limit)
+        deadline = time.monotonic() + 15
+        while store._ahead.available(owner, limit) < BATCH:
+            assert time.monotonic() < deadline, "the refill never arrived"
+            await asyncio.sleep(0.05)
+        # Everything else the quota has goes elsewhere (another replica's calls, say).
+        others = [f"mcp-task-elsewhere-{i}" for i in range(limit - 1 - BATCH)]
+        filled = await QuotaReservations(temporal_client, queue).reserve_ids(owner, others, limit)
+        assert filled.open_tasks == limit
+        started = [
+            await store.create(wait_forever_task(owner), "TestsWaitForever", limit)
+            for _ in range(BATCH)
+        ]
+        assert len({s.task_id for s in started}) == BATCH
+        with pytest.raises(QuotaExceeded):
+            await store.create(wait_forever_task(owner), "TestsWaitForever", limit)
+        for snapshot in [first, *started]:
+            await temporal_client.get_workflow_handle(snapshot.task_id).terminate("test over")

@@ -70,7 +70,7 @@ from mcp_server.tasks.expiry import Deletions
 from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.memo import task_state_of
 from mcp_server.tasks.poll_interval import DEFAULT_MAX_MS, advertised_ms
-from mcp_server.tasks.quota import QuotaReservations
+from mcp_server.tasks.quota import QuotaExceeded, QuotaReservations
 from mcp_server.tasks.quota_prefetch import PrefetchedSlots
 from mcp_server.tasks.snapshots import (
     TaskSnapshot,
@@ -240,8 +240,18 @@ class TemporalTaskStore:
                 quota_workflow_id=self._quota.workflow_id(task.owner),
             )
             if ahead is None:
-                answer = await self._quota.reserve(task.owner, task.task_id, quota)
-                self._ahead.learn(task.owner, quota, answer.open_tasks)
+                try:
+                    answer = await self._quota.reserve(task.owner, task.task_id, quota)
+                except QuotaExceeded as full:
+                    # The quota is full, but maybe of slots this replica holds ahead (a refill
+                    # that landed while this call reserved): such a slot is this caller's.
+                    self._ahead.learn(task.owner, quota, full.open_tasks)
+                    ahead = self._ahead.take(task.owner, quota)
+                    if ahead is None:
+                        raise
+                    task = replace(task, task_id=ahead)
+                else:
+                    self._ahead.learn(task.owner, quota, answer.open_tasks)
         try:
             await self._start(task, workflow, replaces_expired=expired)
         except (ArgumentsTooLarge, BackendRefused, WorkflowAlreadyStartedError) as err:
