@@ -138,17 +138,22 @@ class SupervisedWorker:
         self.backoff = Backoff()
         self.restarts = 0
         self._worker: Worker | None = None
+        # Whether self._worker's run() is under way (from its call to its return).
+        self._running = False
         self._stopping = asyncio.Event()
 
     async def run(self) -> None:
         while not self._stopping.is_set():
             try:  # building (connecting) can fail too: retried like a failure
                 self._worker = await self.build()
+                self._running = True
                 self.backoff.up()
                 await self._worker.run()
                 problem = "ended"
             except Exception as err:
                 problem = f"failed: {str(err).splitlines()[0] if str(err) else repr(err)}"
+            finally:
+                self._running = False
             if self._stopping.is_set():
                 return
             delay = self.backoff.next_delay()
@@ -162,7 +167,11 @@ class SupervisedWorker:
     async def shutdown(self) -> None:
         self._stopping.set()
         worker = self._worker
-        if worker is not None and worker.is_running:
+        # Also while its run() is still validating (not yet `is_running`): the SDK's shutdown
+        # is safe then and makes that run() end as soon as it starts. Skipped, that worker
+        # polled on for ever and its process never exited (a host that closed the stdio of a
+        # `stdio --dev` right after its greeting).
+        if worker is not None and self._running:
             await worker.shutdown()
 
 
