@@ -18,7 +18,8 @@ from mcp_server.tasks.quota import QuotaExceeded, QuotaReservations
 from mcp_server.tasks.quota_prefetch import BATCH, PrefetchedSlots
 from mcp_server.tasks.store import TemporalTaskStore, new_task_id
 from tests.conftest import Stack
-from tests.test_quota import assert_quota_refusal, cancel_all, creates, quota_id, running
+from tests.mcp_client import McpClient, Reply
+from tests.test_quota import assert_quota_refusal, cancel_all, quota_id, running
 from workflows.task_state import TaskInput, iso_timestamp
 
 StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
@@ -36,6 +37,24 @@ async def wait_for_updates(client: Client, workflow_id: str, n: int) -> None:
     while await updates_of(client, workflow_id) < n:
         assert time.monotonic() < deadline, f"the quota workflow never took {n} updates"
         await asyncio.sleep(0.05)
+
+
+async def creates_retrying_503(mcp: McpClient, n: int) -> tuple[list[str], list[Reply]]:
+    """`n` concurrent creates, each retried after a 503 as a client does (on a loaded machine
+    a reservation may wait longer than the server's 10 s for a worker): the task ids, and
+    the refusals, all of them the quota's."""
+
+    async def one() -> Reply:
+        for _ in range(10):
+            reply = await mcp.call_tool("tests_wait_forever")
+            if reply.status != 503:
+                return reply
+            await asyncio.sleep(float(reply.headers.get("retry-after", "1")))
+        raise AssertionError("still 503 after 10 tries")
+
+    replies = await asyncio.gather(*(one() for _ in range(n)))
+    created = [r.result["taskId"] for r in replies if "result" in r.body]
+    return created, [r for r in replies if "error" in r.body]
 
 
 async def test_far_from_the_limit_creates_take_slots_reserved_ahead_and_send_no_update(
@@ -59,7 +78,7 @@ async def test_slots_reserved_ahead_count_toward_the_limit_which_stays_exact(
     async with fresh_stack(max_open_tasks_per_principal=limit) as stack:
         first = await stack.mcp.create_task("tests_wait_forever")
         await wait_for_updates(temporal_client, quota_id(stack), 2)
-        created, refused = await creates([stack.mcp], 60)
+        created, refused = await creates_retrying_503(stack.mcp, 60)
         assert (len(created) + 1, len(refused)) == (limit, 60 - limit + 1)
         for reply in refused:
             assert_quota_refusal(reply, limit)
