@@ -69,7 +69,7 @@ lint: $(STAMP) $(VENV)/.clients-installed
 # (bench/floor.py), written to bench-results/ and docs/benchmarks.md. ARGS="--parked 2000",
 # ARGS="--topology split", ARGS="--classic --tasks 1000" (bench/run.py: open approvals alone).
 bench: $(STAMP)
-	$(PY) -m bench.floor $(ARGS)
+	BENCH_VIA_MAKE=1 $(PY) -m bench.floor $(ARGS)
 
 # 1,000 tasks in flight, 100 clients polling at pollIntervalMs, on separate Temporal, server and worker processes
 # (bench/load.py). ARGS="--tasks 60 --clients 10", ARGS="--topology dev".

@@ -158,7 +158,8 @@ async def _phases(options: argparse.Namespace, phases: set[str], clients: Client
 
 def command() -> str:
     args = " ".join(shlex.quote(arg) for arg in sys.argv[1:])
-    if os.environ.get("MAKELEVEL"):
+    # Set by the Makefile's bench target (MAKELEVEL would also say so under `make test`).
+    if os.environ.get("BENCH_VIA_MAKE"):
         return f'make bench ARGS="{args}"' if args else "make bench"
     return f"python -m bench.floor {args}".rstrip()
 
