@@ -23,9 +23,6 @@ from temporalio.client import (
     WorkflowHandle,
 )
 from temporalio.common import (
-    SearchAttributeKey,
-    SearchAttributePair,
-    TypedSearchAttributes,
     WorkflowIDConflictPolicy,
     WorkflowIDReusePolicy,
 )
@@ -33,13 +30,10 @@ from temporalio.common import (
 from bench.floor_stack import MODULES
 from bench.run import META
 from mcp_server.protocol.wire import iso_now
-from mcp_server.tasks.store import INITIAL_STATUS_MESSAGE, new_task_id
+from mcp_server.tasks.store import INITIAL_STATUS_MESSAGE, initial_search_attributes, new_task_id
 from mcp_server.tools.loading import load_toolsets
 from workflows.task_state import (
     MEMO_KEY,
-    SEARCH_ATTRIBUTE_OWNER,
-    SEARCH_ATTRIBUTE_STATUS,
-    SEARCH_ATTRIBUTE_TOOL,
     TaskInput,
     TaskState,
 )
@@ -84,19 +78,13 @@ class RawFloor:
 
     async def start(self, tool_name: str, arguments: dict[str, Any]) -> WorkflowHandle[Any, Any]:
         task, workflow = self.task_input(tool_name, arguments)
-        keyword = SearchAttributeKey.for_keyword
-        attributes = TypedSearchAttributes([
-            SearchAttributePair(keyword(SEARCH_ATTRIBUTE_STATUS), "working"),
-            SearchAttributePair(keyword(SEARCH_ATTRIBUTE_TOOL), task.tool),
-            SearchAttributePair(keyword(SEARCH_ATTRIBUTE_OWNER), task.owner),
-        ])  # fmt: skip
         return await self.client.start_workflow(
             workflow,
             task,
             id=task.task_id,
             task_queue=TASK_QUEUE,
             memo={MEMO_KEY: TaskState.initial(task, INITIAL_STATUS_MESSAGE).to_memo()},
-            search_attributes=attributes,
+            search_attributes=initial_search_attributes(task),
             execution_timeout=timedelta(milliseconds=task.ttl_ms) if task.ttl_ms else None,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,

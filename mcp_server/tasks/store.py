@@ -136,6 +136,19 @@ def new_task_id() -> str:
     return f"mcp-task-{secrets.token_hex(16)}"
 
 
+def initial_search_attributes(task: TaskInput) -> TypedSearchAttributes:
+    """The search attributes a task starts with (bench/floor_raw.py starts its floor with them
+    too, so the floor's start stays the server's)."""
+    keyword = SearchAttributeKey.for_keyword
+    return TypedSearchAttributes(
+        [
+            SearchAttributePair(keyword(SEARCH_ATTRIBUTE_STATUS), "working"),
+            SearchAttributePair(keyword(SEARCH_ATTRIBUTE_TOOL), task.tool),
+            SearchAttributePair(keyword(SEARCH_ATTRIBUTE_OWNER), task.owner),
+        ]
+    )
+
+
 def _translate(err: RPCError, action: str) -> TaskError:
     if err.status in _UNAVAILABLE:
         return BackendUnavailable("Temporal", f"{action}: {err.message}")
@@ -173,19 +186,7 @@ class TemporalTaskStore:
         self, task: TaskInput, workflow: str, replaces_expired: bool = False
     ) -> WorkflowHandle[Any, Any]:
         memo = TaskState.initial(task, INITIAL_STATUS_MESSAGE).to_memo()
-        attributes = TypedSearchAttributes(
-            [
-                SearchAttributePair(
-                    SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_STATUS), "working"
-                ),
-                SearchAttributePair(
-                    SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_TOOL), task.tool
-                ),
-                SearchAttributePair(
-                    SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_OWNER), task.owner
-                ),
-            ]
-        )
+        attributes = initial_search_attributes(task)
         try:
             return await self._client.start_workflow(
                 workflow,
