@@ -90,9 +90,7 @@ class Inbox:
         current = self.signin.current(request)
         if current is None:
             return RedirectResponse(_SIGN_IN, status_code=303)
-        session, fresh = current
-        principal = session.principal
-        assert principal is not None
+        session, principal, fresh = current
         try:
             waiting = await self._waiting(request, principal)
         except (McpError, TaskError) as err:
@@ -104,10 +102,9 @@ class Inbox:
 
     async def list_fragment(self, request: Request) -> Response:
         current = self.signin.current(request)
-        if current is None or current[1]:
+        if current is None or current.fresh:
             return problem(401, "Signed out", "Sign in again to see your inbox.")
-        principal = current[0].principal
-        assert principal is not None
+        principal = current.principal
         try:
             waiting = await self._waiting(request, principal)
         except (McpError, TaskError) as err:
@@ -118,9 +115,7 @@ class Inbox:
         current = self.signin.current(request)
         if current is None:
             return RedirectResponse(_SIGN_IN, status_code=303)
-        session, fresh = current
-        principal = session.principal
-        assert principal is not None
+        session, principal, fresh = current
         part = request.path_params.get("part")
         if part not in (None, "live", "forms"):
             return problem(404, "Not found", "No such page.")
@@ -201,10 +196,9 @@ class Inbox:
 
     async def events(self, request: Request) -> Response:
         current = self.signin.current(request)
-        if current is None or current[1]:
+        if current is None or current.fresh:
             return problem(401, "Signed out", "Sign in again to follow your inbox.")
-        principal = current[0].principal
-        assert principal is not None
+        principal = current.principal
         services = self._services(request)
         listening = services.listening
         task_id = request.query_params.get("task")

@@ -12,17 +12,25 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import jwt
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mcp_server.http.auth import ANONYMOUS, Authenticator
+from mcp_server.http.auth import ANONYMOUS, Authenticator, Principal
 from mcp_server.inbox.csrf import CsrfTokens
 from mcp_server.inbox.session import COOKIE_NAME, InboxSession, SessionCodec, cookie_header
 from mcp_server.runtime.config import Settings
 
 SIGN_IN_PATH = "/inbox/login"
+
+
+class SignedIn(NamedTuple):
+    session: InboxSession
+    principal: Principal
+    # The cookie must be (re)issued with the response (a session made for the local user).
+    fresh: bool
 
 
 @dataclass(frozen=True)
@@ -37,14 +45,15 @@ class SignIn:
     def session(self, request: Request) -> InboxSession | None:
         return self.sessions.decode(request.cookies.get(COOKIE_NAME))
 
-    def current(self, request: Request) -> tuple[InboxSession, bool] | None:
-        """The signed-in session and whether its cookie must be (re)issued; None: sign in."""
+    def current(self, request: Request) -> SignedIn | None:
+        """The signed-in session, its principal, and whether its cookie must be (re)issued;
+        None: sign in."""
         session = self.session(request)
         if session is not None and session.principal is not None:
-            return session, False
+            return SignedIn(session, session.principal, False)
         if self.required:
             return None
-        return self.sessions.new(ANONYMOUS), True
+        return SignedIn(self.sessions.new(ANONYMOUS), ANONYMOUS, True)
 
     def pre_login(self, request: Request) -> tuple[InboxSession, bool]:
         """The session the sign-in form's token is bound to (made when there is none)."""
