@@ -24,7 +24,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from mcp_server.observability.metrics import TEMPORAL_RPC_ERRORS
 
 
-def _count(operation: str, err: RPCError) -> None:
+def count_rpc_error(operation: str, err: RPCError) -> None:
     if err.status != RPCStatusCode.NOT_FOUND:
         TEMPORAL_RPC_ERRORS.labels(operation, err.status.name).inc()
 
@@ -39,33 +39,33 @@ class _Outbound(OutboundInterceptor):
         try:
             return await self.next.start_workflow(input)
         except RPCError as err:
-            _count("start_workflow", err)
+            count_rpc_error("start_workflow", err)
             raise
 
     async def describe_workflow(self, input: DescribeWorkflowInput) -> WorkflowExecutionDescription:
         try:
             return await self.next.describe_workflow(input)
         except RPCError as err:
-            _count("describe_workflow", err)
+            count_rpc_error("describe_workflow", err)
             raise
 
     async def signal_workflow(self, input: SignalWorkflowInput) -> None:
         try:
             await self.next.signal_workflow(input)
         except RPCError as err:
-            _count("signal_workflow", err)
+            count_rpc_error("signal_workflow", err)
             raise
 
     async def cancel_workflow(self, input: CancelWorkflowInput) -> None:
         try:
             await self.next.cancel_workflow(input)
         except RPCError as err:
-            _count("cancel_workflow", err)
+            count_rpc_error("cancel_workflow", err)
             raise
 
     async def count_workflows(self, input: CountWorkflowsInput) -> WorkflowExecutionCount:
         try:
             return await self.next.count_workflows(input)
         except RPCError as err:
-            _count("count_workflows", err)
+            count_rpc_error("count_workflows", err)
             raise

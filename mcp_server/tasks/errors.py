@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from temporalio.service import RPCError, RPCStatusCode
+
 DEFAULT_RETRY_AFTER_S = 2.0
+# Temporal could not be reached or did not answer in time (CANCELLED: an rpc_timeout of ours
+# expired, "Timeout expired").
+UNREACHABLE = frozenset(
+    {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED}
+)
 
 
 class TaskError(Exception):
@@ -66,3 +73,11 @@ class TaskFailed(TaskError):
         self.code = code
         self.message = message
         self.data = data
+
+
+def from_rpc_error(err: RPCError, action: str) -> TaskError:
+    """A failed Temporal call, as the task layer says it: unavailable (retry later) when
+    Temporal could not be reached, else refused, naming `action`."""
+    if err.status in UNREACHABLE:
+        return BackendUnavailable("Temporal", f"{action}: {err.message}")
+    return BackendRefused("Temporal", action, err.message)

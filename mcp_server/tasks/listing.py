@@ -21,8 +21,9 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_server.http.auth import Principal
+from mcp_server.tasks.errors import from_rpc_error
 from mcp_server.tasks.snapshots import TaskSnapshot, listed_snapshot
-from mcp_server.tasks.store import RPC_TIMEOUT, _translate
+from mcp_server.tasks.store import RPC_TIMEOUT
 from workflows.approvers import PRINCIPAL_PREFIX, SCOPE_PREFIX
 from workflows.task_state import (
     MEMO_KEY,
@@ -144,7 +145,7 @@ def _visibility_error(err: RPCError, where: TaskFilter) -> Exception:
                 "(no task has named approvers): nothing to find by --approver"
             )
         return InvalidFilter(f"Temporal refused the query: {err.message}")
-    return _translate(err, "list tasks")
+    return from_rpc_error(err, "list tasks")
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,7 @@ async def task_detail(client: Client, task_id: str) -> TaskDetail | None:
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:
             return None
-        raise _translate(err, "read the task") from err
+        raise from_rpc_error(err, "read the task") from err
     state = TaskState.from_memo(await description.memo_value(MEMO_KEY, None))
     if state is None:
         return None

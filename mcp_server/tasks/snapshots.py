@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import (
-    WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowFailureError,
 )
@@ -25,6 +24,9 @@ from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 from mcp_server.protocol.errors import INTERNAL_ERROR
 from workflows.task_state import PROTOCOL_ERROR_TYPE, TaskState, TaskStatus
+
+if TYPE_CHECKING:
+    from mcp_server.tasks.description import Description
 
 
 @dataclass(frozen=True)
@@ -83,9 +85,7 @@ def _root_message(err: BaseException | None) -> str:
     return message or "unknown failure"
 
 
-def with_activity_progress(
-    message: str, description: WorkflowExecutionDescription, now: datetime
-) -> str:
+def with_activity_progress(message: str, description: Description, now: datetime) -> str:
     """`step 3/5 "migrate": running` + ` for 72 s (attempt 2)`, from Temporal's own record of
     the activity the workflow is waiting on: live progress without a workflow task."""
     pending = description.raw_description.pending_activities

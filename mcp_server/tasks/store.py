@@ -44,7 +44,6 @@ from temporalio.api.workflowservice.v1 import (
 )
 from temporalio.client import (
     Client,
-    WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
@@ -60,11 +59,12 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_server.tasks.approvers import Identity, may_read
+from mcp_server.tasks.description import Description, describe
 from mcp_server.tasks.errors import (
     ArgumentsTooLarge,
     BackendRefused,
     BackendUnavailable,
-    TaskError,
+    from_rpc_error,
 )
 from mcp_server.tasks.expiry import Deletions
 from mcp_server.tasks.idempotency import IdempotencyConflict
@@ -100,15 +100,10 @@ RPC_TIMEOUT = timedelta(seconds=5)
 LONG_POLL_TIMEOUT = timedelta(seconds=30)
 _HISTORY_PAGES_SCANNED = 4
 _TERMINAL_CACHE_SIZE = 4096
+
+
 # CANCELLED: our own rpc_timeout expired ("Timeout expired"; nothing else cancels an RPC), e.g.
 # a Temporal too loaded to answer in time: retry later, not a refusal (500).
-_UNAVAILABLE = {
-    RPCStatusCode.UNAVAILABLE,
-    RPCStatusCode.DEADLINE_EXCEEDED,
-    RPCStatusCode.CANCELLED,
-}
-
-
 class TaskStore(Protocol):
     """Where tasks live. Every method raises only `TaskError`s (errors.py).
 
@@ -147,12 +142,6 @@ def initial_search_attributes(task: TaskInput) -> TypedSearchAttributes:
             SearchAttributePair(keyword(SEARCH_ATTRIBUTE_OWNER), task.owner),
         ]
     )
-
-
-def _translate(err: RPCError, action: str) -> TaskError:
-    if err.status in _UNAVAILABLE:
-        return BackendUnavailable("Temporal", f"{action}: {err.message}")
-    return BackendRefused("Temporal", action, err.message)
 
 
 class TemporalTaskStore:
@@ -215,7 +204,7 @@ class TemporalTaskStore:
         except RPCError as err:
             if err.status == RPCStatusCode.INVALID_ARGUMENT and "size" in err.message.lower():
                 raise ArgumentsTooLarge(err.message) from err
-            raise _translate(err, "start the task") from err
+            raise from_rpc_error(err, "start the task") from err
 
     async def create(self, task: TaskInput, workflow: str, quota: int = 0) -> TaskSnapshot:
         """Start the task. With `quota` > 0, first reserve one of the owner's `quota` open-task
@@ -292,13 +281,13 @@ class TemporalTaskStore:
 
     # ----- get ---------------------------------------------------------------------------
 
-    async def _describe(self, task_id: str) -> WorkflowExecutionDescription | None:
+    async def _describe(self, task_id: str) -> Description | None:
         try:
-            return await self._client.get_workflow_handle(task_id).describe(rpc_timeout=RPC_TIMEOUT)
+            return await describe(self._client, task_id, RPC_TIMEOUT)
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
                 return None
-            raise _translate(err, "read the task") from err
+            raise from_rpc_error(err, "read the task") from err
 
     def _advertise(self, snapshot: TaskSnapshot) -> TaskSnapshot:
         """The snapshot with the pollIntervalMs its quiet time earns (tasks/poll_interval.py)."""
@@ -352,7 +341,7 @@ class TemporalTaskStore:
         return snapshot
 
     async def _running(
-        self, task_id: str, description: WorkflowExecutionDescription, state: TaskState
+        self, task_id: str, description: Description, state: TaskState
     ) -> TaskSnapshot:
         raw = description.raw_description
         pending_task = raw.pending_workflow_task if raw.HasField("pending_workflow_task") else None
@@ -412,7 +401,7 @@ class TemporalTaskStore:
                     )
                 )
             except RPCError as err:
-                raise _translate(err, "read the task history") from err
+                raise from_rpc_error(err, "read the task history") from err
             for event in response.history.events:
                 newest = max(newest, event.event_id)
                 if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
@@ -432,7 +421,7 @@ class TemporalTaskStore:
         return answered, cancel_requested, newest
 
     async def _closed(
-        self, task_id: str, description: WorkflowExecutionDescription, state: TaskState
+        self, task_id: str, description: Description, state: TaskState
     ) -> TaskSnapshot:
         base = snapshot_of(state)
         closed_at = (
@@ -459,7 +448,7 @@ class TemporalTaskStore:
             error, message = failure_of(err)
             return replace(base, status="failed", status_message=message, error=error)
         except RPCError as err:
-            raise _translate(err, "read the task result") from err
+            raise from_rpc_error(err, "read the task result") from err
         return replace(base, status="completed", status_message=base.status_message, result=result)
 
     async def wait_for_events(self, task_id: str, cursor: bytes) -> tuple[int, bytes | None] | None:
@@ -481,7 +470,7 @@ class TemporalTaskStore:
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
                 return None
-            raise _translate(err, "follow the task history") from err
+            raise from_rpc_error(err, "follow the task history") from err
         return len(response.history.events), response.next_page_token or None
 
     # ----- update and cancel -------------------------------------------------------------
@@ -493,7 +482,7 @@ class TemporalTaskStore:
             )
         except RPCError as err:
             if err.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile: nothing to answer
-                raise _translate(err, "deliver the answers") from err
+                raise from_rpc_error(err, "deliver the answers") from err
 
     async def count_open(self, owner: str) -> int:
         """`owner`'s running tasks in the visibility store, which lags: not the quota (that is
@@ -502,7 +491,7 @@ class TemporalTaskStore:
         try:
             return (await self._client.count_workflows(query, rpc_timeout=RPC_TIMEOUT)).count
         except RPCError as err:
-            raise _translate(err, "count open tasks") from err
+            raise from_rpc_error(err, "count open tasks") from err
 
     async def list_owned(
         self, owner: str, page_size: int, cursor: str | None
@@ -524,7 +513,7 @@ class TemporalTaskStore:
         except RPCError as err:
             if err.status == RPCStatusCode.INVALID_ARGUMENT:
                 raise ValueError(err.message) from err
-            raise _translate(err, "list tasks") from err
+            raise from_rpc_error(err, "list tasks") from err
         snapshots: list[TaskSnapshot] = []
         for execution in pages.current_page or []:
             state = await task_state_of(execution)
@@ -551,7 +540,7 @@ class TemporalTaskStore:
                 if state is not None and state.owner == owner and state.session == session:
                     found.append(state.task_id)
         except RPCError as err:
-            raise _translate(err, "list waiting tasks") from err
+            raise from_rpc_error(err, "list waiting tasks") from err
         return found
 
     async def cancel(self, task_id: str, stamp: AuditStamp) -> None:
@@ -562,4 +551,4 @@ class TemporalTaskStore:
             await handle.cancel(rpc_timeout=RPC_TIMEOUT)
         except RPCError as err:
             if err.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile: the ack stands
-                raise _translate(err, "cancel the task") from err
+                raise from_rpc_error(err, "cancel the task") from err

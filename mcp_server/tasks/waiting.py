@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from temporalio.client import Client
 from temporalio.service import RPCError
 
+from mcp_server.tasks.errors import from_rpc_error
 from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of
-from mcp_server.tasks.store import RPC_TIMEOUT, _translate
+from mcp_server.tasks.store import RPC_TIMEOUT
 from workflows.approvers import outstanding_ids
 from workflows.task_state import (
     MEMO_KEY,
@@ -109,7 +110,7 @@ class WaitingTasks:
                     )
                 )
         except RPCError as err:
-            raise _translate(err, "list waiting tasks") from err
+            raise from_rpc_error(err, "list waiting tasks") from err
         return sorted(found, key=lambda w: (w.created_at, w.task_id))
 
 
