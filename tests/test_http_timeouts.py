@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 from temporalio.client import Client
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from mcp_server.http.app import HttpServer, create_app, http_config
 from mcp_server.runtime.config import Settings
@@ -21,17 +23,21 @@ KEEP_ALIVE_S = 0.5
 CLOSED_WITHIN_S = 10.0
 
 
-@pytest.fixture
-async def port(temporal_client: Client, registry: ToolRegistry) -> AsyncIterator[int]:
+@pytest.fixture(params=["httptools", "h11"])
+async def port(
+    request: pytest.FixtureRequest, temporal_client: Client, registry: ToolRegistry
+) -> AsyncIterator[int]:
     settings = Settings(
         port=free_port(),
         http_request_timeout_s=REQUEST_TIMEOUT_S,
         http_keep_alive_s=KEEP_ALIVE_S,
+        http_parser=request.param,
         state_secret="s" * 32,
     )
-    server = HttpServer(
-        http_config(create_app(settings, registry, client=temporal_client), settings)
-    )
+    config = http_config(create_app(settings, registry, client=temporal_client), settings)
+    parsers = {"httptools": HttpToolsProtocol, "h11": H11Protocol}
+    assert isinstance(config.http, type) and issubclass(config.http, parsers[request.param])
+    server = HttpServer(config)
     serving = asyncio.create_task(server.serve())
     deadline = time.monotonic() + 10
     while not server.started:
@@ -87,4 +93,24 @@ async def test_an_idle_keep_alive_connection_is_closed(port: int) -> None:
     # Within less than uvicorn's own default (5 s): the configured keep-alive applies.
     response = await closed_by_server(reader, within=4.0)
     assert response.startswith(b"HTTP/1.1 200 ") or response.startswith(b"HTTP/1.1 503 ")
+    writer.close()
+
+
+async def test_a_half_sent_request_after_a_served_one_is_closed(port: int) -> None:
+    # The limit starts again once the first response is complete: the second request, of which
+    # only half the head ever comes, does not hold the connection.
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /healthz HTTP/1.1\r\nHo")
+    await writer.drain()
+    response = await closed_by_server(reader)
+    assert response.count(b"HTTP/1.1 ") == 1
+    writer.close()
+
+
+async def test_pipelined_requests_are_all_answered(port: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 3)
+    await writer.drain()
+    response = await closed_by_server(reader)  # then idle: closed by the keep-alive limit
+    assert response.count(b"HTTP/1.1 ") == 3
     writer.close()

@@ -29,7 +29,7 @@ from mcp_server.observability.logging import configure as configure_logging
 from mcp_server.observability.metrics import serve_metrics
 from mcp_server.observability.probes import report_engine
 from mcp_server.protocol.services import state_secret
-from mcp_server.runtime import operator_cli
+from mcp_server.runtime import event_loop, operator_cli
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, port_is_free
 from mcp_server.runtime.supervisor import EngineSupervisor, SupervisedWorker, claim_data_dir
@@ -352,14 +352,16 @@ def main(argv: list[str] | None = None) -> None:
         )
         observe_logs(settings, default="text" if args.command in ("dev", "stdio") else "json")
         tracing.configure(settings.otlp_endpoint, f"mcp-tasks-{args.command}")
+        loop = settings.event_loop
         if args.command == "dev":
-            asyncio.run(run_dev(args, settings))
+            event_loop.run(run_dev(args, settings), loop)
         elif args.command == "stdio":
-            asyncio.run(run_stdio(args, settings, reader, writer))
+            event_loop.run(run_stdio(args, settings, reader, writer), loop)
         else:
-            asyncio.run(
-                run_part(settings, http=args.command == "server", worker=args.command == "worker")
+            serving = run_part(
+                settings, http=args.command == "server", worker=args.command == "worker"
             )
+            event_loop.run(serving, loop)
     except (RuntimeError, OSError, ValueError) as err:
         print(f"mcp-tasks: {err}", file=sys.stderr, flush=True)
         code = 1

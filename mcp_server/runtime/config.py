@@ -79,6 +79,10 @@ class Settings(BaseModel):
     # or of the previous response; a connection idle this long after a response is closed.
     http_request_timeout_s: float = Field(default=20.0, gt=0, le=3600)
     http_keep_alive_s: float = Field(default=5.0, gt=0, le=3600)
+    # uvicorn's HTTP parser: httptools (C) when installed, else h11 (http/timeouts.py).
+    http_parser: Literal["auto", "httptools", "h11"] = "auto"
+    # The serving commands' event loop: uvloop when installed, else asyncio (event_loop.py).
+    event_loop: Literal["auto", "uvloop", "asyncio"] = "auto"
     # On SIGTERM: how long requests in flight may take to finish before the HTTP server closes
     # them (long-lived streams: subscriptions/listen, attached runs); their tasks run on.
     http_shutdown_grace_s: float = Field(default=15.0, gt=0, le=3600)
