@@ -28,6 +28,10 @@ from mcp_server.tools.registry import ToolRegistry
 from tests.mcp_client import McpClient
 from tests.user_workflows import EXPOSED_TOML
 
+# Idle connections leave the pool after 2 s, before the server's keep-alive (5 s) closes them:
+# a pool that reuses a connection the server is closing at that moment gets a ReadError.
+POOL = httpx.Limits(keepalive_expiry=2.0)
+
 
 @pytest.fixture(scope="session")
 async def temporal(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[TemporalDevServer]:
@@ -104,7 +108,7 @@ async def running_stack(
     app = create_app(settings, registry, client=client)
     async with serving(app, settings.port):
         url = f"http://127.0.0.1:{settings.port}/mcp"
-        async with httpx.AsyncClient(timeout=15) as http:
+        async with httpx.AsyncClient(timeout=15, limits=POOL) as http:
             stack = Stack(settings, client, registry, McpClient(http, url), http, url)
             await stack.start_worker()
             try:

@@ -16,6 +16,10 @@ import httpx
 
 from tests.mcp_client import McpClient
 
+# Idle connections leave the pool after 2 s, before the server's keep-alive (5 s) closes them:
+# a pool that reuses a connection the server is closing at that moment gets a ReadError.
+POOL = httpx.Limits(keepalive_expiry=2.0)
+
 MCP_TASKS = str(Path(sys.executable).parent / "mcp-tasks")
 
 
@@ -122,7 +126,7 @@ def reaped(processes: list[DevProcess]) -> Iterator[None]:
 
 @asynccontextmanager
 async def client_for(port: int) -> AsyncIterator[McpClient]:
-    async with httpx.AsyncClient(timeout=15) as http:
+    async with httpx.AsyncClient(timeout=15, limits=POOL) as http:
         yield McpClient(http, f"http://127.0.0.1:{port}/mcp")
 
 
