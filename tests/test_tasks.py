@@ -16,6 +16,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from mcp_server.protocol import errors
 from mcp_server.protocol.wire import parse_iso
 from mcp_server.runtime.devserver import TemporalDevServer
+from mcp_server.tasks.description import describe
 from mcp_server.tasks.store import TemporalTaskStore
 from tests.conftest import Stack
 from tests.fixture_tools import SHORT_TTL_MS
@@ -302,7 +303,7 @@ async def test_a_read_racing_an_answer_that_also_ended_the_task_shows_the_end(
         await stack.stop_worker()
         await mcp.update_task(task_id, {"confirm": ACCEPT})
         handle = temporal_client.get_workflow_handle(task_id)
-        stale = await handle.describe()
+        stale = await describe(temporal_client, task_id, timedelta(seconds=5))
         state = TaskState.from_memo(await stale.memo_value(MEMO_KEY, None))
         assert state is not None and state.status == "input_required"
         assert stale.raw_description.HasField("pending_workflow_task")

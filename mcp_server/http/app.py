@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 
 import uvicorn
@@ -85,8 +85,12 @@ def create_app(
     *,
     client: Client | None = None,
     store: TaskStore | None = None,
+    local_client: Callable[[], Client | None] | None = None,
 ) -> FastAPI:
     """Build the app. Without `store`, the lifespan connects to Temporal (or uses `client`).
+
+    `local_client`: the client of a worker of this process on the same task queue, if one
+    runs now; creates then ask Temporal for an eager start (tasks/store.py).
 
     Raises ValueError for a configuration that must not serve (e.g. no authentication on a
     public address), before anything starts.
@@ -102,7 +106,11 @@ def create_app(
         if task_store is None:
             temporal = temporal or await connect(settings)
             task_store = TemporalTaskStore(
-                temporal, settings.task_queue, clock, settings.poll_interval_max_ms
+                temporal,
+                settings.task_queue,
+                clock,
+                settings.poll_interval_max_ms,
+                local_client=local_client,
             )
         services = build_services(settings, registry, task_store, secret, webhooks=webhooks)
         app.state.endpoint = McpEndpoint(services, SessionCodec(secret))

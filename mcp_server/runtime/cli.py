@@ -70,8 +70,13 @@ class Part:
     ends_unexpectedly: str | None = None
 
 
-def _http_part(settings: Settings, registry: ToolRegistry, client: Client) -> Part:
-    app = create_app(settings, registry, client=client)
+def _http_part(
+    settings: Settings,
+    registry: ToolRegistry,
+    client: Client,
+    local_client: Callable[[], Client | None] | None = None,
+) -> Part:
+    app = create_app(settings, registry, client=client, local_client=local_client)
     server = HttpServer(http_config(app, settings))
     if settings.metrics_port is not None:
         serve_metrics(settings.metrics_host, settings.metrics_port)
@@ -83,16 +88,24 @@ def _http_part(settings: Settings, registry: ToolRegistry, client: Client) -> Pa
                 f"the HTTP server could not run on {settings.host}:{settings.port}")  # fmt: skip
 
 
+def _supervised(settings: Settings, registry: ToolRegistry) -> SupervisedWorker:
+    """Next to an embedded Temporal: a worker that fails is started again."""
+
+    async def build() -> Worker:  # on a client of its own (see SupervisedWorker)
+        return build_worker(await connect(settings), settings, registry)
+
+    return SupervisedWorker(build)
+
+
 def _worker_part(
-    settings: Settings, registry: ToolRegistry, client: Client, *, supervised: bool = False
+    settings: Settings,
+    registry: ToolRegistry,
+    client: Client,
+    *,
+    supervised: SupervisedWorker | None = None,
 ) -> Part:
-    if supervised:  # next to an embedded Temporal: a worker that fails is started again
-
-        async def build() -> Worker:  # on a client of its own (see SupervisedWorker)
-            return build_worker(await connect(settings), settings, registry)
-
-        again = SupervisedWorker(build)
-        work, stop = again.run, again.shutdown
+    if supervised is not None:
+        work, stop = supervised.run, supervised.shutdown
     else:
         worker = build_worker(client, settings, registry)
         work, stop = worker.run, worker.shutdown
@@ -202,10 +215,18 @@ async def run_dev(args: argparse.Namespace, settings: Settings) -> None:
             f"  data in {temporal.data_dir}; Ctrl-C stops everything",
             flush=True,
         )
+        worker = _supervised(settings, registry)
         await _serve(
             [
-                _http_part(settings, registry, client),
-                _worker_part(settings, registry, client, supervised=True),
+                # Creates start on the worker's own client, which may hand a new task's first
+                # workflow task straight to it (eager workflow start, tasks/store.py).
+                _http_part(
+                    settings,
+                    registry,
+                    client,
+                    local_client=worker.local_client if settings.eager_start else None,
+                ),
+                _worker_part(settings, registry, client, supervised=worker),
                 _engine_part(temporal),
             ]
         )
@@ -254,7 +275,8 @@ async def run_stdio(
         server = StdioServer(settings, registry, client, reader, writer)
         parts = [Part("stdio transport", server.serve)]
         if args.worker:
-            parts.append(_worker_part(settings, registry, client, supervised=args.dev))
+            supervised = _supervised(settings, registry) if args.dev else None
+            parts.append(_worker_part(settings, registry, client, supervised=supervised))
         if temporal is not None:
             parts.append(_engine_part(temporal))
         await _serve(parts)

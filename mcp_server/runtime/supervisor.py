@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from temporalio.client import Client
 from temporalio.worker import Worker
 
 from mcp_server.runtime.devserver import TemporalDevServer
@@ -163,6 +164,12 @@ class SupervisedWorker:
                 await asyncio.wait_for(self._stopping.wait(), delay)
             except TimeoutError:
                 pass
+
+    def local_client(self) -> Client | None:
+        """The client of the worker that runs now (None while none does): a start on it may
+        hand its first workflow task straight to this worker (eager workflow start)."""
+        worker = self._worker
+        return worker.client if worker is not None and self._running else None
 
     async def shutdown(self) -> None:
         self._stopping.set()

@@ -151,8 +151,10 @@ class TemporalTaskStore:
         task_queue: str,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         poll_interval_max_ms: int = DEFAULT_MAX_MS,
+        local_client: Callable[[], Client | None] | None = None,
     ) -> None:
         self._client = client
+        self._local_client = local_client
         self._clock = clock
         self._poll_interval_max_ms = poll_interval_max_ms
         self._task_queue = task_queue
@@ -176,8 +178,13 @@ class TemporalTaskStore:
     ) -> WorkflowHandle[Any, Any]:
         memo = TaskState.initial(task, INITIAL_STATUS_MESSAGE).to_memo()
         attributes = initial_search_attributes(task)
+        # Eager workflow start: on the client of a worker of this process (same task queue),
+        # Temporal may answer the start with the task's first workflow task, which that worker
+        # runs at once: no matching, no poll round trip. Temporal decides; the SDK asks only
+        # while the worker has a free slot, and otherwise it is an ordinary start.
+        local = self._local_client() if self._local_client is not None else None
         try:
-            return await self._client.start_workflow(
+            return await (local or self._client).start_workflow(
                 workflow,
                 task,
                 id=task.task_id,
@@ -200,6 +207,7 @@ class TemporalTaskStore:
                 ),
                 static_summary=f"MCP tool {task.tool}",
                 rpc_timeout=RPC_TIMEOUT,
+                request_eager_start=local is not None,
             )
         except RPCError as err:
             if err.status == RPCStatusCode.INVALID_ARGUMENT and "size" in err.message.lower():
