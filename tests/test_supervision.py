@@ -176,3 +176,27 @@ async def test_a_worker_that_fails_is_built_again_and_then_serves(
         await supervised.shutdown()
         async with asyncio.timeout(15):
             await running
+
+
+async def test_a_shutdown_while_the_worker_is_still_connecting_ends_the_run(
+    temporal_client: Client,
+) -> None:
+    # The stop comes while build() still connects: the worker it then returns must not run
+    # (it would poll for ever, and its process never exit).
+    connected = asyncio.Event()
+    built: list[Worker] = []
+
+    async def build() -> Worker:
+        await connected.wait()
+        built.append(Worker(temporal_client, task_queue=f"late-{time.monotonic_ns()}",
+                            workflows=[AddNumbers]))  # fmt: skip
+        return built[-1]
+
+    supervised = SupervisedWorker(build)
+    running = asyncio.create_task(supervised.run())
+    await asyncio.sleep(0.1)
+    await supervised.shutdown()
+    connected.set()
+    async with asyncio.timeout(15):
+        await running
+    assert len(built) == 1 and not built[0].is_running

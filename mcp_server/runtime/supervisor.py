@@ -147,6 +147,11 @@ class SupervisedWorker:
         while not self._stopping.is_set():
             try:  # building (connecting) can fail too: retried like a failure
                 self._worker = await self.build()
+                if self._stopping.is_set():
+                    # Asked to stop while connecting: a shutdown then found no worker to stop,
+                    # and this one would poll on for ever (a `stdio --dev` host that closed
+                    # stdin while its worker was still connecting never exited).
+                    return
                 self._running = True
                 self.backoff.up()
                 await self._worker.run()
