@@ -14,8 +14,8 @@ upstream connections shorter than `keep_alive_s`, so it never reuses one this se
 
 The server parses HTTP with httptools (C, llhttp) where it is installed, as it is with this
 project's dependencies, and with h11 (pure Python) otherwise; both protocols carry the same
-limit. h11's parsing and serialising was a quarter of the server's CPU in a `tasks/get`
-(py-spy of `make bench`'s get phase; README, "Measured").
+limit. h11's parsing and serialising was about a fifth of the process's samples in a
+`tasks/get` (py-spy over sequential reads).
 """
 
 from __future__ import annotations

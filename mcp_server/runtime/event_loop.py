@@ -2,10 +2,10 @@
 this project off Windows), else asyncio's own. `MCP_TASKS_EVENT_LOOP` picks one: `auto`
 (the default), `uvloop`, or `asyncio`.
 
-Why: with uvloop, the `mcp-tasks dev` process spent about a third less CPU per `tasks/get`
-(`/proc` CPU time over 2,000 sequential reads, against the same run's raw `describe()`;
-README, "Measured"). Workflow code is unaffected: the Temporal worker runs each workflow on an
-event loop of its own, never on this one.
+Why: with uvloop, the `mcp-tasks dev` process spent a fifth to a third less CPU per
+`tasks/get` (its `/proc` CPU time over 2,000 sequential reads, against the same run's raw
+`describe()`; the machine's speed varied between runs). Workflow code is unaffected: the
+Temporal worker runs each workflow on an event loop of its own, never on this one.
 """
 
 from __future__ import annotations
