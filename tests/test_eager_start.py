@@ -4,6 +4,7 @@ whether it did in the history's first event. `MCP_TASKS_EAGER_START=0` turns it 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -41,3 +42,25 @@ async def test_a_create_in_dev_is_started_eagerly_on_its_own_worker(
             )
             done = await mcp.wait_status(task_id, "completed", within=10)
             assert done["status"] == "completed"
+
+
+@pytest.mark.slow
+async def test_concurrent_creates_are_not_all_started_eagerly(tmp_path: Path) -> None:
+    """Eager start is asked for only while no other start of the process is in flight: a
+    burst of creates gets ordinary starts, which measured about half the p50 of eager ones
+    at 16 clients (docs/benchmarks.md). Without that gate every start here would be eager
+    (the worker has free slots for all of them)."""
+    port, temporal_port = free_port(), free_port()
+    dev = DevProcess(tmp_path / "data", port, temporal_port)
+    with reaped([dev]):
+        async with client_for(port) as mcp:
+            await dev.wait_healthy(mcp.http)
+            alone = await mcp.create_task("confirm_delete", {"filename": "alone.txt"})
+            burst = await asyncio.gather(
+                *(mcp.create_task("confirm_delete", {"filename": f"b{i}.txt"}) for i in range(12))
+            )
+            eager = [await first_event_eager(temporal_port, t) for t in burst]
+            assert await first_event_eager(temporal_port, alone)
+            assert not all(eager), eager
+            for task_id in [alone, *burst]:  # eager or not, every task runs to its question
+                await mcp.wait_status(task_id, "input_required", within=20)
