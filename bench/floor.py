@@ -2,7 +2,7 @@
 
     make bench                                   # all phases, 10,000 parked approvals
     make bench ARGS="--parked 2000"              # a shorter run
-    make bench ARGS="--parked 100000"            # the large run (~30 min here)
+    make bench ARGS="--parked 100000 --timeout 7200"  # the large run (~45 min here)
     make bench ARGS="--topology split"           # server, worker, Temporal as 3 processes
     make bench ARGS="--classic --tasks 1000"     # bench/run.py, the open approvals alone
 
@@ -17,7 +17,9 @@ connects the raw `temporalio` client to the same Temporal (bench/floor_raw.py). 
   polling `describe()` at that interval and against `handle.result()`;
 - cancel: tasks/cancel → `cancelled` seen, against `cancel()` + polling or `result()`;
 - parked: N parked approvals: time to park all, RSS of each process idle and parked, tasks/get
-  on a random sample at 1 and 16 clients against `describe()` (bench/floor_parked.py);
+  on a random sample at 1 and 16 clients against `describe()` (bench/floor_parked.py); then
+  the raw floor parks its own `--raw-parked` approvals (raw `start_workflow` of the same
+  workflow by as many creators) on the same Temporal, and the rates are compared;
 
 then reads every task it created, which must be in its expected state (lost or wrong: must be
 0; exit code 1 otherwise). A progress line goes to stderr every 10 s. Written: the JSON and the
@@ -152,8 +154,12 @@ async def _phases(options: argparse.Namespace, phases: set[str], clients: Client
             parked[f"get_c{level}"] = await floor_parked.sample_reads(
                 clients, raw, ledger, created, options.parked_reads, level, rounds, progress
             )
-        results["parked"] = parked
         del created
+        if options.raw_parked:
+            parked["raw"] = await floor_parked.park_raw(
+                raw, min(options.raw_parked, options.parked), progress, options.timeout
+            )
+        results["parked"] = parked
 
 
 def command() -> str:
@@ -183,6 +189,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cancels", type=int, default=30)
     p.add_argument("--cancel-poll-ms", type=float, default=10)
     p.add_argument("--parked", type=int, default=10_000)
+    p.add_argument("--raw-parked", type=int, default=10_000,
+                   help="approvals the raw floor parks (at most --parked; 0: none)")  # fmt: skip
     p.add_argument("--parked-reads", type=int, default=2000, help="per level and side")
     p.add_argument("--timeout", type=float, default=3600, metavar="SECONDS",
                    help="the longest wait for all tasks to park")  # fmt: skip

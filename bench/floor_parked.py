@@ -11,6 +11,7 @@ random sample (each task read at most once per level, well within the poll limit
 
 from __future__ import annotations
 
+import asyncio
 import math
 import random
 import time
@@ -77,6 +78,42 @@ async def park(clients: Clients, ledger: Ledger, count: int, progress: Progress,
         "never_parked": len(never),
     }
     return figures, created
+
+
+async def park_raw(raw: RawFloor, count: int, progress: Progress,
+                   timeout_s: float) -> dict[str, Any]:  # fmt: skip
+    """The floor of `park`: `count` raw starts of the same approval workflow by `CREATORS`
+    concurrent creators, then describe() sweeps until every one is at its question."""
+    handles: list[str] = []
+
+    async def one(index: int) -> None:
+        handle = await raw.start(APPROVAL, {"message": f"Approve raw parked change #{index}?"})
+        handles.append(handle.id)
+
+    began = time.perf_counter()
+    progress.set(f"raw floor: starting {count:,} approvals", count)
+    await bounded(range(count), CREATORS, one, progress)
+    created_s = time.perf_counter() - began
+    pending, deadline, sweep = handles, time.monotonic() + timeout_s, 0
+    while pending and time.monotonic() < deadline:
+        sweep += 1
+        progress.set(f"raw floor sweep {sweep}: the approvals not yet parked", len(pending))
+        still: list[str] = []
+
+        async def read(task_id: str, into: list[str] = still) -> None:
+            if await raw.status(task_id) != PARKED:
+                into.append(task_id)
+
+        await bounded(pending, CREATORS, read, progress)
+        pending = still
+        if pending:
+            await asyncio.sleep(1.0)
+    return {
+        "count": count,
+        "per_second": round(count / created_s, 1),
+        "all_parked_after_s": round(time.perf_counter() - began, 1),
+        "never_parked": len(pending),
+    }
 
 
 async def sample_reads(clients: Clients, raw: RawFloor, ledger: Ledger,

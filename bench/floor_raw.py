@@ -100,6 +100,12 @@ class RawFloor:
         state = TaskState.from_memo(await description.memo_value(MEMO_KEY, None))
         return (state.status_message or "") if state else ""
 
+    async def status(self, task_id: str) -> str:
+        """The task status the workflow last put in its memo ("" before its first run)."""
+        description = await self.describe(task_id)
+        state = TaskState.from_memo(await description.memo_value(MEMO_KEY, None))
+        return str(state.status) if state else ""
+
     async def poll_to_end(self, handle: WorkflowHandle[Any, Any], every_s: float) -> str:
         """describe() every `every_s` until the execution is closed, then its outcome as a
         task status (a completed one's result read, as tasks/get reads it)."""

@@ -109,8 +109,18 @@ def _parked_rows(results: dict[str, Any], parked: dict[str, Any]) -> list[Row]:
     # The target is for 100,000; a smaller run shows what its pace would take for that many.
     projected = minutes * 100_000 / count
     verdict = _verdict(minutes <= 15) if count >= 100_000 else f"at this pace {projected:.0f} min"
+    floor, ratio = "—", "—"
+    if raw := parked.get("raw"):
+        # The floor parks its own sample, after this server's tasks (so on the same Temporal,
+        # holding them); the ratio is of the rates, all parked per second.
+        raw_rate = raw["count"] / raw["all_parked_after_s"]
+        floor = (f"raw starts: {raw['count']:,} parked after {raw['all_parked_after_s'] / 60:.1f}"
+                 f" min ({raw_rate:.1f}/s; at this pace 100,000 in "
+                 f"{100_000 / raw_rate / 60:.0f} min)")  # fmt: skip
+        ratio = f"{count / parked['all_parked_after_s'] / raw_rate:.2f}x"
     out: list[Row] = [(f"{count:,} approvals: all parked after", f"{minutes:.1f} min "
-                       f"({parked['create']['per_second']} creates/s)", "—", "—",
+                       f"({count / parked['all_parked_after_s']:.1f} parked/s, "
+                       f"{parked['create']['per_second']} creates/s)", floor, ratio,
                        "≤ 15 min (at 100,000)", verdict)]  # fmt: skip
     for level in (1, 16):
         out.append(_latency(f"{count:,} parked: `tasks/get` of a random sample, "

@@ -39,6 +39,9 @@ def test_a_tiny_run_writes_its_results_and_loses_nothing(
     assert {"server", "raw_poll", "raw_push"} <= set(results["lifecycle"])
     assert {"server", "raw_poll", "raw_push"} <= set(results["cancel"])
     assert results["parked"]["never_parked"] == 0
+    # The raw floor parks as many (at most --raw-parked) on the same Temporal.
+    assert results["parked"]["raw"]["count"] == 12
+    assert results["parked"]["raw"]["never_parked"] == 0
     assert set(results["parked_rss_mib"]) == set(results["idle_rss_mib"])
     assert all(code == 0 for code in results["exit_codes"].values()), results["exit_codes"]
     table = written.with_suffix(".md").read_text()
