@@ -11,7 +11,8 @@ Rules implemented:
   replicas, can both take the last slot. A task id already held is granted again (a retried
   update is harmless).
 - A task releases its slot when it closes (completed, failed, cancelled): `RELEASE_SIGNAL`,
-  sent by the task workflow itself (`release_slot`), or by the server when the start failed.
+  sent by a local activity of the task workflow itself as it ends (`release_slot`), or by the
+  server when the start failed.
 - Leaks are reclaimed: when a reservation would be refused, and no reclaim ran in the last
   `RECLAIM_EVERY`, an activity describes every held task. Closed ones (terminated, timed out
   by their TTL) are dropped at once; not-found ones (the server died between reserve and
@@ -40,6 +41,11 @@ QUOTA_WORKFLOW = "McpQuota"
 RESERVE_UPDATE = "mcp.quota.reserve"
 RELEASE_SIGNAL = "mcp.quota.release"
 FIND_CLOSED_ACTIVITY = "mcp_tasks.quota_find_closed"
+RELEASE_ACTIVITY = "mcp_tasks.quota_release"
+# `TaskInput.quota_release` of the tasks that release by local activity: every task the server
+# starts now. A task without it (started by an earlier server) releases with the signal
+# command it always sent, so its history replays as it ran, with no patch marker in new ones.
+RELEASE_BY_LOCAL_ACTIVITY = "local_activity"
 RECLAIM_EVERY = timedelta(seconds=10)
 GRACE = timedelta(seconds=60)
 IDLE = timedelta(hours=1)
@@ -95,6 +101,12 @@ class HeldTasks:
 class FoundTasks:
     closed: list[str]
     missing: list[str]
+
+
+@dataclass
+class ReleaseSlot:
+    quota_workflow_id: str
+    task_id: str
 
 
 @workflow.defn(name=QUOTA_WORKFLOW)
@@ -201,8 +213,25 @@ def _older_than(moment: str, age: timedelta, now: datetime) -> bool:
 async def release_slot(task: TaskInput) -> None:
     """Give the task's quota slot back, when it holds one.
 
-    A quota workflow that is gone (it holds nothing then) is not an error."""
+    Sent as the release signal by a local activity (`RELEASE_ACTIVITY`, through the worker's
+    client): it runs inside the workflow task that ends the task, so the release costs one
+    marker event and no workflow task of its own, where a signal sent by the workflow costs
+    two events and a workflow task more, since it must be acknowledged before the task may
+    close. Retried as a local activity; should every attempt fail, the task still ends and the
+    quota workflow's reclaim frees the slot. A quota workflow that is gone (it holds nothing
+    then) is not an error."""
     if not task.quota_workflow_id:
+        return
+    if task.quota_release == RELEASE_BY_LOCAL_ACTIVITY:
+        try:
+            await workflow.execute_local_activity(
+                RELEASE_ACTIVITY,
+                ReleaseSlot(task.quota_workflow_id, task.task_id),
+                start_to_close_timeout=timedelta(seconds=5),
+                schedule_to_close_timeout=timedelta(seconds=60),
+            )
+        except ActivityError:  # a release must never fail the task
+            workflow.logger.warning("could not release the quota slot of %s", task.task_id)
         return
     handle = workflow.get_external_workflow_handle(task.quota_workflow_id)
     try:
@@ -216,8 +245,9 @@ Execute = Callable[[Any, TaskInput], Coroutine[Any, Any, dict[str, Any]]]
 
 def releasing_slot(execute: Execute) -> Execute:
     """`execute` that releases the task's slot as it ends, before the task publishes its last
-    state (a task reads as closed only once its slot is free; the release must be awaited, as
-    Temporal drops a signal whose sender has closed). Only what closes the execution releases:
+    state (a task reads as closed only once its slot is free; the release must be awaited: a
+    signal command in the workflow task that closes the task is dropped, measured). Only what
+    closes the execution releases:
     a bug in workflow code fails the workflow task, which Temporal retries, and the task runs
     on. Wrapping twice (a subclass of a declared workflow) releases once."""
     if getattr(execute, "_releases_slot", False):

@@ -80,6 +80,7 @@ from mcp_server.tasks.snapshots import (
     with_activity_progress,
 )
 from mcp_server.tasks.ttl import is_expired, ttl_after_close
+from workflows.quota import RELEASE_BY_LOCAL_ACTIVITY
 from workflows.task_state import (
     CANCEL_REQUESTED_SIGNAL,
     MEMO_KEY,
@@ -247,6 +248,7 @@ class TemporalTaskStore:
                 task,
                 task_id=ahead or task.task_id,
                 quota_workflow_id=self._quota.workflow_id(task.owner),
+                quota_release=RELEASE_BY_LOCAL_ACTIVITY,
             )
             if ahead is None:
                 try:
