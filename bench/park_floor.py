@@ -8,7 +8,8 @@ Runs a throwaway Temporal dev server on a fresh data dir and, in this process, t
 `mcp-tasks` runs (runtime/worker.py, the conformance toolset plus the demo module, as `make
 bench` loads them). Each round starts `approvals` `request_approval` workflows from 16
 concurrent creators with the raw client (bench/floor_raw.py, the server's start done by hand),
-then reads them with describe() until every one is at its question. Prints, per round, the
+then reads them with describe() until every one is at its question (the raw floor of
+`make bench`'s parked phase, bench/floor_parked.py). Prints, per round, the
 approvals parked per second and the CPU time per parked approval of this process (worker and
 raw client) and of Temporal, read from /proc: which of the two is the limit, and what a
 runner or an SQLite setting changes. `--runner unsandboxed` is for measuring only; the worker
@@ -29,42 +30,18 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner
 
-from bench.floor_clients import bounded
+from bench.floor_clients import Progress
+from bench.floor_parked import park_raw
 from bench.floor_raw import RawFloor
 from mcp_server.runtime import worker as worker_module
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import Synchronous, TemporalDevServer, free_port
-
-CREATORS = 16
-PARKED = "input_required"
 
 
 def cpu_seconds(pid: int) -> float:
     """User plus system CPU time of process `pid` so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-async def park(raw: RawFloor, count: int, label: str) -> None:
-    ids: list[str] = []
-
-    async def start(index: int) -> None:
-        handle = await raw.start("request_approval", {"message": f"{label} #{index}?"})
-        ids.append(handle.id)
-
-    await bounded(range(count), CREATORS, start)
-    pending = ids
-    while pending:
-        still: list[str] = []
-
-        async def read(task_id: str, into: list[str] = still) -> None:
-            if await raw.status(task_id) != PARKED:
-                into.append(task_id)
-
-        await bounded(pending, CREATORS, read)
-        pending = still
-        if pending:
-            await asyncio.sleep(0.5)
 
 
 async def measure(approvals: int, rounds: int, synchronous: Synchronous,
@@ -85,7 +62,9 @@ async def measure(approvals: int, rounds: int, synchronous: Synchronous,
                 pids = {"this process": os.getpid(), "temporal": temporal.process.pid}
                 before = {name: cpu_seconds(pid) for name, pid in pids.items()}
                 began = time.perf_counter()
-                await park(raw, approvals, f"round {number}")
+                parked = await park_raw(raw, approvals, Progress(every=3600), timeout_s=600)
+                if parked["never_parked"]:
+                    raise RuntimeError(f"{parked['never_parked']} approvals never parked")
                 wall = time.perf_counter() - began
                 cpu_ms = {name: round((cpu_seconds(pid) - before[name]) * 1000 / approvals, 1)
                           for name, pid in pids.items()}  # fmt: skip
