@@ -83,8 +83,9 @@ class Settings(BaseModel):
     http_parser: Literal["auto", "httptools", "h11"] = "auto"
     # The serving commands' event loop: uvloop when installed, else asyncio (event_loop.py).
     event_loop: Literal["auto", "uvloop", "asyncio"] = "auto"
-    # `dev`: creates ask Temporal to hand a new task's first workflow task straight to the
-    # worker of the same process (eager workflow start, tasks/store.py).
+    # `dev`: a create made while no other start is in flight asks Temporal to hand the new
+    # task's first workflow task straight to the worker of the same process (eager workflow
+    # start, tasks/store.py).
     eager_start: Flag = True
     # On SIGTERM: how long requests in flight may take to finish before the HTTP server closes
     # them (long-lived streams: subscriptions/listen, attached runs); their tasks run on.
