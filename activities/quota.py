@@ -11,6 +11,8 @@ dropped on a guess.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 from temporalio import activity
 from temporalio.client import WorkflowExecutionStatus
@@ -62,4 +64,4 @@ async def release(slot: ReleaseSlot) -> None:
             raise
 
 
-ACTIVITIES = [find_closed, release]
+ACTIVITIES: list[Callable[..., Any]] = [find_closed, release]
