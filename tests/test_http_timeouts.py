@@ -114,3 +114,38 @@ async def test_pipelined_requests_are_all_answered(port: int) -> None:
     response = await closed_by_server(reader)  # then idle: closed by the keep-alive limit
     assert response.count(b"HTTP/1.1 ") == 3
     writer.close()
+
+
+async def test_by_default_an_idle_connection_outlives_the_pools_of_common_clients(
+    temporal_client: Client, registry: ToolRegistry
+) -> None:
+    """httpx drops an idle pooled connection after 5 s, Node's undici after 4 s. A server that
+    closed idle connections at 5 s raced httpx: a client reusing one at 4.99 s got a
+    ReadError. The default keep-alive (15 s) is past both, so a connection idle 6 s still
+    answers."""
+    settings = Settings(port=free_port(), state_secret="s" * 32)
+    assert settings.http_keep_alive_s > 5.0
+    server = HttpServer(
+        http_config(create_app(settings, registry, client=temporal_client), settings)
+    )
+    serving = asyncio.create_task(server.serve())
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline and not serving.done(), "uvicorn did not start"
+        await asyncio.sleep(0.02)
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", settings.port)
+        request = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        for _ in range(2):
+            writer.write(request)
+            await writer.drain()
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            assert head.startswith((b"HTTP/1.1 200 ", b"HTTP/1.1 503 ")), head
+            length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            await reader.readexactly(length)
+            await asyncio.sleep(6.0)  # longer than httpx's pool keeps it
+        assert not reader.at_eof()
+        writer.close()
+    finally:
+        server.should_exit = True
+        await serving

@@ -77,8 +77,10 @@ class Settings(BaseModel):
     max_body_bytes: Positive = 1024 * 1024
     # A whole request (head and body) must arrive within this time of the connection opening
     # or of the previous response; a connection idle this long after a response is closed.
+    # Longer than the idle expiry of common client pools (httpx 5 s, Node's undici 4 s): at
+    # an equal time a client reuses the connection as the server closes it (a ReadError).
     http_request_timeout_s: float = Field(default=20.0, gt=0, le=3600)
-    http_keep_alive_s: float = Field(default=5.0, gt=0, le=3600)
+    http_keep_alive_s: float = Field(default=15.0, gt=0, le=3600)
     # uvicorn's HTTP parser: httptools (C) when installed, else h11 (http/timeouts.py).
     http_parser: Literal["auto", "httptools", "h11"] = "auto"
     # The serving commands' event loop: uvloop when installed, else asyncio (event_loop.py).
