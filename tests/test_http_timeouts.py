@@ -4,10 +4,12 @@ closed by the server (the server the `mcp-tasks server` command runs: http_confi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 
 import pytest
+import uvicorn
 from temporalio.client import Client
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -37,6 +39,13 @@ async def port(
     config = http_config(create_app(settings, registry, client=temporal_client), settings)
     parsers = {"httptools": HttpToolsProtocol, "h11": H11Protocol}
     assert isinstance(config.http, type) and issubclass(config.http, parsers[request.param])
+    async with served(config):
+        yield settings.port
+
+
+@contextlib.asynccontextmanager
+async def served(config: uvicorn.Config) -> AsyncIterator[None]:
+    """The server `mcp-tasks server` runs (http_config), from started to stopped."""
     server = HttpServer(config)
     serving = asyncio.create_task(server.serve())
     deadline = time.monotonic() + 10
@@ -44,7 +53,7 @@ async def port(
         assert time.monotonic() < deadline and not serving.done(), "uvicorn did not start"
         await asyncio.sleep(0.02)
     try:
-        yield settings.port
+        yield
     finally:
         server.should_exit = True
         await serving
@@ -125,15 +134,9 @@ async def test_by_default_an_idle_connection_outlives_the_pools_of_common_client
     answers."""
     settings = Settings(port=free_port(), state_secret="s" * 32)
     assert settings.http_keep_alive_s > 5.0
-    server = HttpServer(
+    async with served(
         http_config(create_app(settings, registry, client=temporal_client), settings)
-    )
-    serving = asyncio.create_task(server.serve())
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline and not serving.done(), "uvicorn did not start"
-        await asyncio.sleep(0.02)
-    try:
+    ):
         reader, writer = await asyncio.open_connection("127.0.0.1", settings.port)
         request = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
         for _ in range(2):
@@ -146,6 +149,3 @@ async def test_by_default_an_idle_connection_outlives_the_pools_of_common_client
             await asyncio.sleep(6.0)  # longer than httpx's pool keeps it
         assert not reader.at_eof()
         writer.close()
-    finally:
-        server.should_exit = True
-        await serving
