@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
 
 from temporalio.client import WorkflowExecutionStatus
 
@@ -42,6 +43,7 @@ APPROVAL = "request_approval"
 SHORT = "bench_short_job"  # bench/fixture_tools.py: one activity of `step_seconds`
 TIMER = "slow_compute"  # a durable timer, which a cancellation request interrupts at once
 PARKED = "input_required"
+T = TypeVar("T")
 Owned = dict[LoadClient, list[str]]
 
 
@@ -91,17 +93,33 @@ async def wait_parked(clients: Clients, owned: list[tuple[LoadClient, str]], pro
                       timeout_s: float) -> list[tuple[LoadClient, str]]:  # fmt: skip
     """Sweep tasks/get over the tasks not yet seen at their question, 16 at a time, until none
     is left or `timeout_s` has passed; the ones never seen parked."""
-    pending = list(owned)
+
+    async def status(entry: tuple[LoadClient, str]) -> str:
+        return str((await clients.get(*entry))["status"])
+
+    return await sweep_until_parked(owned, status, progress, timeout_s, "the tasks")
+
+
+async def sweep_until_parked(
+    items: Iterable[T],
+    status: Callable[[T], Awaitable[str]],
+    progress: Progress,
+    timeout_s: float,
+    what: str,
+) -> list[T]:
+    """Read the status of each item not yet seen parked, 16 at a time, a second apart, until
+    none is left or `timeout_s` has passed; the ones never seen parked."""
+    pending = list(items)
     deadline = time.monotonic() + timeout_s
     sweep = 0
     while pending and time.monotonic() < deadline:
         sweep += 1
-        progress.set(f"sweep {sweep}: reading the tasks not yet seen input_required", len(pending))
-        still: list[tuple[LoadClient, str]] = []
+        progress.set(f"sweep {sweep}: reading {what} not yet seen {PARKED}", len(pending))
+        still: list[T] = []
 
-        async def read(entry: tuple[LoadClient, str], into: list[Any] = still) -> None:
-            if (await clients.get(*entry))["status"] != PARKED:
-                into.append(entry)
+        async def read(item: T, into: list[T] = still) -> None:
+            if await status(item) != PARKED:
+                into.append(item)
 
         await bounded(pending, 16, read, progress)
         pending = still

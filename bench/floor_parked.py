@@ -11,7 +11,6 @@ random sample (each task read at most once per level, well within the poll limit
 
 from __future__ import annotations
 
-import asyncio
 import math
 import random
 import time
@@ -26,7 +25,7 @@ from bench.floor_clients import (
     side_by_side,
     state_of,
 )
-from bench.floor_ops import APPROVAL, PARKED, pair, wait_parked
+from bench.floor_ops import APPROVAL, PARKED, pair, sweep_until_parked, wait_parked
 from bench.floor_raw import RawFloor
 from bench.load import LoadClient
 from bench.run import percentiles
@@ -94,20 +93,7 @@ async def park_raw(raw: RawFloor, count: int, progress: Progress,
     progress.set(f"raw floor: starting {count:,} approvals", count)
     await bounded(range(count), CREATORS, one, progress)
     created_s = time.perf_counter() - began
-    pending, deadline, sweep = handles, time.monotonic() + timeout_s, 0
-    while pending and time.monotonic() < deadline:
-        sweep += 1
-        progress.set(f"raw floor sweep {sweep}: the approvals not yet parked", len(pending))
-        still: list[str] = []
-
-        async def read(task_id: str, into: list[str] = still) -> None:
-            if await raw.status(task_id) != PARKED:
-                into.append(task_id)
-
-        await bounded(pending, CREATORS, read, progress)
-        pending = still
-        if pending:
-            await asyncio.sleep(1.0)
+    pending = await sweep_until_parked(handles, raw.status, progress, timeout_s, "raw approvals")
     return {
         "count": count,
         "per_second": round(count / created_s, 1),

@@ -96,15 +96,18 @@ class RawFloor:
 
     async def status_message(self, task_id: str) -> str:
         """The statusMessage the workflow last put in its memo ("" before its first run)."""
-        description = await self.describe(task_id)
-        state = TaskState.from_memo(await description.memo_value(MEMO_KEY, None))
+        state = await self.state(task_id)
         return (state.status_message or "") if state else ""
 
     async def status(self, task_id: str) -> str:
         """The task status the workflow last put in its memo ("" before its first run)."""
-        description = await self.describe(task_id)
-        state = TaskState.from_memo(await description.memo_value(MEMO_KEY, None))
+        state = await self.state(task_id)
         return str(state.status) if state else ""
+
+    async def state(self, task_id: str) -> TaskState | None:
+        """The task state the workflow last put in its memo (None before its first run)."""
+        description = await self.describe(task_id)
+        return TaskState.from_memo(await description.memo_value(MEMO_KEY, None))
 
     async def poll_to_end(self, handle: WorkflowHandle[Any, Any], every_s: float) -> str:
         """describe() every `every_s` until the execution is closed, then its outcome as a
