@@ -14,7 +14,7 @@ from temporalio.worker import Replayer, WorkflowReplayResult
 
 from mcp_server.runtime.worker import workflow_runner
 from mcp_server.tools.registry import ToolRegistry
-from workflows import approvals, conformance, demo, deploy, exposed, imports, task_state
+from workflows import approvals, conformance, demo, deploy, exposed, imports, quota, task_state
 from workflows.task_state import TaskInput, TaskState
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -97,10 +97,10 @@ async def test_every_recorded_history_replays_with_todays_workflows(
 ) -> None:
     """Each history is a real run: five recorded with the code before `TaskState`, the rest by
     tests/histories/record.py (every demo workflow and every conformance task workflow, some
-    taken while the task still waits). Replaying each with today's workflows proves they still
-    issue the same commands in the same order, so a change that would strand an in-flight task
-    fails here, naming the history."""
-    result = await replay(history, registry.workflows)
+    taken while the task still waits, and the open-task quota workflow's under quota/).
+    Replaying each with today's workflows proves they still issue the same commands in the same
+    order, so a change that would strand an in-flight task fails here, naming the history."""
+    result = await replay(history, [*registry.workflows, *quota.WORKFLOWS])
     assert result.replay_failure is None
 
 

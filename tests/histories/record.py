@@ -28,12 +28,15 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from mcp_server.http.auth import ANONYMOUS
+from mcp_server.protocol import errors
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.tools.loading import load_toolsets
 from tests.conftest import Stack, running_stack
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION
 from tests.user_workflows import EXPOSED_TOML, USERS_TASK_QUEUE, AddNumbers, PlaceOrder
+from workflows.quota import quota_workflow_id
 
 HISTORIES = Path(__file__).parent
 ACCEPT_APPROVE = {"action": "accept", "content": {"approve": True}}
@@ -72,7 +75,9 @@ class Recorder:
 
     async def save(self, name: str, task_id: str) -> None:
         history = await self.stack.client.get_workflow_handle(task_id).fetch_history()
-        (self.out / f"{name}.json").write_text(history.to_json())
+        path = self.out / f"{name}.json"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(history.to_json())
         print(f"{name}: {len(history.events)} events")
 
     async def start(
@@ -208,6 +213,24 @@ async def approval_notified_cancelled(r: Recorder) -> None:
     await _notifying(r, scenario)
 
 
+async def quota_refused_then_released(r: Recorder) -> None:
+    """A principal's quota workflow (workflows/quota.py), limit 2: two reservations, a refusal
+    that runs the reclaim, a release as a task closes, a reservation on the freed slot."""
+    limited = running_stack(r.stack.client, r.stack.registry, max_open_tasks_per_principal=2)
+    async with limited as stack:
+        mcp = stack.mcp
+        first, second = [await mcp.create_task("tests_wait_forever") for _ in range(2)]
+        refused = await mcp.call_tool("tests_wait_forever")
+        assert refused.error["code"] == errors.QUOTA_EXCEEDED, refused
+        await mcp.cancel_task(first)
+        await mcp.wait_terminal(first)
+        third = await mcp.create_task("tests_wait_forever")
+        quota = quota_workflow_id(stack.settings.task_queue, ANONYMOUS.digest)
+        await Recorder(stack, r.files, r.out).save("quota/refused_then_released", quota)
+        for task_id in (second, third):
+            await mcp.cancel_task(task_id)
+
+
 def _import_arguments(source: str, table: str, delay_ms: int) -> dict[str, Any]:
     return {"source": source, "database": "people.db", "table": table, "key": "id",
             "chunk_size": 10, "chunk_delay_ms": delay_ms}  # fmt: skip
@@ -307,6 +330,7 @@ SCENARIOS: dict[str, Callable[[Recorder], Awaitable[None]]] = {
         exposed_place_order,
         conformance_confirm_delete_waiting,
         conformance_test_tool_with_task,
+        quota_refused_then_released,
     )
 }
 SCENARIOS |= {
