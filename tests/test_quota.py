@@ -6,6 +6,7 @@ Each test runs on stacks of its own task queue, so its quota workflow is its own
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import Callable
@@ -154,6 +155,61 @@ async def test_a_closing_task_releases_by_local_activity_in_its_last_workflow_ta
         assert signals == [RELEASE_SIGNAL]
 
 
+async def markers_and_signals(client: Client, task_id: str, quota: str) -> tuple[list[str], int]:
+    """The marker names of the task's history, and the release signals its quota workflow has
+    taken so far."""
+    history = await client.get_workflow_handle(task_id).fetch_history()
+    markers = [
+        e.marker_recorded_event_attributes.marker_name
+        for e in history.events
+        if e.HasField("marker_recorded_event_attributes")
+    ]
+    signals = sum(
+        e.workflow_execution_signaled_event_attributes.signal_name == RELEASE_SIGNAL
+        for e in (await client.get_workflow_handle(quota).fetch_history()).events
+        if e.HasField("workflow_execution_signaled_event_attributes")
+    )
+    return markers, signals
+
+
+async def test_a_lazy_slot_sends_no_release_and_its_closed_task_never_blocks_a_create(
+    fresh_stack: StackFactory, temporal_client: Client
+) -> None:
+    """Limit 8: the first slot is granted below an eighth of the limit, so it is lazy. Its task
+    sends nothing as it closes; once 8 others are asked for, the refusal the 8th would get
+    finds that task closed first, and only the 9th is refused."""
+    async with fresh_stack(max_open_tasks_per_principal=8) as stack:
+        mcp = stack.mcp
+        lazy = await mcp.create_task("confirm_delete", {"filename": "lazy.txt"})
+        await mcp.wait_status(lazy, "input_required")
+        await mcp.update_task(lazy, {"confirm": ACCEPT})
+        assert (await mcp.wait_terminal(lazy))["status"] == "completed"
+        markers, signals = await markers_and_signals(temporal_client, lazy, quota_id(stack))
+        assert (markers, signals) == ([], 0)
+        waiting = [await mcp.create_task("tests_wait_forever") for _ in range(8)]
+        assert_quota_refusal(await mcp.call_tool("tests_wait_forever"), 8)
+        assert await running(temporal_client, waiting) == 8
+        # Those 8 were granted at or above an eighth of the limit: each releases as it closes.
+        await mcp.cancel_task(waiting[0])
+        assert (await mcp.wait_terminal(waiting[0]))["status"] == "cancelled"
+        markers, _ = await markers_and_signals(temporal_client, waiting[0], quota_id(stack))
+        assert "core_local_activity" in markers
+        replacement = await mcp.create_task("tests_wait_forever")
+        await cancel_all(mcp, [*waiting[1:], replacement])
+
+
+async def test_with_lazy_release_off_every_task_releases_as_it_closes(
+    fresh_stack: StackFactory, temporal_client: Client
+) -> None:
+    async with fresh_stack(max_open_tasks_per_principal=8, quota_lazy_release=False) as stack:
+        task_id = await stack.mcp.create_task("confirm_delete", {"filename": "eager.txt"})
+        await stack.mcp.wait_status(task_id, "input_required")
+        await stack.mcp.cancel_task(task_id)
+        assert (await stack.mcp.wait_terminal(task_id))["status"] == "cancelled"
+        markers, signals = await markers_and_signals(temporal_client, task_id, quota_id(stack))
+        assert ("core_local_activity" in markers, signals) == (True, 1)
+
+
 async def test_a_task_terminated_through_temporal_gives_its_slot_back(
     fresh_stack: StackFactory, temporal_client: Client
 ) -> None:
@@ -244,7 +300,12 @@ async def test_with_no_worker_a_create_is_a_503_to_retry_and_starts_nothing(
 
 
 async def reserve(
-    client: Client, queue: str, start: QuotaInput, task_ids: list[str], limit: int
+    client: Client,
+    queue: str,
+    start: QuotaInput,
+    task_ids: list[str],
+    limit: int,
+    lazy_below: int = 0,
 ) -> ReserveAnswer:
     operation: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
         QUOTA_WORKFLOW,
@@ -255,7 +316,7 @@ async def reserve(
     )
     answer: ReserveAnswer = await client.execute_update_with_start_workflow(
         RESERVE_UPDATE,
-        ReserveRequest(task_ids, limit),
+        ReserveRequest(task_ids, limit, lazy_below),
         start_workflow_operation=operation,
         result_type=ReserveAnswer,
     )
@@ -299,6 +360,55 @@ async def test_a_slot_of_a_task_that_never_started_is_reclaimed_after_the_grace(
         # The quota is full; the one it holds is not known to Temporal, past the grace.
         second = await reserve(temporal_client, queue, start, ["mcp-task-next"], 1)
         assert (second.granted, second.open_tasks) == (["mcp-task-next"], 1)
+
+
+async def activities_completed(client: Client, workflow_id: str) -> int:
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    return sum(e.HasField("activity_task_completed_event_attributes") for e in history.events)
+
+
+async def test_lazy_slots_are_checked_in_the_background_every_lazy_batch(
+    fresh_stack: StackFactory, temporal_client: Client
+) -> None:
+    """Two lazy slots of tasks Temporal does not know (past a grace of 0): the quota workflow
+    checks them on its own once `lazy_batch` (2) were granted, with no refusal to prompt it."""
+    async with fresh_stack() as stack:
+        queue = stack.settings.task_queue
+        start = QuotaInput(f"owner-{uuid.uuid4().hex}", grace_s=0, lazy_batch=2)
+        quota = quota_workflow_id(queue, start.owner)
+        first = await reserve(temporal_client, queue, start, ["lazy-a"], 10, lazy_below=10)
+        assert (first.granted, first.lazy, first.open_tasks) == (["lazy-a"], ["lazy-a"], 1)
+        await asyncio.sleep(0.5)
+        assert await activities_completed(temporal_client, quota) == 0  # one is not a batch
+        second = await reserve(temporal_client, queue, start, ["lazy-b"], 10, lazy_below=10)
+        assert second.lazy == ["lazy-b"]
+        deadline = time.monotonic() + 15
+        while await activities_completed(temporal_client, quota) < 1:
+            assert time.monotonic() < deadline, "the lazy slots were never checked"
+            await asyncio.sleep(0.05)
+        third = await reserve(temporal_client, queue, start, ["eager-c"], 10, lazy_below=0)
+        assert (third.granted, third.lazy, third.open_tasks) == (["eager-c"], [], 1)
+
+
+async def test_lazy_slots_survive_continue_as_new_and_an_idle_workflow_checks_them_and_closes(
+    fresh_stack: StackFactory, temporal_client: Client
+) -> None:
+    async with fresh_stack() as stack:
+        queue = stack.settings.task_queue
+        start = QuotaInput(f"owner-{uuid.uuid4().hex}", max_updates=2, idle_s=1, grace_s=0)
+        handle = temporal_client.get_workflow_handle(quota_workflow_id(queue, start.owner))
+        for task_id in ("lazy-a", "lazy-b"):
+            await reserve(temporal_client, queue, start, [task_id], 10, lazy_below=10)
+        # Two reservations: the run continued as new, handing on both lazy slots; then, idle
+        # for a second, it checked them (unknown to Temporal, past the grace), and closed.
+        result = await asyncio.wait_for(handle.result(), timeout=20)
+        assert result is None
+        history = await handle.fetch_history()
+        started = history.events[0].workflow_execution_started_event_attributes
+        handed_on = json.loads(started.input.payloads[0].data)
+        assert started.continued_execution_run_id
+        assert (sorted(handed_on["held"]), handed_on["lazy"]) == (["lazy-a", "lazy-b"],) * 2
+        assert any(e.HasField("activity_task_completed_event_attributes") for e in history.events)
 
 
 async def test_an_idle_quota_workflow_closes_and_the_next_reservation_starts_it_again(

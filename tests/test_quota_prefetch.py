@@ -19,7 +19,13 @@ from mcp_server.tasks.quota_prefetch import BATCH, PrefetchedSlots
 from mcp_server.tasks.store import TemporalTaskStore, new_task_id
 from tests.conftest import Stack
 from tests.mcp_client import McpClient, Reply
-from tests.test_quota import assert_quota_refusal, cancel_all, quota_id, running
+from tests.test_quota import (
+    assert_quota_refusal,
+    cancel_all,
+    markers_and_signals,
+    quota_id,
+    running,
+)
 from workflows.task_state import TaskInput, iso_timestamp
 
 StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
@@ -69,6 +75,11 @@ async def test_far_from_the_limit_creates_take_slots_reserved_ahead_and_send_no_
         assert await running(temporal_client, [first, *later]) == len(later) + 1
         assert all(task_id.startswith("mcp-task-") for task_id in later)
         await cancel_all(stack.mcp, [first, *later])
+        # Far below an eighth of the limit every slot is lazy, the ones held ahead too: their
+        # tasks close without a release.
+        assert (await stack.mcp.wait_terminal(later[-1]))["status"] == "cancelled"
+        markers, signals = await markers_and_signals(temporal_client, later[-1], quota_id(stack))
+        assert (markers, signals) == ([], 0)
 
 
 async def test_slots_reserved_ahead_count_toward_the_limit_which_stays_exact(

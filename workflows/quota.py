@@ -13,6 +13,15 @@ Rules implemented:
 - A task releases its slot when it closes (completed, failed, cancelled): `RELEASE_SIGNAL`,
   sent by a local activity of the task workflow itself as it ends (`release_slot`), or by the
   server when the start failed.
+- Lazy slots: a slot granted while fewer than the request's `lazy_below` slots are held (the
+  server asks an eighth of the limit) is lazy: its task sends no release, which saves the
+  signal and the quota workflow's workflow task per task of a principal far from its limit.
+  Lazy slots are given back by describing their tasks (`FIND_CLOSED_ACTIVITY`): in the
+  background once `lazy_batch` lazy slots were granted since the last such check, when the
+  workflow has been idle, and before a reservation is refused (at most once per
+  `LAZY_RECHECK`, as only lazy slots are checked then). So a reservation is refused only when
+  the limit's worth of tasks is open; at most `lazy_below` describes per `LAZY_RECHECK` while
+  a principal keeps asking at its limit.
 - Leaks are reclaimed: when a reservation would be refused, and no reclaim ran in the last
   `RECLAIM_EVERY`, an activity describes every held task. Closed ones (terminated, timed out
   by their TTL) are dropped at once; not-found ones (the server died between reserve and
@@ -46,7 +55,12 @@ RELEASE_ACTIVITY = "mcp_tasks.quota_release"
 # starts now. A task without it (started by an earlier server) releases with the signal
 # command it always sent, so its history replays as it ran, with no patch marker in new ones.
 RELEASE_BY_LOCAL_ACTIVITY = "local_activity"
+# `TaskInput.quota_release` of a task on a lazy slot: it sends no release; the quota workflow
+# finds it closed (QuotaWorkflow._check_lazy).
+RELEASE_LAZILY = "lazy"
 RECLAIM_EVERY = timedelta(seconds=10)
+LAZY_RECHECK = timedelta(seconds=1)
+LAZY_BATCH = 64
 GRACE = timedelta(seconds=60)
 IDLE = timedelta(hours=1)
 MAX_UPDATES_PER_RUN = 500
@@ -72,6 +86,10 @@ class QuotaInput:
     # Task id -> when its slot was reserved (ISO 8601).
     held: dict[str, str] = field(default_factory=dict)
     last_reclaim: str = ""
+    # Held task ids whose tasks send no release (lazy slots).
+    lazy: list[str] = field(default_factory=list)
+    # Lazy slots granted between two background checks of them.
+    lazy_batch: int = LAZY_BATCH
     # Reservations per run before continue-as-new, the idle time after which it closes, and
     # how long a held task may be missing from Temporal before its slot is reclaimed.
     max_updates: int = MAX_UPDATES_PER_RUN
@@ -83,6 +101,8 @@ class QuotaInput:
 class ReserveRequest:
     task_ids: list[str]
     limit: int
+    # A slot granted while fewer than this many are held is lazy (0: none is).
+    lazy_below: int = 0
 
 
 @dataclass
@@ -90,6 +110,8 @@ class ReserveAnswer:
     granted: list[str]
     # Slots held once the request was decided.
     open_tasks: int
+    # The granted ids whose tasks must send no release (lazy slots).
+    lazy: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -117,7 +139,10 @@ class QuotaWorkflow:
         # its first workflow task, possibly before run() begins.
         self._start = start
         self._held = dict(start.held)
+        self._lazy = dict.fromkeys(task_id for task_id in start.lazy if task_id in self._held)
         self._last_reclaim = parse_timestamp(start.last_reclaim) if start.last_reclaim else None
+        self._last_lazy_check: datetime | None = None
+        self._unchecked = 0  # lazy slots granted since the last check of them began
         self._reclaiming = False
         self._updates = 0
         self._activity = 0
@@ -129,14 +154,23 @@ class QuotaWorkflow:
             seen = self._activity
             try:
                 idle = timedelta(seconds=self._start.idle_s)
-                await workflow.wait_condition(self._should_roll, timeout=idle)
+                await workflow.wait_condition(
+                    lambda: self._should_roll() or self._lazy_check_due(), timeout=idle
+                )
             except TimeoutError:
+                if self._lazy and seen == self._activity:
+                    await self._check_lazy()
                 if not self._held and seen == self._activity and workflow.all_handlers_finished():
                     return
                 continue
+            if self._lazy_check_due():
+                await self._check_lazy()
+                continue
             await workflow.wait_condition(workflow.all_handlers_finished)
             last = iso_timestamp(self._last_reclaim) if self._last_reclaim else ""
-            workflow.continue_as_new(replace(self._start, held=dict(self._held), last_reclaim=last))
+            workflow.continue_as_new(
+                replace(self._start, held=dict(self._held), last_reclaim=last, lazy=[*self._lazy])
+            )
 
     def _should_roll(self) -> bool:
         info = workflow.info()
@@ -150,27 +184,53 @@ class QuotaWorkflow:
     async def reserve(self, request: ReserveRequest) -> ReserveAnswer:
         self._updates += 1
         self._activity += 1
-        granted = self._grant(request.task_ids, request.limit)
+        granted = self._grant(request)
         refused = [task_id for task_id in request.task_ids if task_id not in granted]
         if refused and self._reclaim_due():
             await self._reclaim()
-            granted += self._grant(refused, request.limit)
-        return ReserveAnswer(granted=granted, open_tasks=len(self._held))
+            granted += self._grant(replace(request, task_ids=refused))
+        elif refused and self._lazy_recheck_due():
+            await self._check_lazy()
+            granted += self._grant(replace(request, task_ids=refused))
+        lazy = [task_id for task_id in granted if task_id in self._lazy]
+        return ReserveAnswer(granted=granted, open_tasks=len(self._held), lazy=lazy)
 
     @workflow.signal(name=RELEASE_SIGNAL)
     def release(self, task_id: str) -> None:
         self._activity += 1
         self._held.pop(task_id, None)
+        self._lazy.pop(task_id, None)
 
-    def _grant(self, task_ids: list[str], limit: int) -> list[str]:
+    def _grant(self, request: ReserveRequest) -> list[str]:
         """Check-and-add, with no await: atomic."""
         granted: list[str] = []
-        for task_id in task_ids:
-            if task_id not in self._held and len(self._held) < limit:
+        for task_id in request.task_ids:
+            if task_id not in self._held and len(self._held) < request.limit:
+                if len(self._held) < request.lazy_below:
+                    self._lazy[task_id] = None
+                    self._unchecked += 1
                 self._held[task_id] = iso_timestamp(workflow.now())
             if task_id in self._held:
                 granted.append(task_id)
         return granted
+
+    def _lazy_check_due(self) -> bool:
+        return not self._reclaiming and self._unchecked >= self._start.lazy_batch
+
+    def _lazy_recheck_due(self) -> bool:
+        """Before a refusal: whether the lazy slots may be checked again now."""
+        if not self._lazy:
+            return False
+        if self._reclaiming:
+            return True  # join the one under way
+        last = self._last_lazy_check
+        return last is None or workflow.now() - last >= LAZY_RECHECK
+
+    async def _check_lazy(self) -> None:
+        """Free the lazy slots whose tasks have closed."""
+        self._unchecked = 0
+        self._last_lazy_check = workflow.now()
+        await self._reclaim(lazy_only=True)
 
     def _reclaim_due(self) -> bool:
         if self._reclaiming:
@@ -178,7 +238,9 @@ class QuotaWorkflow:
         last = self._last_reclaim
         return last is None or workflow.now() - last >= RECLAIM_EVERY
 
-    async def _reclaim(self) -> None:
+    async def _reclaim(self, lazy_only: bool = False) -> None:
+        """Describe the held tasks (or only those of lazy slots) and drop the closed ones and
+        those Temporal does not know past the grace."""
         if self._reclaiming:
             await workflow.wait_condition(lambda: not self._reclaiming)
             return
@@ -186,7 +248,7 @@ class QuotaWorkflow:
         try:
             found: FoundTasks = await workflow.execute_activity(
                 FIND_CLOSED_ACTIVITY,
-                HeldTasks(sorted(self._held)),
+                HeldTasks(sorted(self._lazy if lazy_only else self._held)),
                 result_type=FoundTasks,
                 start_to_close_timeout=timedelta(seconds=30),
                 retry_policy=RetryPolicy(maximum_attempts=3),
@@ -196,14 +258,17 @@ class QuotaWorkflow:
             found = FoundTasks([], [])
         finally:
             self._reclaiming = False
-            self._last_reclaim = workflow.now()
+            if not lazy_only:
+                self._last_reclaim = workflow.now()
         for task_id in found.closed:
             self._held.pop(task_id, None)
+            self._lazy.pop(task_id, None)
         for task_id in found.missing:
             reserved = self._held.get(task_id)
             grace = timedelta(seconds=self._start.grace_s)
             if reserved is not None and _older_than(reserved, grace, workflow.now()):
                 del self._held[task_id]
+                self._lazy.pop(task_id, None)
 
 
 def _older_than(moment: str, age: timedelta, now: datetime) -> bool:
@@ -219,8 +284,8 @@ async def release_slot(task: TaskInput) -> None:
     two events and a workflow task more, since it must be acknowledged before the task may
     close. Retried as a local activity; should every attempt fail, the task still ends and the
     quota workflow's reclaim frees the slot. A quota workflow that is gone (it holds nothing
-    then) is not an error."""
-    if not task.quota_workflow_id:
+    then) is not an error. A task on a lazy slot sends nothing."""
+    if not task.quota_workflow_id or task.quota_release == RELEASE_LAZILY:
         return
     if task.quota_release == RELEASE_BY_LOCAL_ACTIVITY:
         try:

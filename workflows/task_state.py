@@ -90,8 +90,9 @@ class TaskInput:
     # The quota workflow holding this task's open-task slot ("" when none: no quota, or a task
     # started before quotas were reserved); the task releases the slot there when it closes.
     quota_workflow_id: str = ""
-    # How it releases the slot: "local_activity" (workflows/quota.py), or "" for the signal
-    # command of the tasks started before that existed (their histories replay unchanged).
+    # How it releases the slot: "local_activity" (workflows/quota.py), "lazy" (it sends no
+    # release: the quota workflow finds it closed), or "" for the signal command of the tasks
+    # started before those existed (their histories replay unchanged).
     quota_release: str = ""
     # A digest of (principal, idempotency key, tool, arguments) when the call carried an
     # idempotency key ("" otherwise): a retry with the key must match it (tasks/idempotency.py).

@@ -112,6 +112,7 @@ def create_app(
                 clock,
                 settings.poll_interval_max_ms,
                 local_client=local_client,
+                quota_lazy_release=settings.quota_lazy_release,
             )
         services = build_services(settings, registry, task_store, secret, webhooks=webhooks)
         app.state.endpoint = McpEndpoint(services, SessionCodec(secret))

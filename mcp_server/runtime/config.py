@@ -112,6 +112,10 @@ class Settings(BaseModel):
     max_input_responses: NonNegative = 32
     max_input_response_bytes: Positive = 256 * 1024
     max_open_tasks_per_principal: NonNegative = 1000  # 0: no quota
+    # Slots granted below an eighth of that limit are given back lazily: their tasks send no
+    # release, the quota workflow finds them closed (workflows/quota.py). False: every task
+    # releases its slot as it closes.
+    quota_lazy_release: Flag = True
     # How long a host without task support waits on a task tool before the call returns a
     # result naming the task and the follow-up tools (well under usual host time-outs).
     sync_wait_s: float = Field(default=45.0, gt=0, le=600)

@@ -27,7 +27,13 @@ class StdioServer:
         writer: BinaryIO,
     ) -> None:
         self.channel = StdioChannel(reader, writer, settings.max_body_bytes)
-        store = TemporalTaskStore(client, settings.task_queue, clock, settings.poll_interval_max_ms)
+        store = TemporalTaskStore(
+            client,
+            settings.task_queue,
+            clock,
+            settings.poll_interval_max_ms,
+            quota_lazy_release=settings.quota_lazy_release,
+        )
         services = build_services(settings, registry, store, state_secret(settings))
         self.connection = StdioConnection(services, self.channel.send, ANONYMOUS.digest)
 

@@ -13,6 +13,9 @@ Rules implemented:
   granted after it left is released at once.
 - `release()` is a signal: it needs no worker, and a failed one is logged only, since the quota
   workflow reclaims slots of tasks that never started.
+- Lazy slots (`lazy_release`, on by default): a reservation asks for slots granted below an
+  eighth of the limit (`LAZY_SHARE`) to be lazy; the answer names them, and their tasks send no
+  release (the quota workflow finds them closed itself: workflows/quota.py).
 """
 
 from __future__ import annotations
@@ -50,6 +53,9 @@ from workflows.quota import (
 log = logging.getLogger("mcp_server.tasks.quota")
 
 WAIT_S = 10.0
+# Slots granted while fewer than limit // LAZY_SHARE are held are lazy: at most that many
+# describes a second while a principal keeps asking at its limit (workflows/quota.py).
+LAZY_SHARE = 8
 RETRY_AFTER_S = 5.0
 # Besides an unreachable Temporal: Temporal's cap on updates in flight per workflow
 # (RESOURCE_EXHAUSTED) and a quota workflow whose last workflow task failed, which Temporal
@@ -80,10 +86,13 @@ class _Waiting:
 
 
 class QuotaReservations:
-    def __init__(self, client: Client, task_queue: str, wait_s: float = WAIT_S) -> None:
+    def __init__(
+        self, client: Client, task_queue: str, wait_s: float = WAIT_S, lazy_release: bool = True
+    ) -> None:
         self._client = client
         self._task_queue = task_queue
         self._wait_s = wait_s
+        self._lazy_release = lazy_release
         self._queued: dict[tuple[str, int], list[_Waiting]] = {}
         self._senders: dict[tuple[str, int], asyncio.Task[None]] = {}
         self._releasing: set[asyncio.Task[None]] = set()
@@ -139,7 +148,7 @@ class QuotaReservations:
             _settle(self._queued.pop(key, []))
 
     async def _ask(self, owner: str, task_ids: list[str], limit: int) -> ReserveAnswer:
-        request = ReserveRequest(task_ids, limit)
+        request = ReserveRequest(task_ids, limit, limit // LAZY_SHARE if self._lazy_release else 0)
         try:
             async with asyncio.timeout(self._wait_s):
                 try:

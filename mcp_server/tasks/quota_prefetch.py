@@ -8,7 +8,8 @@ those ids as its taskId: nothing but the start is left between the request and T
 Rules implemented:
 - Exactness stays the quota workflow's: a slot reserved ahead is held there like any other,
   under the id the task will have, so a task started on it releases it when it closes, as
-  every task does, and no replica can take more than the limit.
+  every task does (or not at all when the quota workflow granted it lazily: `take` says so),
+  and no replica can take more than the limit.
 - Ahead-reservation only while the principal's last known headroom (limit minus the slots held
   when the quota workflow last answered) is at least `HEADROOM_FACTOR` times the batch: near
   the limit every create reserves for itself, so a small quota is not eaten by idle slots.
@@ -54,22 +55,26 @@ class PrefetchedSlots:
         self._batch = batch
         self._max_age_s = max_age_s
         self._clock = clock
-        self._pools: dict[_Key, deque[tuple[str, float]]] = {}
+        # Per principal: (task id, reserved at, lazy slot) of each slot held ahead.
+        self._pools: dict[_Key, deque[tuple[str, float, bool]]] = {}
         self._headroom: dict[_Key, int] = {}
         self._refills: dict[_Key, asyncio.Task[None]] = {}
         self._releasing: set[asyncio.Task[None]] = set()
 
-    def take(self, owner: str, limit: int) -> str | None:
-        """A task id whose slot is already held, or None (reserve one for the call)."""
+    def take(self, owner: str, limit: int) -> tuple[str, bool] | None:
+        """A task id whose slot is already held, and whether that slot is lazy (its task sends
+        no release); or None (reserve one for the call)."""
         key = (owner, limit)
         pool = self._pools.get(key)
-        task_id = None
+        taken = None
         if pool:
             self._drop_stale(owner, pool)
-            task_id = pool.popleft()[0] if pool else None
+            if pool:
+                task_id, _, lazy = pool.popleft()
+                taken = task_id, lazy
         if len(pool or ()) <= self._batch // 2:
             self._refill(key)
-        return task_id
+        return taken
 
     def learn(self, owner: str, limit: int, open_tasks: int) -> None:
         """What the quota workflow answered last: how far the principal is from its limit
@@ -82,7 +87,7 @@ class PrefetchedSlots:
     def available(self, owner: str, limit: int) -> int:
         return len(self._pools.get((owner, limit), ()))
 
-    def _drop_stale(self, owner: str, pool: deque[tuple[str, float]]) -> None:
+    def _drop_stale(self, owner: str, pool: deque[tuple[str, float, bool]]) -> None:
         oldest_kept = self._clock() - self._max_age_s
         while pool and pool[0][1] < oldest_kept:
             self._release(owner, pool.popleft()[0])
@@ -104,9 +109,9 @@ class PrefetchedSlots:
             log.info("could not reserve task slots ahead: %s", err)
             self._headroom.pop(key, None)
             return
-        granted = set(answer.granted)
+        granted, lazy = set(answer.granted), set(answer.lazy)
         pool = self._pools.setdefault(key, deque())
-        pool.extend((task_id, reserved_at) for task_id in ids if task_id in granted)
+        pool.extend((t, reserved_at, t in lazy) for t in ids if t in granted)
         self._headroom[key] = limit - answer.open_tasks
 
     def _release(self, owner: str, task_id: str) -> None:

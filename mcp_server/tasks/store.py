@@ -80,7 +80,7 @@ from mcp_server.tasks.snapshots import (
     with_activity_progress,
 )
 from mcp_server.tasks.ttl import is_expired, ttl_after_close
-from workflows.quota import RELEASE_BY_LOCAL_ACTIVITY
+from workflows.quota import RELEASE_BY_LOCAL_ACTIVITY, RELEASE_LAZILY
 from workflows.task_state import (
     CANCEL_REQUESTED_SIGNAL,
     MEMO_KEY,
@@ -155,6 +155,7 @@ class TemporalTaskStore:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         poll_interval_max_ms: int = DEFAULT_MAX_MS,
         local_client: Callable[[], Client | None] | None = None,
+        quota_lazy_release: bool = True,
     ) -> None:
         self._client = client
         self._local_client = local_client
@@ -163,7 +164,7 @@ class TemporalTaskStore:
         self._poll_interval_max_ms = poll_interval_max_ms
         self._task_queue = task_queue
         self._terminal: OrderedDict[str, TaskSnapshot] = OrderedDict()
-        self._quota = QuotaReservations(client, task_queue)
+        self._quota = QuotaReservations(client, task_queue, lazy_release=quota_lazy_release)
         self._ahead = PrefetchedSlots(self._quota, new_task_id)
         self._deletions = Deletions(client)
 
@@ -244,12 +245,6 @@ class TemporalTaskStore:
             # A slot reserved ahead comes with its task id (quota_prefetch.py): then nothing
             # but the start itself stands between the request and Temporal.
             ahead = None if task.call_digest else self._ahead.take(task.owner, quota)
-            task = replace(
-                task,
-                task_id=ahead or task.task_id,
-                quota_workflow_id=self._quota.workflow_id(task.owner),
-                quota_release=RELEASE_BY_LOCAL_ACTIVITY,
-            )
             if ahead is None:
                 try:
                     answer = await self._quota.reserve(task.owner, task.task_id, quota)
@@ -260,9 +255,16 @@ class TemporalTaskStore:
                     ahead = self._ahead.take(task.owner, quota)
                     if ahead is None:
                         raise
-                    task = replace(task, task_id=ahead)
                 else:
                     self._ahead.learn(task.owner, quota, answer.open_tasks)
+                    ahead = task.task_id, task.task_id in answer.lazy
+            task_id, lazy = ahead
+            task = replace(
+                task,
+                task_id=task_id,
+                quota_workflow_id=self._quota.workflow_id(task.owner),
+                quota_release=RELEASE_LAZILY if lazy else RELEASE_BY_LOCAL_ACTIVITY,
+            )
         try:
             await self._start(task, workflow, replaces_expired=expired)
         except (ArgumentsTooLarge, BackendRefused, WorkflowAlreadyStartedError) as err:

@@ -231,6 +231,23 @@ async def quota_refused_then_released(r: Recorder) -> None:
             await mcp.cancel_task(task_id)
 
 
+async def quota_lazy_slot(r: Recorder) -> None:
+    """Limit 8: a task on a lazy slot (granted below an eighth of the limit) that closes with no
+    release, and the quota workflow that finds it closed before refusing the 8th create."""
+    limited = running_stack(r.stack.client, r.stack.registry, max_open_tasks_per_principal=8)
+    async with limited as stack:
+        mcp, recorder = stack.mcp, Recorder(stack, r.files, r.out)
+        lazy = await recorder.start("confirm_delete", {"filename": "lazy.txt"})
+        await recorder.waiting(lazy)
+        await recorder.answer(lazy, {"confirm": _accept(confirm=True)})
+        await recorder.finish("release_lazily/conformance_confirm_delete", lazy)
+        waiting = [await mcp.create_task("tests_wait_forever") for _ in range(8)]
+        quota = quota_workflow_id(stack.settings.task_queue, ANONYMOUS.digest)
+        await recorder.save("quota/lazy_slot_checked_before_refusing", quota)
+        for task_id in waiting:
+            await mcp.cancel_task(task_id)
+
+
 def _import_arguments(source: str, table: str, delay_ms: int) -> dict[str, Any]:
     return {"source": source, "database": "people.db", "table": table, "key": "id",
             "chunk_size": 10, "chunk_delay_ms": delay_ms}  # fmt: skip
@@ -331,6 +348,7 @@ SCENARIOS: dict[str, Callable[[Recorder], Awaitable[None]]] = {
         conformance_confirm_delete_waiting,
         conformance_test_tool_with_task,
         quota_refused_then_released,
+        quota_lazy_slot,
     )
 }
 SCENARIOS |= {
