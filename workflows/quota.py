@@ -310,8 +310,9 @@ Execute = Callable[[Any, TaskInput], Coroutine[Any, Any, dict[str, Any]]]
 
 def releasing_slot(execute: Execute) -> Execute:
     """`execute` that releases the task's slot as it ends, before the task publishes its last
-    state (a task reads as closed only once its slot is free; the release must be awaited: a
-    signal command in the workflow task that closes the task is dropped, measured). Only what
+    state (a task reads as closed only once its slot is free, a lazy slot's aside, which the
+    quota workflow frees itself; the release must be awaited: a signal command in the workflow
+    task that closes the task is dropped, measured). Only what
     closes the execution releases: a bug in workflow code fails the workflow task, which
     Temporal retries, and the task runs on. Wrapping twice (a subclass of a declared workflow)
     releases once. A continued-as-new run keeps the slot and its `TaskInput`, so releases the
