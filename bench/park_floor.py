@@ -33,9 +33,9 @@ from temporalio.worker import UnsandboxedWorkflowRunner
 from bench.floor_clients import Progress
 from bench.floor_parked import park_raw
 from bench.floor_raw import RawFloor
-from mcp_server.runtime import worker as worker_module
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import Synchronous, TemporalDevServer, free_port
+from mcp_server.runtime.worker import build_worker
 
 
 def cpu_seconds(pid: int) -> float:
@@ -53,9 +53,8 @@ async def measure(approvals: int, rounds: int, synchronous: Synchronous,
         await temporal.wait_ready()
         assert temporal.process is not None
         raw = RawFloor(await Client.connect(temporal.address))
-        if runner == "unsandboxed":
-            worker_module.workflow_runner = UnsandboxedWorkflowRunner
-        worker = worker_module.build_worker(raw.client, Settings.from_env({}), raw.registry)
+        chosen = UnsandboxedWorkflowRunner() if runner == "unsandboxed" else None
+        worker = build_worker(raw.client, Settings.from_env({}), raw.registry, chosen)
         figures = []
         async with worker:
             for number in range(rounds):

@@ -55,8 +55,15 @@ class _PooledWorker(Worker):
             self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def build_worker(client: Client, settings: Settings, registry: ToolRegistry) -> Worker:
-    """The worker; a ConfigError when the webhooks file (or a secret it names) is unusable."""
+def build_worker(
+    client: Client,
+    settings: Settings,
+    registry: ToolRegistry,
+    runner: WorkflowRunner | None = None,
+) -> Worker:
+    """The worker; a ConfigError when the webhooks file (or a secret it names) is unusable.
+    `runner` replaces `workflow_runner()` (bench/park_floor.py measures the unsandboxed one;
+    nothing that serves tasks passes it)."""
     # The URLs and secrets of the webhook endpoints live here, never in a task's history.
     endpoints = load_endpoints(settings.webhooks_file, resolve_secrets=True)
     sender = WebhookSender(endpoints, settings.public_url)
@@ -69,7 +76,7 @@ def build_worker(client: Client, settings: Settings, registry: ToolRegistry) -> 
         client,
         task_queue=settings.task_queue,
         workflows=[*registry.workflows, *quota.WORKFLOWS, WebhookDeliveryWorkflow],
-        workflow_runner=workflow_runner(),
+        workflow_runner=runner or workflow_runner(),
         activities=[*registry.activities, *quota_activities.ACTIVITIES, sender.deliver],
         # Secret arguments out of the exceptions the SDK logs and Temporal records.
         interceptors=[SecretsInterceptor()],
