@@ -411,6 +411,25 @@ async def test_lazy_slots_survive_continue_as_new_and_an_idle_workflow_checks_th
         assert any(e.HasField("activity_task_completed_event_attributes") for e in history.events)
 
 
+async def test_a_slot_granted_again_gets_the_grace_again(
+    fresh_stack: StackFactory, temporal_client: Client
+) -> None:
+    """A keyed call's new run of its expired task reserves the task id its lazy slot still
+    holds: granted again, the id must not be reclaimed as never started while the new run's
+    start is on its way, however old the first reservation."""
+    async with fresh_stack() as stack:
+        queue = stack.settings.task_queue
+        start = QuotaInput(f"owner-{uuid.uuid4().hex}", grace_s=2)
+        first = await reserve(temporal_client, queue, start, ["mcp-task-keyed"], 1, lazy_below=1)
+        assert first.lazy == ["mcp-task-keyed"]
+        await asyncio.sleep(2.5)  # past the grace of the first reservation
+        again = await reserve(temporal_client, queue, start, ["mcp-task-keyed"], 1, lazy_below=1)
+        assert (again.granted, again.lazy) == (["mcp-task-keyed"], ["mcp-task-keyed"])
+        # The refusal runs the reclaim: the id is not known to Temporal, but within its grace.
+        refused = await reserve(temporal_client, queue, start, ["mcp-task-other"], 1)
+        assert (refused.granted, refused.open_tasks) == ([], 1)
+
+
 async def test_an_idle_quota_workflow_closes_and_the_next_reservation_starts_it_again(
     fresh_stack: StackFactory, temporal_client: Client
 ) -> None:

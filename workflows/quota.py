@@ -9,7 +9,7 @@ Rules implemented:
   (`RESERVE_UPDATE`, one or more task ids). The check-and-add has no await inside: Temporal
   runs a workflow's handlers one at a time, so no two reservations, from any number of server
   replicas, can both take the last slot. A task id already held is granted again (a retried
-  update is harmless).
+  update is harmless), its reservation time renewed.
 - A task releases its slot when it closes (completed, failed, cancelled): `RELEASE_SIGNAL`,
   sent by a local activity of the task workflow itself as it ends (`release_slot`), or by the
   server when the start failed.
@@ -211,6 +211,10 @@ class QuotaWorkflow:
                     self._unchecked += 1
                 self._held[task_id] = iso_timestamp(workflow.now())
             if task_id in self._held:
+                # Granted again (a retried update, or a keyed call's new run of its expired
+                # task, whose lazy slot was never released): the reclaim's grace for a task
+                # not yet started counts from now.
+                self._held[task_id] = iso_timestamp(workflow.now())
                 granted.append(task_id)
         return granted
 
