@@ -60,6 +60,6 @@ async def test_a_task_parked_on_old_code_completes_on_the_upgraded_worker(
             for e in history.events
             if e.HasField("marker_recorded_event_attributes")
         ]
-        # The patch marker: the new branch is recorded as taken (and the quota release's
-        # local-activity marker, workflows/quota.py).
-        assert sorted(markers) == ["core_local_activity", "core_patch"], markers
+        # The patch marker: the new branch is recorded as taken (and no quota release: far
+        # from the limit the task's slot is lazy, workflows/quota.py).
+        assert markers == ["core_patch"], markers
