@@ -120,41 +120,6 @@ async def test_a_completed_or_cancelled_task_frees_its_slot_at_once(
         await cancel_all(mcp, [waiting[1], third, fourth])
 
 
-async def test_a_closing_task_releases_by_local_activity_in_its_last_workflow_task(
-    fresh_stack: StackFactory, temporal_client: Client
-) -> None:
-    """The release is a local activity's marker in the workflow task that closes the task, not
-    a signal command the task must wait on (two events and a workflow task more)."""
-    async with fresh_stack(max_open_tasks_per_principal=3) as stack:
-        mcp = stack.mcp
-        task_id = await mcp.create_task("confirm_delete", {"filename": "release.txt"})
-        await mcp.wait_status(task_id, "input_required")
-        await mcp.update_task(task_id, {"confirm": ACCEPT})
-        assert (await mcp.wait_terminal(task_id))["status"] == "completed"
-        history = await temporal_client.get_workflow_handle(task_id).fetch_history()
-        kinds = [event.WhichOneof("attributes") for event in history.events]
-        assert "signal_external_workflow_execution_initiated_event_attributes" not in kinds
-        markers = [
-            e.marker_recorded_event_attributes.marker_name
-            for e in history.events
-            if e.HasField("marker_recorded_event_attributes")
-        ]
-        assert "core_local_activity" in markers, markers
-        # The marker, the final state and the close are all in the last workflow task.
-        last_completed = max(
-            i for i, kind in enumerate(kinds) if kind == "workflow_task_completed_event_attributes"
-        )
-        assert "marker_recorded_event_attributes" in kinds[last_completed:]
-        assert kinds[-1] == "workflow_execution_completed_event_attributes"
-        quota = temporal_client.get_workflow_handle(quota_id(stack))
-        signals = [
-            e.workflow_execution_signaled_event_attributes.signal_name
-            for e in (await quota.fetch_history()).events
-            if e.HasField("workflow_execution_signaled_event_attributes")
-        ]
-        assert signals == [RELEASE_SIGNAL]
-
-
 async def markers_and_signals(client: Client, task_id: str, quota: str) -> tuple[list[str], int]:
     """The marker names of the task's history, and the release signals its quota workflow has
     taken so far."""
@@ -170,6 +135,30 @@ async def markers_and_signals(client: Client, task_id: str, quota: str) -> tuple
         if e.HasField("workflow_execution_signaled_event_attributes")
     )
     return markers, signals
+
+
+async def test_a_closing_task_releases_by_local_activity_in_its_last_workflow_task(
+    fresh_stack: StackFactory, temporal_client: Client
+) -> None:
+    """The release is a local activity's marker in the workflow task that closes the task, not
+    a signal command the task must wait on (two events and a workflow task more)."""
+    async with fresh_stack(max_open_tasks_per_principal=3) as stack:
+        mcp = stack.mcp
+        task_id = await mcp.create_task("confirm_delete", {"filename": "release.txt"})
+        await mcp.wait_status(task_id, "input_required")
+        await mcp.update_task(task_id, {"confirm": ACCEPT})
+        assert (await mcp.wait_terminal(task_id))["status"] == "completed"
+        history = await temporal_client.get_workflow_handle(task_id).fetch_history()
+        kinds = [event.WhichOneof("attributes") for event in history.events]
+        assert "signal_external_workflow_execution_initiated_event_attributes" not in kinds
+        markers, signals = await markers_and_signals(temporal_client, task_id, quota_id(stack))
+        assert ("core_local_activity" in markers, signals) == (True, 1), markers
+        # The marker, the final state and the close are all in the last workflow task.
+        last_completed = max(
+            i for i, kind in enumerate(kinds) if kind == "workflow_task_completed_event_attributes"
+        )
+        assert "marker_recorded_event_attributes" in kinds[last_completed:]
+        assert kinds[-1] == "workflow_execution_completed_event_attributes"
 
 
 async def test_a_lazy_slot_sends_no_release_and_its_closed_task_never_blocks_a_create(
