@@ -120,6 +120,15 @@ async def test_a_completed_or_cancelled_task_frees_its_slot_at_once(
         await cancel_all(mcp, [waiting[1], third, fourth])
 
 
+async def confirmed_delete(mcp: McpClient, filename: str) -> str:
+    """A confirm_delete task, answered and completed: its id."""
+    task_id = await mcp.create_task("confirm_delete", {"filename": filename})
+    await mcp.wait_status(task_id, "input_required")
+    await mcp.update_task(task_id, {"confirm": ACCEPT})
+    assert (await mcp.wait_terminal(task_id))["status"] == "completed"
+    return task_id
+
+
 async def markers_and_signals(client: Client, task_id: str, quota: str) -> tuple[list[str], int]:
     """The marker names of the task's history, and the release signals its quota workflow has
     taken so far."""
@@ -144,10 +153,7 @@ async def test_a_closing_task_releases_by_local_activity_in_its_last_workflow_ta
     a signal command the task must wait on (two events and a workflow task more)."""
     async with fresh_stack(max_open_tasks_per_principal=3) as stack:
         mcp = stack.mcp
-        task_id = await mcp.create_task("confirm_delete", {"filename": "release.txt"})
-        await mcp.wait_status(task_id, "input_required")
-        await mcp.update_task(task_id, {"confirm": ACCEPT})
-        assert (await mcp.wait_terminal(task_id))["status"] == "completed"
+        task_id = await confirmed_delete(mcp, "release.txt")
         history = await temporal_client.get_workflow_handle(task_id).fetch_history()
         kinds = [event.WhichOneof("attributes") for event in history.events]
         assert "signal_external_workflow_execution_initiated_event_attributes" not in kinds
@@ -169,10 +175,7 @@ async def test_a_lazy_slot_sends_no_release_and_its_closed_task_never_blocks_a_c
     finds that task closed first, and only the 9th is refused."""
     async with fresh_stack(max_open_tasks_per_principal=8) as stack:
         mcp = stack.mcp
-        lazy = await mcp.create_task("confirm_delete", {"filename": "lazy.txt"})
-        await mcp.wait_status(lazy, "input_required")
-        await mcp.update_task(lazy, {"confirm": ACCEPT})
-        assert (await mcp.wait_terminal(lazy))["status"] == "completed"
+        lazy = await confirmed_delete(mcp, "lazy.txt")
         markers, signals = await markers_and_signals(temporal_client, lazy, quota_id(stack))
         assert (markers, signals) == ([], 0)
         waiting = [await mcp.create_task("tests_wait_forever") for _ in range(8)]
