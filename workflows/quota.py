@@ -205,17 +205,17 @@ class QuotaWorkflow:
         """Check-and-add, with no await: atomic."""
         granted: list[str] = []
         for task_id in request.task_ids:
-            if task_id not in self._held and len(self._held) < request.limit:
+            if task_id not in self._held:
+                if len(self._held) >= request.limit:
+                    continue
                 if len(self._held) < request.lazy_below:
                     self._lazy[task_id] = None
                     self._unchecked += 1
-                self._held[task_id] = iso_timestamp(workflow.now())
-            if task_id in self._held:
-                # Granted again (a retried update, or a keyed call's new run of its expired
-                # task, whose lazy slot was never released): the reclaim's grace for a task
-                # not yet started counts from now.
-                self._held[task_id] = iso_timestamp(workflow.now())
-                granted.append(task_id)
+            # Granted, or granted again (a retried update, or a keyed call's new run of its
+            # expired task, whose lazy slot was never released): the reclaim's grace for a
+            # task not yet started counts from now.
+            self._held[task_id] = iso_timestamp(workflow.now())
+            granted.append(task_id)
         return granted
 
     def _lazy_check_due(self) -> bool:
@@ -316,9 +316,9 @@ def releasing_slot(execute: Execute) -> Execute:
     """`execute` that releases the task's slot as it ends, before the task publishes its last
     state (a task reads as closed only once its slot is free, a lazy slot's aside, which the
     quota workflow frees itself; the release must be awaited: a signal command in the workflow
-    task that closes the task is dropped, measured). Only what
-    closes the execution releases: a bug in workflow code fails the workflow task, which
-    Temporal retries, and the task runs on. Wrapping twice (a subclass of a declared workflow)
+    task that closes the task is dropped, measured). Only what closes the execution releases:
+    a bug in workflow code fails the workflow task, which Temporal retries, and the task runs
+    on. Wrapping twice (a subclass of a declared workflow)
     releases once. A continued-as-new run keeps the slot and its `TaskInput`, so releases the
     same way."""
     if getattr(execute, "_releases_slot", False):
