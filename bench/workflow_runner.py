@@ -1,12 +1,15 @@
-"""How fast N `request_approval` workflows park, per workflow runner (issue 11 item 5).
+"""How fast N approval workflows park, per workflow runner (issue 11 item 5).
 
     .venv/bin/python -m bench.workflow_runner --tasks 300 --rounds 2
+    .venv/bin/python -m bench.workflow_runner --tasks 300 --rounds 2 --user-module
 
 One Temporal dev server on a temporary data dir; for each runner in turn (the SDK's default
-sandbox, the sandbox with this project's `workflows` package passed through as the worker
-runs it, the unsandboxed runner), a worker of the demo toolset on a fresh task queue, N
-approvals started straight through the client (16 at a time), and the time until every one
-shows `input_required` in its memo. Rounds alternate the runners, so a machine whose load
+sandbox, the sandbox with this project's `workflows` package passed through, the shipped
+runner, which also passes the tool registry through, the unsandboxed runner), a worker on a
+fresh task queue, N approvals started straight through the client (16 at a time), and the time
+until every one shows `input_required` in its memo. The approval is the demo toolset's
+`request_approval` (a workflow of `workflows/`), or with `--user-module` bench/user_tools.py's,
+a workflow of a user's tool module. Rounds alternate the runners, so a machine whose load
 changes meanwhile is shared out among them.
 """
 
@@ -18,31 +21,45 @@ import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
-from mcp_server.runtime.worker import workflow_runner
+from mcp_server.runtime.worker import PASSED_THROUGH, workflow_runner
 from mcp_server.tools.loading import load_toolsets
 from workflows.task_state import MEMO_KEY, TaskInput, TaskState, iso_timestamp
 
+WORKFLOWS_ONLY = SandboxRestrictions.default.with_passthrough_modules(*PASSED_THROUGH)
 RUNNERS: dict[str, WorkflowRunner] = {
     "sandbox (SDK default)": SandboxedWorkflowRunner(),
-    "sandbox, workflows passed through (shipped)": workflow_runner(),
+    "sandbox, workflows passed through": SandboxedWorkflowRunner(restrictions=WORKFLOWS_ONLY),
+    "sandbox, + tool registry (shipped)": workflow_runner(),
     "unsandboxed": UnsandboxedWorkflowRunner(),
 }
 
 
-async def start_approval(client: Client, queue: str) -> str:
+@dataclass(frozen=True)
+class Approval:
+    tool: str
+    workflow: str
+    modules: tuple[str, ...]
+
+
+DEMO = Approval("request_approval", "RequestApproval", ())
+USER = Approval("bench_user_approval", "BenchUserApproval", ("bench.user_tools",))
+
+
+async def start_approval(client: Client, queue: str, approval: Approval) -> str:
     task_id = f"bench-{uuid.uuid4().hex}"
     task = TaskInput(
         task_id=task_id,
-        tool="request_approval",
+        tool=approval.tool,
         arguments={"message": "Ship it?"},
         created_at=iso_timestamp(datetime.now(UTC)),
         ttl_ms=None,
@@ -51,7 +68,7 @@ async def start_approval(client: Client, queue: str) -> str:
     )
     memo = TaskState.initial(task, "Queued").to_memo()
     await client.start_workflow(
-        "RequestApproval", task, id=task_id, task_queue=queue, memo={MEMO_KEY: memo}
+        approval.workflow, task, id=task_id, task_queue=queue, memo={MEMO_KEY: memo}
     )
     return task_id
 
@@ -62,12 +79,14 @@ async def parked(client: Client, task_id: str) -> bool:
     return state is not None and state.status == "input_required"
 
 
-async def park(client: Client, runner: WorkflowRunner, tasks: int) -> tuple[float, float]:
+async def park(
+    client: Client, runner: WorkflowRunner, tasks: int, approval: Approval
+) -> tuple[float, float]:
     """Seconds from the first start until all `tasks` approvals are parked, and the CPU
     seconds this process (the worker, and the client's starts and reads) spent meanwhile: the
     figure a loaded machine changes least."""
     queue = f"bench-{uuid.uuid4().hex}"
-    registry = load_toolsets("demo", [], Settings())
+    registry = load_toolsets("demo", list(approval.modules), Settings())
     with ThreadPoolExecutor(8) as pool:
         worker = Worker(
             client,
@@ -84,7 +103,7 @@ async def park(client: Client, runner: WorkflowRunner, tasks: int) -> tuple[floa
 
             async def gated() -> str:
                 async with gate:
-                    return await start_approval(client, queue)
+                    return await start_approval(client, queue, approval)
 
             waiting = set(await asyncio.gather(*(gated() for _ in range(tasks))))
             while waiting:
@@ -97,7 +116,7 @@ async def park(client: Client, runner: WorkflowRunner, tasks: int) -> tuple[floa
             return time.perf_counter() - began, time.process_time() - cpu
 
 
-async def run(tasks: int, rounds: int) -> None:
+async def run(tasks: int, rounds: int, approval: Approval) -> None:
     with tempfile.TemporaryDirectory() as data:
         server = TemporalDevServer(Path(data), port=free_port())
         server.start()
@@ -106,9 +125,9 @@ async def run(tasks: int, rounds: int) -> None:
             client = await Client.connect(server.address)
             for round_ in range(rounds):
                 for name, runner in RUNNERS.items():
-                    seconds, cpu = await park(client, runner, tasks)
+                    seconds, cpu = await park(client, runner, tasks, approval)
                     print(
-                        f"round {round_ + 1}  {name:44s} {tasks} parked in {seconds:6.2f} s"
+                        f"round {round_ + 1}  {name:36s} {tasks} parked in {seconds:6.2f} s"
                         f"  ({tasks / seconds:5.1f}/s), worker process CPU {cpu:6.2f} s"
                         f"  ({1000 * cpu / tasks:5.1f} ms per approval)",
                         flush=True,
@@ -121,8 +140,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tasks", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--user-module", action="store_true", help="park bench/user_tools.py's approval"
+    )
     args = parser.parse_args()
-    asyncio.run(run(args.tasks, args.rounds))
+    asyncio.run(run(args.tasks, args.rounds, USER if args.user_module else DEMO))
 
 
 if __name__ == "__main__":

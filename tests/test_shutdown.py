@@ -125,6 +125,9 @@ run = "echo c >> JOURNAL"
             running.start("worker")
             done = await mcp.wait_terminal(task_id, within=90)
             assert done["status"] == "completed" and done["result"]["isError"] is False, done
-            assert journal(log) == ["a", "b", "b", "b-done", "c"]
+            # "b" ran once per attempt: twice, or more if a loaded machine kept an attempt
+            # from heartbeating within its 5 s (Temporal then retries it, as it should).
             steps = done["result"]["structuredContent"]["steps"]
-            assert [step["attempt"] for step in steps] == [1, 2, 1]
+            attempts = [step["attempt"] for step in steps]
+            assert attempts[0] == 1 and attempts[1] >= 2 and attempts[2] == 1, attempts
+            assert journal(log) == ["a", *["b"] * attempts[1], "b-done", "c"], attempts

@@ -31,12 +31,21 @@ from workflows.webhooks import WebhookDeliveryWorkflow
 # non-deterministic, which tests/test_workflow_determinism.py checks statically; every other
 # workflow module (a user's, a test's) stays fully sandboxed.
 PASSED_THROUGH = ("workflows",)
+# What a tool module (a user's `--tools` module, tests/fixture_tools.py) imports to declare its
+# tools: definitions read at registration, never run by a workflow. Left in the sandbox, each
+# run of such a module's workflow re-imported it and, with it, the settings (pydantic) and
+# jsonschema: 584 ms of worker CPU per parked approval instead of 16 here, with deadlock
+# warnings under load (`python -m bench.workflow_runner --user-module`, README "The workflow
+# sandbox"). The workflow module itself stays fully sandboxed.
+REGISTRATION_MODULES = ("mcp_server.tools.registry",)
 
 
 def workflow_runner() -> WorkflowRunner:
-    """The runner of every task workflow: the sandbox, with this project's workflow package
-    passed through (the replay tests use the same runner as the worker)."""
-    restrictions = SandboxRestrictions.default.with_passthrough_modules(*PASSED_THROUGH)
+    """The runner of every task workflow: the sandbox, with this project's workflow package and
+    the tool registry passed through (the replay tests use the same runner as the worker)."""
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(
+        *PASSED_THROUGH, *REGISTRATION_MODULES
+    )
     return SandboxedWorkflowRunner(restrictions=restrictions)
 
 
