@@ -175,6 +175,15 @@ class McpClient:
     async def cancel_task(self, task_id: str, **kwargs: Any) -> Reply:
         return await self.rpc("tasks/cancel", {"taskId": task_id}, **kwargs)
 
+    async def poll_task(self, task_id: str) -> Reply:
+        """tasks/get as a good client polls: a RATE_LIMITED answer is waited out (as long as
+        the server says) and asked again."""
+        while True:
+            reply = await self.get_task(task_id)
+            if reply.body.get("error", {}).get("code") != RATE_LIMITED:
+                return reply
+            await asyncio.sleep(reply.error["data"]["retryAfterMs"] / 1000)
+
     async def wait_for(
         self,
         task_id: str,
@@ -186,12 +195,7 @@ class McpClient:
         deadline = time.monotonic() + within
         task: dict[str, Any] = {}
         while time.monotonic() < deadline:
-            reply = await self.get_task(task_id)
-            if reply.body.get("error", {}).get("code") == RATE_LIMITED:
-                # As a good client does: wait as long as the server says, then poll again.
-                await asyncio.sleep(reply.error["data"]["retryAfterMs"] / 1000)
-                continue
-            task = reply.result
+            task = (await self.poll_task(task_id)).result
             if done(task):
                 return task
             await asyncio.sleep(poll)

@@ -224,9 +224,13 @@ async def test_a_task_that_outlives_its_ttl_fails_and_stays_readable_a_while(
         readable_until = parse_iso(created["createdAt"]) + grace
         deadline = time.monotonic() + SHORT_TTL_MS / 1000 + 10
         while time.monotonic() < deadline:
-            reply = await mcp.get_task(created["taskId"])
+            reply = await mcp.poll_task(created["taskId"])
             if "error" in reply.body:
                 assert datetime.now(UTC) >= readable_until, f"gone early: {reply.body}"
+                assert reply.error == {
+                    "code": errors.INVALID_PARAMS,
+                    "message": errors.TASK_NOT_FOUND_MESSAGE,
+                }
                 break
             task = reply.result
             if task["status"] != "working":
