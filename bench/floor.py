@@ -16,6 +16,9 @@ connects the raw `temporalio` client to the same Temporal (bench/floor_raw.py). 
 - lifecycle: 32 clients running 50 ms tasks to their end, polled at pollIntervalMs, against
   polling `describe()` at that interval and against `handle.result()`;
 - cancel: tasks/cancel → `cancelled` seen, against `cancel()` + polling or `result()`;
+- listen: a listen stream's notification after an answer, against the raw history long-poll;
+  the CPU of 100 idle streams against none and against as many raw long-polls
+  (bench/floor_listen.py);
 - parked: N parked approvals: time to park all, RSS of each process idle and parked, tasks/get
   on a random sample at 1 and 16 clients against `describe()` (bench/floor_parked.py); then
   the raw floor parks its own `--raw-parked` approvals (raw `start_workflow` of the same
@@ -42,7 +45,7 @@ from typing import Any
 
 import httpx
 
-from bench import floor_ops, floor_parked, floor_report
+from bench import floor_listen, floor_ops, floor_parked, floor_report
 from bench.floor_clients import Clients, Ledger, Progress
 from bench.floor_raw import RawFloor
 from bench.floor_stack import TOPOLOGIES, floor_stack
@@ -50,7 +53,7 @@ from bench.load import Poster, sample_peaks
 from bench.raw_http import RawHttp
 from bench.run import memory
 
-PHASES = ("create", "get", "lifecycle", "cancel", "parked")
+PHASES = ("create", "get", "lifecycle", "cancel", "listen", "parked")
 NOTES = {
     "dev": "one `mcp-tasks dev`: HTTP server and worker in one process, Temporal its child",
     "split": "Temporal, `mcp-tasks server` and `mcp-tasks worker` as three processes",
@@ -64,6 +67,8 @@ def sizes(options: argparse.Namespace) -> dict[str, int]:
         "lifecycle clients": options.lifecycle_clients,
         "lifecycle tasks per client": options.lifecycle_tasks,
         "cancels": options.cancels,
+        "listen rounds": options.listen_rounds,
+        "idle listen streams": options.idle_streams,
         "parked": options.parked,
         "parked reads per level": options.parked_reads,
     }
@@ -71,7 +76,9 @@ def sizes(options: argparse.Namespace) -> dict[str, int]:
 
 async def bench(options: argparse.Namespace) -> dict[str, Any]:
     phases = set(options.phases) | ({"create"} if "get" in options.phases else set())
-    principals = 17 + options.lifecycle_clients + 1 + floor_parked.principals_for(options.parked)
+    listeners = floor_listen.principals_for(options.idle_streams)
+    principals = 17 + options.lifecycle_clients + 1 + listeners
+    principals += floor_parked.principals_for(options.parked)
     data_dir = Path(tempfile.mkdtemp(prefix="mcp-tasks-bench-"))
     load_before = os.getloadavg()[0]
     results: dict[str, Any] = {
@@ -143,6 +150,14 @@ async def _phases(options: argparse.Namespace, phases: set[str], clients: Client
         results["cancel"] = await floor_ops.cancel(
             clients, raw, ledger, options.cancels, options.cancel_poll_ms / 1000, progress
         )
+    if "listen" in phases:
+        async with floor_listen.stream_client(options.idle_streams) as streams:
+            notify = await floor_listen.notify(
+                clients, raw, ledger, streams, options.listen_rounds, progress
+            )
+            idle = await floor_listen.idle(clients, raw, ledger, streams, options.idle_streams,
+                                           options.idle_seconds, pids, progress)  # fmt: skip
+        results["listen"] = {"notify": notify, "idle": idle}
     if "parked" in phases and options.parked:
         parked, created = await floor_parked.park(
             clients, ledger, options.parked, progress, options.timeout
@@ -188,6 +203,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--lifecycle-tasks", type=int, default=4, help="per client and side")
     p.add_argument("--cancels", type=int, default=30)
     p.add_argument("--cancel-poll-ms", type=float, default=10)
+    p.add_argument("--listen-rounds", type=int, default=40, help="answers, per side")
+    p.add_argument("--idle-streams", type=int, default=100, help="at most 200 (per replica)")
+    p.add_argument("--idle-seconds", type=float, default=30,
+                   help="each CPU window of the idle streams")  # fmt: skip
     p.add_argument("--parked", type=int, default=10_000)
     p.add_argument("--raw-parked", type=int, default=10_000,
                    help="approvals the raw floor parks (at most --parked; 0: none)")  # fmt: skip

@@ -15,6 +15,7 @@ from typing import Any
 
 MB = 1_000_000 / 2**20  # MiB in a MB
 Row = tuple[str, str, str, str, str, str]
+IDLE_TARGET = 1.0  # % of one core that all idle listen streams together may add
 
 
 def machine(load_before: float, load_after: float) -> dict[str, Any]:
@@ -95,11 +96,37 @@ def rows(results: dict[str, Any]) -> list[Row]:
         out.append(_latency("cancel → terminal, against the push floor",
                             {"server": cancel["server"], "raw": cancel["raw_push"]},
                             "`cancel()` + `result()`", None))  # fmt: skip
+    if listen := results.get("listen"):
+        out.extend(_listen_rows(results, listen))
     if parked := results.get("parked"):
         out.extend(_parked_rows(results, parked))
     lost = results["lost"]["lost_or_wrong"]
     out.append((f"lost or wrong tasks (of {results['lost']['checked']:,} created)", str(lost),
                 "—", "—", "0", _verdict(lost == 0)))  # fmt: skip
+    return out
+
+
+def _listen_rows(results: dict[str, Any], listen: dict[str, Any]) -> list[Row]:
+    """The notification's latency (target p50 ≤ 100 ms) and what idle streams cost (target:
+    all of them together under 1% of one core, on the server and Temporal together)."""
+    notify, idle = listen["notify"], listen["idle"]
+    latency = _latency("`subscriptions/listen`: `tasks/update` → notification of the change",
+                       notify, "signal → history long-poll + `describe()`", None)  # fmt: skip
+    ok = notify["server"]["p50_ms"] <= 100
+    out: list[Row] = [(*latency[:4], "p50 ≤ 100 ms", _verdict(ok))]
+    streams, window = idle["streams"], idle["window_s"]
+    temporal = results["temporal_process"]
+    added: dict[str, float] = {}
+    for name, percent in idle["streams_open"].items():
+        added[name] = percent - idle["none"][name]
+        out.append((f"{streams} idle listen streams open {window:g} s: CPU of {name}",
+                    f"{percent}% of a core (none open: {idle['none'][name]}%)",
+                    (f"{streams} raw long-polls: {idle['raw_long_polls'][temporal]}%"
+                     if name == temporal else "—"), "—", "—", "—"))  # fmt: skip
+    total = round(sum(added.values()), 2)
+    out.append((f"{streams} idle listen streams: CPU added, all processes",
+                f"{total}% of a core", "—", "—", f"< {IDLE_TARGET:g}% of a core",
+                _verdict(total < IDLE_TARGET)))  # fmt: skip
     return out
 
 

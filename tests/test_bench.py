@@ -15,8 +15,8 @@ from bench import floor, floor_report
 pytestmark = pytest.mark.slow
 
 TINY = ["--creates", "8", "--reads", "16", "--rounds", "2", "--lifecycle-clients", "2",
-        "--lifecycle-tasks", "1", "--cancels", "2", "--parked", "12",
-        "--parked-reads", "8"]  # fmt: skip
+        "--lifecycle-tasks", "1", "--cancels", "2", "--listen-rounds", "2", "--idle-streams", "3",
+        "--idle-seconds", "1", "--parked", "12", "--parked-reads", "8"]  # fmt: skip
 
 
 def test_a_tiny_run_writes_its_results_and_loses_nothing(
@@ -31,13 +31,18 @@ def test_a_tiny_run_writes_its_results_and_loses_nothing(
     results = json.loads(written.read_text())
     assert results["lost"]["lost_or_wrong"] == 0, results["lost"]["detail"]
     # Every task the clients created was checked: 8 creates at 1 client, 32 at 16 (one per
-    # client and round at least), 2 lifecycle, 2 cancelled, 12 parked, and one warm-up
-    # create of each principal but the parked phase's (1 + 16 + 2 + 1).
-    assert results["lost"]["checked"] == 56 + 20
+    # client and round at least), 2 lifecycle, 2 cancelled, 2 answered through a listen
+    # stream, 3 followed by idle streams, 12 parked, and one warm-up create of each principal
+    # but the parked phase's (1 + 16 + 2 + 1 + 2).
+    assert results["lost"]["checked"] == 61 + 22
     for phase in ("create_c1", "create_c16", "get_c1", "get_c16"):
         assert results[phase]["server"]["n"] > 0 and results[phase]["raw"]["n"] > 0, phase
     assert {"server", "raw_poll", "raw_push"} <= set(results["lifecycle"])
     assert {"server", "raw_poll", "raw_push"} <= set(results["cancel"])
+    listen = results["listen"]
+    assert listen["notify"]["server"]["n"] == 2 and listen["notify"]["raw"]["n"] == 2
+    assert listen["idle"]["streams"] == 3
+    assert set(listen["idle"]["streams_open"]) == set(listen["idle"]["none"])
     assert results["parked"]["never_parked"] == 0
     # The raw floor parks as many (at most --raw-parked) on the same Temporal.
     assert results["parked"]["raw"]["count"] == 12
@@ -45,7 +50,7 @@ def test_a_tiny_run_writes_its_results_and_loses_nothing(
     assert set(results["parked_rss_mib"]) == set(results["idle_rss_mib"])
     assert all(code == 0 for code in results["exit_codes"].values()), results["exit_codes"]
     table = written.with_suffix(".md").read_text()
-    assert "| lost or wrong tasks (of 76 created) | 0 |" in table
+    assert "| lost or wrong tasks (of 83 created) | 0 |" in table
     page = docs.read_text()
     assert table.strip() in page and "- Command: `python -m bench.floor --creates 8" in page
     # A run of another size adds its own section; one of the same size replaces it.
