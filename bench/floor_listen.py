@@ -22,11 +22,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -37,13 +35,12 @@ from bench.floor_clients import Clients, Ledger, Progress
 from bench.floor_ops import APPROVAL, PARKED, warm_up
 from bench.floor_raw import RAW_OWNER, RawFloor
 from bench.load import LoadClient
-from bench.run import META, percentiles
+from bench.run import META, cpu_seconds, percentiles
 from workflows.task_state import SUBMIT_INPUT_SIGNAL, SubmitInput
 
 APPROVE = {"decision": {"action": "accept", "content": {"decision": "approve"}}}
 LISTEN = "subscriptions/listen"
 STREAMS_PER_PRINCIPAL = 10  # the server's limit of open listen streams per caller
-TICKS = os.sysconf("SC_CLK_TCK")
 # Longer than Temporal's own long-poll timeout (20 s), which then answers with no events.
 LONG_POLL_TIMEOUT = timedelta(seconds=30)
 
@@ -51,12 +48,6 @@ LONG_POLL_TIMEOUT = timedelta(seconds=30)
 def principals_for(streams: int) -> int:
     """Principals the phase takes: one for the notify rounds, and one per 10 idle streams."""
     return 1 + -(-streams // STREAMS_PER_PRINCIPAL)
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time the process has spent (its threads included)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 async def cpu_over(pids: dict[str, int], seconds: float) -> dict[str, float]:

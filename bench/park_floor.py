@@ -33,15 +33,10 @@ from temporalio.worker import UnsandboxedWorkflowRunner
 from bench.floor_clients import Progress
 from bench.floor_parked import park_raw
 from bench.floor_raw import RawFloor
+from bench.run import cpu_seconds
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import Synchronous, TemporalDevServer, free_port
 from mcp_server.runtime.worker import build_worker
-
-
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of process `pid` so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def measure(approvals: int, rounds: int, synchronous: Synchronous,

@@ -57,6 +57,12 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of process `pid` so far (its threads included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def percentiles(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
 
