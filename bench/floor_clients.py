@@ -16,6 +16,8 @@ from bench.floor_raw import completed
 from bench.load import TERMINAL, LoadClient, Poster, Stats
 
 Job = Callable[[int, int], Awaitable[None]]  # (client, call number)
+# How far the server's start of a task's TTL and the ledger's may be apart.
+TTL_MARGIN_S = 10.0
 
 
 class Clients:
@@ -50,14 +52,33 @@ class Clients:
 
 @dataclass
 class Ledger:
-    """Every task a client created (acknowledged with a taskId) and what it must end as."""
+    """Every task a client created (acknowledged with a taskId) and what it must end as; and
+    when its TTL ends, after which it must be gone (a run longer than a tool's TTL, such as
+    the 100,000 one, outlives the short tasks of its first phases)."""
 
     expected: dict[str, tuple[LoadClient, str]] = field(default_factory=dict)
+    # taskId -> when (on `clock`) its TTL ends, counted from the acknowledgement.
+    expires: dict[str, float] = field(default_factory=dict)
     # Seen in another state than expected while the phases ran: taskId -> what was seen.
     wrong: dict[str, str] = field(default_factory=dict)
+    clock: Callable[[], float] = time.monotonic
 
-    def add(self, task_id: str, owner: LoadClient, expected: str) -> None:
+    def add(self, task: dict[str, Any], owner: LoadClient, expected: str) -> str:
+        """Record the task a tools/call acknowledged; its taskId."""
+        task_id = str(task["taskId"])
         self.expected[task_id] = (owner, expected)
+        if ttl_ms := task.get("ttlMs"):
+            self.expires[task_id] = self.clock() + ttl_ms / 1000
+        return task_id
+
+    def expired(self, task_id: str, margin_s: float = TTL_MARGIN_S) -> bool | None:
+        """Whether the task's TTL has passed: None within `margin_s` of its end, where the
+        server's clock and this one may disagree (either answer is right then)."""
+        ends = self.expires.get(task_id)
+        if ends is None:
+            return False
+        left = ends - self.clock()
+        return None if abs(left) < margin_s else left < 0
 
 
 def state_of(task: dict[str, Any]) -> str:

@@ -148,8 +148,7 @@ async def _through_server(clients: Clients, owner: LoadClient, ledger: Ledger,
                           http: httpx.AsyncClient, number: int, into: list[float]
                           ) -> None:  # fmt: skip
     task = await clients.create(owner, APPROVAL, {"message": f"Approve listen round {number}?"})
-    task_id = task["taskId"]
-    ledger.add(task_id, owner, "completed:")
+    task_id = ledger.add(task, owner, "completed:")
     async with Stream(http, owner.url, owner, task_id).opened() as stream:
         await stream.until(lambda state: state == PARKED)
         began = time.perf_counter()
@@ -191,8 +190,7 @@ async def idle(clients: Clients, raw: RawFloor, ledger: Ledger, http: httpx.Asyn
     for index in range(streams):
         owner = owners[index // STREAMS_PER_PRINCIPAL]
         task = await clients.create(owner, APPROVAL, {"message": f"Approve idle {index}?"})
-        ledger.add(task["taskId"], owner, PARKED)
-        ours.append(Stream(http, owner.url, owner, task["taskId"]))
+        ours.append(Stream(http, owner.url, owner, ledger.add(task, owner, PARKED)))
         progress.done += 1
     theirs = [await raw_parked_approval(raw, f"raw idle {index}") for index in range(streams)]
     progress.done += streams

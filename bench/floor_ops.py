@@ -57,7 +57,7 @@ async def warm_up(clients: Clients, raw: RawFloor, ledger: Ledger, mine: list[Lo
 
     async def one(owner: LoadClient) -> None:
         arguments = {"message": "Approve the warm-up?"}
-        ledger.add((await clients.create(owner, APPROVAL, arguments))["taskId"], owner, PARKED)
+        ledger.add(await clients.create(owner, APPROVAL, arguments), owner, PARKED)
 
     await asyncio.gather(*(one(owner) for owner in mine))
     await raw.start(APPROVAL, {"message": "Approve the raw warm-up?"})
@@ -75,9 +75,8 @@ async def create(clients: Clients, raw: RawFloor, ledger: Ledger, level: int, co
     async def ours(client: int, number: int) -> None:
         owner = mine[client]
         arguments = {"message": f"Approve bench change {client}.{number}?"}
-        task_id = (await clients.create(owner, APPROVAL, arguments))["taskId"]
+        task_id = ledger.add(await clients.create(owner, APPROVAL, arguments), owner, PARKED)
         owned[owner].append(task_id)
-        ledger.add(task_id, owner, PARKED)
 
     async def floor(client: int, number: int) -> None:
         await raw.start(APPROVAL, {"message": f"Approve raw change {client}.{number}?"})
@@ -169,7 +168,7 @@ async def lifecycle(clients: Clients, raw: RawFloor, ledger: Ledger, level: int,
         arguments = {"name": label, "steps": 1, "step_seconds": body_s}
         task = await clients.create(mine[client], SHORT, arguments)
         intervals.append(task["pollIntervalMs"])
-        ledger.add(task["taskId"], mine[client], f"completed:{label}")
+        ledger.add(task, mine[client], f"completed:{label}")
         end = await clients.poll_to_end(mine[client], task)
         if state_of(end) != f"completed:{label}":
             ledger.wrong[task["taskId"]] = f"ended {state_of(end)}"
@@ -201,7 +200,7 @@ async def cancel(clients: Clients, raw: RawFloor, ledger: Ledger, count: int, po
     cancellation request to the terminal state seen."""
     (owner,) = clients.take(1)
     await warm_up(clients, raw, ledger, [owner])
-    ours = [(await clients.create(owner, TIMER, {"seconds": 3600}))["taskId"]
+    ours = [ledger.add(await clients.create(owner, TIMER, {"seconds": 3600}), owner, "cancelled")
             for _ in range(count)]  # fmt: skip
     polled = [await raw.start(TIMER, {"seconds": 3600}) for _ in range(count)]
     pushed = [await raw.start(TIMER, {"seconds": 3600}) for _ in range(count)]
@@ -215,7 +214,6 @@ async def cancel(clients: Clients, raw: RawFloor, ledger: Ledger, count: int, po
         progress.done += 1
     samples: dict[str, list[float]] = {"server": [], "raw_poll": [], "raw_push": []}
     for task_id, poll, push in zip(ours, polled, pushed, strict=True):
-        ledger.add(task_id, owner, "cancelled")
         began = time.perf_counter()
         await owner.rpc("tasks/cancel", {"taskId": task_id}, task_id)
         while True:

@@ -29,7 +29,10 @@ from bench.floor_ops import APPROVAL, PARKED, pair, sweep_until_parked, wait_par
 from bench.floor_raw import RawFloor
 from bench.load import LoadClient
 from bench.run import percentiles
+from mcp_server.protocol.errors import INVALID_PARAMS, TASK_NOT_FOUND_MESSAGE
 
+# How tasks/get refuses a task it does not know, or no longer: one past its TTL among them.
+NOT_FOUND = f"'code': {INVALID_PARAMS}, 'message': '{TASK_NOT_FOUND_MESSAGE}'"
 PER_PRINCIPAL = 400
 CREATORS = 16
 Entry = tuple[LoadClient, str]  # (owner, taskId)
@@ -58,10 +61,9 @@ async def park(clients: Clients, ledger: Ledger, count: int, progress: Progress,
         owner = owners[owner_of(index)]
         started = time.perf_counter()
         arguments = {"message": f"Approve parked change #{index}?"}
-        task_id = (await clients.create(owner, APPROVAL, arguments))["taskId"]
+        task_id = ledger.add(await clients.create(owner, APPROVAL, arguments), owner, PARKED)
         latencies.append(time.perf_counter() - started)
         created.append((owner, task_id))
-        ledger.add(task_id, owner, PARKED)
 
     began = time.perf_counter()
     progress.set(f"creating {count:,} approvals", count)
@@ -131,21 +133,29 @@ async def sample_reads(clients: Clients, raw: RawFloor, ledger: Ledger,
 
 
 async def count_lost(clients: Clients, ledger: Ledger, progress: Progress) -> dict[str, Any]:
-    """Read every task the clients created, through its owner: a task not found, or found in
-    another state than it must be in, is lost or wrong."""
+    """Read every task the clients created, through its owner: a task not found within its
+    TTL, found in another state than it must be in, or found past its TTL, is lost or wrong."""
     lost: dict[str, str] = dict(ledger.wrong)
+    gone: list[str] = []
     progress.set("checking every task created", len(ledger.expected))
 
     async def check(entry: tuple[str, tuple[LoadClient, str]]) -> None:
         task_id, (owner, expected) = entry
+        expired = ledger.expired(task_id)
         try:
             task = await clients.get(owner, task_id)
         except RuntimeError as err:  # e.g. not found
+            if expired is not False and NOT_FOUND in str(err):
+                gone.append(task_id)  # with its TTL, as it must be
+                return
             lost[task_id] = str(err)
             return
-        if (seen := state_of(task)) != expected:
+        if expired:
+            lost[task_id] = f"{state_of(task)} after its TTL, expected not found"
+        elif (seen := state_of(task)) != expected:
             lost[task_id] = f"{seen}, expected {expected}"
 
     await bounded(ledger.expected.items(), CREATORS, check, progress)
     detail = [f"{task_id}: {seen}" for task_id, seen in list(lost.items())[:10]]
-    return {"checked": len(ledger.expected), "lost_or_wrong": len(lost), "detail": detail}
+    return {"checked": len(ledger.expected), "lost_or_wrong": len(lost),
+            "gone_with_ttl": len(gone), "detail": detail}  # fmt: skip

@@ -100,9 +100,10 @@ def rows(results: dict[str, Any]) -> list[Row]:
         out.extend(_listen_rows(results, listen))
     if parked := results.get("parked"):
         out.extend(_parked_rows(results, parked))
-    lost = results["lost"]["lost_or_wrong"]
-    out.append((f"lost or wrong tasks (of {results['lost']['checked']:,} created)", str(lost),
-                "—", "—", "0", _verdict(lost == 0)))  # fmt: skip
+    lost, gone = results["lost"]["lost_or_wrong"], results["lost"].get("gone_with_ttl", 0)
+    past_ttl = f"; {gone:,} read past their TTL, gone as they must be" if gone else ""
+    out.append((f"lost or wrong tasks (of {results['lost']['checked']:,} created{past_ttl})",
+                str(lost), "—", "—", "0", _verdict(lost == 0)))  # fmt: skip
     return out
 
 
@@ -217,7 +218,7 @@ def section(results: dict[str, Any], command: str) -> str:
 - Benchmark HTTP client: {_client_note(results.get("http_client", "httpx"))}
 - Sizes: {", ".join(f"{k} {v:,}" for k, v in sizes.items())}
 - Refusals retried after their Retry-After (counted in the latencies): {retried}
-
+{"".join(f"- Note: {note}{chr(10)}" for note in results.get("notes", []))}
 {markdown(results)}
 """
 

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from bench import floor, floor_report
+from bench.floor_clients import TTL_MARGIN_S, Ledger
+from bench.load import LoadClient, Stats
 
 pytestmark = pytest.mark.slow
 
@@ -61,3 +63,21 @@ def test_a_tiny_run_writes_its_results_and_loses_nothing(
     assert again.count("## 12 parked approvals") == 1 and "`the same size again`" in again
     assert "--creates 8" not in again and "## 100,000 parked approvals" in again
     assert "written to" in capsys.readouterr().out
+
+
+def test_the_ledger_expects_a_task_gone_once_its_ttl_has_passed() -> None:
+    now = [1000.0]
+    ledger = Ledger(clock=lambda: now[0])
+    owner = LoadClient("http://127.0.0.1:1/mcp", None, Stats(), http=None)
+    short = ledger.add({"taskId": "mcp-task-short", "ttlMs": 60_000}, owner, "completed:x")
+    unlimited = ledger.add({"taskId": "mcp-task-forever", "ttlMs": None}, owner, "input_required")
+    assert (short, unlimited) == ("mcp-task-short", "mcp-task-forever")
+    assert ledger.expected[short] == (owner, "completed:x")
+    assert ledger.expired(short) is False
+    now[0] += 60 - TTL_MARGIN_S - 1  # still well within its TTL
+    assert ledger.expired(short) is False
+    now[0] += 2  # at the edge, where the server's clock may say either
+    assert ledger.expired(short) is None
+    now[0] += 2 * TTL_MARGIN_S  # surely past it
+    assert ledger.expired(short) is True
+    assert ledger.expired(unlimited) is False
