@@ -2,7 +2,7 @@
 
     make bench                                   # all phases, 10,000 parked approvals
     make bench ARGS="--parked 2000"              # a shorter run
-    make bench ARGS="--parked 100000 --timeout 7200"  # the large run (~45 min here)
+    make bench ARGS="--parked 100000 --timeout 7200"  # the large run (about 75 min here)
     make bench ARGS="--topology split"           # server, worker, Temporal as 3 processes
     make bench ARGS="--classic --tasks 1000"     # bench/run.py, the open approvals alone
 
