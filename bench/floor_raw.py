@@ -15,6 +15,8 @@ import asyncio
 from datetime import timedelta
 from typing import Any, cast
 
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.client import (
     Client,
     WorkflowExecutionDescription,
@@ -42,6 +44,8 @@ RAW_OWNER = "bench-raw-floor"
 # What the benchmark clients declare, as tools/call hands it to a 2026-07-28 task.
 CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 TASK_QUEUE = "mcp-tasks"  # the default task queue of server and worker
+# Longer than Temporal's own long-poll timeout (20 s), which then answers with no events.
+LONG_POLL_TIMEOUT = timedelta(seconds=30)
 
 
 def completed(result: dict[str, Any]) -> str:
@@ -93,6 +97,20 @@ class RawFloor:
 
     async def describe(self, task_id: str) -> WorkflowExecutionDescription:
         return await self.client.get_workflow_handle(task_id).describe()
+
+    async def long_poll(self, task_id: str, cursor: bytes) -> tuple[int, bytes]:
+        """One history long-poll (`wait_new_event`): the events after `cursor`, as soon as
+        there are any (at once for b"", the history so far); their count and the next cursor."""
+        request = GetWorkflowExecutionHistoryRequest(
+            namespace=self.client.namespace,
+            execution=WorkflowExecution(workflow_id=task_id),
+            next_page_token=cursor,
+            wait_new_event=True,
+        )
+        response = await self.client.workflow_service.get_workflow_execution_history(
+            request, timeout=LONG_POLL_TIMEOUT
+        )
+        return len(response.history.events), response.next_page_token
 
     async def status_message(self, task_id: str) -> str:
         """The statusMessage the workflow last put in its memo ("" before its first run)."""
