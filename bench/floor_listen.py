@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 
 from bench.floor_clients import Clients, Ledger, Progress
-from bench.floor_ops import APPROVAL, PARKED, warm_up
+from bench.floor_ops import APPROVAL, PARKED, sweep_until_parked, warm_up
 from bench.floor_raw import RAW_OWNER, RawFloor
 from bench.load import LoadClient
 from bench.run import META, cpu_seconds, percentiles
@@ -170,15 +170,17 @@ async def idle(clients: Clients, raw: RawFloor, ledger: Ledger, http: httpx.Asyn
     temporal = next(name for name in pids if name.startswith("temporal"))
     owners = clients.take(principals_for(streams) - 1)
     await warm_up(clients, raw, ledger, owners)
-    progress.set("listen: parking the approvals the idle streams follow", 2 * streams)
+    progress.set("listen: creating the approvals the idle streams follow", streams)
     ours: list[Stream] = []
     for index in range(streams):
         owner = owners[index // STREAMS_PER_PRINCIPAL]
         task = await clients.create(owner, APPROVAL, {"message": f"Approve idle {index}?"})
         ours.append(Stream(http, owner.url, owner, ledger.add(task, owner, PARKED)))
         progress.done += 1
-    theirs = [await raw_parked_approval(raw, f"raw idle {index}") for index in range(streams)]
-    progress.done += streams
+    theirs = [(await raw.start(APPROVAL, {"message": f"Approve raw idle {index}?"})).id
+              for index in range(streams)]  # fmt: skip
+    if never := await sweep_until_parked(theirs, raw.status, progress, 60, "raw approvals"):
+        raise RuntimeError(f"raw approvals did not park within 60 s: {never}")
     progress.set(f"listen: CPU with none, then {streams} idle streams, then raw long-polls", 3)
     figures: dict[str, Any] = {"streams": streams, "window_s": idle_s}
     figures["none"] = await cpu_over(pids, idle_s)
