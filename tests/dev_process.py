@@ -73,6 +73,8 @@ class DevProcess:
         temporal_port: int,
         env: dict[str, str] | None = None,
         toolset: str = "conformance",
+        extra_args: tuple[str, ...] = (),
+        cwd: Path | None = None,
     ) -> None:
         self.port = port
         self.url = f"http://127.0.0.1:{port}/mcp"
@@ -80,8 +82,8 @@ class DevProcess:
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(
             [MCP_TASKS, "dev", "--toolset", toolset, "--port", str(port),
-             "--data-dir", str(data_dir), "--temporal-port", str(temporal_port)],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+             "--data-dir", str(data_dir), "--temporal-port", str(temporal_port), *extra_args],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd,
             env=None if env is None else {**os.environ, **env},
         )  # fmt: skip
         log.close()

@@ -71,10 +71,24 @@ def protocol_error(code: int, message: str, data: Any = None) -> ApplicationErro
     )
 
 
+_FORM_TYPES = frozenset({"string", "number", "integer", "boolean", "array"})
+
+
 def elicitation(
     message: str, properties: dict[str, Any], required: list[str] | None = None
 ) -> dict[str, Any]:
-    """A form-mode `elicitation/create` input request."""
+    """A form-mode `elicitation/create` input request.
+
+    Each property must be one of the flat, typed schemas a form may ask for (the spec's
+    `PrimitiveSchemaDefinition`: `type` string, number, integer, boolean, or array for a
+    multi-select): an untyped `{"enum": [...]}` is refused here, with the property's name,
+    rather than sent as a request every client rejects."""
+    for name, prop in properties.items():
+        if not isinstance(prop, dict) or prop.get("type") not in _FORM_TYPES:
+            raise ValueError(
+                f"elicitation property {name!r} needs a type, one of {sorted(_FORM_TYPES)} "
+                f"(e.g. {{'type': 'string', 'enum': [...]}}), not {prop!r}"
+            )
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required
