@@ -198,6 +198,8 @@ async def test_an_invalid_answer_exits_2_naming_the_field_and_the_task_still_wai
         (["--set", "decision=approve", "--set", "reason="], 'field "reason" must be at least 1'),
         (["--set", "decison=approve"], 'field "decison" is not in the form'),
         (["--json", '{"decision": true, "reason": "x"}'], 'field "decision" must be a string'),
+        (["--json", '{"decision": "approve", "reason": NaN}'], "NaN is not a number"),
+        (["--json", '{"decision": "approve", "reason": Infinity}'], "Infinity is not a number"),
         (["--decline", "--set", "reason=x"], "--set and --json carry an accepted answer"),
     ]:
         refused = cli(running, "answer", task_id, *args)
@@ -253,7 +255,9 @@ def interact(running: Running, args: list[str], script: list[tuple[str, str]]) -
 async def test_answering_on_a_terminal_asks_each_field(running: Running, mcp: McpClient) -> None:
     task_id = await waiting_approval(mcp, require_reason=True)
     code, output = interact(running, ["answer", task_id], [
-        ("accept or decline? [accept]: ", "\n"),
+        ("accept or decline? (accept/y, decline/n) [accept]: ", "sure\n"),
+        ("type accept (or y) to answer, decline (or n) to refuse", ""),
+        ("accept or decline? (accept/y, decline/n) [accept]: ", "y\n"),
         ("Decision (decision: 1=approve, 2=reject, required): ", "maybe\n"),
         ('must be one of "approve", "reject"', ""),
         ("Decision (decision: 1=approve, 2=reject, required): ", "2\n"),

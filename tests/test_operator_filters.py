@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from mcp_server.http.auth import Principal
-from mcp_server.runtime.operator_answers import InvalidAnswer, content_from_flags, parse_value
+from mcp_server.runtime.operator_answers import (
+    InvalidAnswer,
+    action_of,
+    content_from_flags,
+    parse_value,
+)
 from mcp_server.tasks.listing import InvalidFilter, TaskFilter
 
 BASE = 'McpTool IS NOT NULL AND ExecutionStatus!="ContinuedAsNew"'
@@ -78,3 +83,13 @@ def test_set_values_are_read_as_the_form_types_say() -> None:
     with pytest.raises(InvalidAnswer, match="--json must be a JSON object"):
         content_from_flags(schema, [], "[1]")
     assert parse_value("n", {"type": "integer"}, "2.0") == 2.0  # the form check then refuses it
+
+
+@pytest.mark.parametrize(
+    ("typed", "action"),
+    [("", "accept"), ("y", "accept"), ("YES", "accept"), ("a", "accept"), (" accept ", "accept"),
+     ("n", "decline"), ("No", "decline"), ("d", "decline"), ("decline", "decline"),
+     ("sure", None), ("cancel", None)],
+)  # fmt: skip
+def test_the_terminal_reads_y_and_n_as_accept_and_decline(typed: str, action: str | None) -> None:
+    assert action_of(typed) == action

@@ -28,6 +28,22 @@ class InvalidAnswer(ValueError):
     """An answer that cannot be sent; the message names the field."""
 
 
+ACTION_PROMPT = "accept or decline? (accept/y, decline/n) [accept]: "
+_ACTIONS = {
+    **dict.fromkeys(("accept", "a", "y", "yes"), "accept"),
+    **dict.fromkeys(("decline", "d", "n", "no"), "decline"),
+}
+
+
+def action_of(raw: str) -> str | None:
+    """The action a typed reply to `ACTION_PROMPT` means (empty: accept), None when unclear."""
+    return _ACTIONS.get(raw.strip().lower() or "accept")
+
+
+def _refuse_non_finite(constant: str) -> Any:
+    raise InvalidAnswer(f"--json: {constant} is not a number an answer may carry")
+
+
 def form_of(request: Mapping[str, Any]) -> dict[str, Any] | None:
     """The requestedSchema of a form elicitation, None for any other input request."""
     params = request.get("params")
@@ -82,7 +98,9 @@ def content_from_flags(
     content: dict[str, Any] = {}
     if json_content is not None:
         try:
-            given = json.loads(json_content)
+            given = json.loads(json_content, parse_constant=_refuse_non_finite)
+        except InvalidAnswer:
+            raise
         except ValueError as err:
             raise InvalidAnswer(f"--json is not JSON: {err}") from None
         if not isinstance(given, dict):

@@ -151,8 +151,9 @@ def _response(args: argparse.Namespace, key: str, request: dict[str, Any]) -> di
     if interactive:
         print("\n".join(views.request_lines(key, request)))
         while action is None:
-            chosen = _ask("accept or decline? [accept]: ").strip().lower() or "accept"
-            action = chosen if chosen in ("accept", "decline") else None
+            action = answers.action_of(_ask(answers.ACTION_PROMPT))
+            if action is None:
+                print("  type accept (or y) to answer, decline (or n) to refuse")
     if action == "decline":
         if given:
             raise answers.InvalidAnswer("--set and --json carry an accepted answer's content")
