@@ -4,6 +4,7 @@ there (no PYTHONPATH), and `resize_cluster` followed through its questions to it
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
@@ -25,6 +26,17 @@ def readme_tool_module() -> str:
     code = match.group(1)
     assert code.startswith("# my_tools.py\n"), "the block is no longer my_tools.py"
     return code
+
+
+def readme_curl_snippet(port: int) -> str:
+    """The `mcp` function of "curl, 2026-07-28" and the section's bash block, on `port`."""
+    text = README.read_text()
+    curl = text.split("### curl, 2026-07-28", 1)[1]
+    function = re.search(r"^mcp\(\) \{.*?echo; \}$", curl, re.S | re.M)
+    section = text.split("## Writing your own tools", 1)[1].split("\n### ", 1)[0]
+    block = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert function and block
+    return f"{function.group(0)}\n{block.group(1)}".replace("127.0.0.1:8000", f"127.0.0.1:{port}")
 
 
 def test_the_readme_names_the_command_the_test_runs() -> None:
@@ -58,6 +70,16 @@ async def test_the_readme_tool_runs_as_written_from_a_fresh_directory(tmp_path: 
             answer = {"ok": {"action": "accept", "content": {"ok": True}}}
             assert (await mcp.update_task(task_id, answer)).status == 200
             done = await mcp.wait_terminal(task_id, within=60)
+            # The README's curl walkthrough of the same tool, run by bash as written.
+            shell = await asyncio.create_subprocess_exec(
+                "bash", "-c", readme_curl_snippet(dev.port), stdout=asyncio.subprocess.PIPE
+            )
+            async with asyncio.timeout(60):
+                printed = (await shell.communicate())[0].decode()
     assert done["status"] == "completed", dev.log()
     assert done["result"]["structuredContent"] == {"size": 3, "region": "staging"}
     assert done["result"]["content"][0]["text"] == "Resized staging to 3"
+    assert shell.returncode == 0, printed
+    lines = printed.strip().splitlines()
+    assert '"resultType":"input_required"' in lines[0] and "requestState" in lines[0]
+    assert '"status":"completed"' in lines[-1] and "Resized staging to 3" in lines[-1]
