@@ -240,13 +240,40 @@ async def test_rejecting_a_deploy_asks_first_then_shows_it_declined_not_green(
     pill = page.locator("#live .pill")
     await expect(pill).to_have_text("declined and rolled back", timeout=20_000)
     await expect(pill).to_have_class(re.compile(r"\bt-bad\b"))
-    await expect(page.locator("#live pre.result")).to_contain_text("was declined; rolled back")
+    await expect(page.locator("#live .status-line")).to_contain_text("was declined; rolled back")
     await expect(page.locator("li.step").nth(0).locator(".badge")).to_have_text("rolled back")
     decision = page.locator("#live .decision")
     await expect(decision.locator(".verdict")).to_have_text("Rejected")
     await expect(decision.locator(".by")).to_have_text("release-manager")
     await expect(decision.locator(".comment")).to_have_text("Not during the sale.")
     assert await page.locator(".t-ok").count() == 0
+    await page.context.close()
+
+
+async def test_a_request_for_approval_is_a_button_per_decision(
+    server: InboxServer, browser: Browser
+) -> None:
+    question = {"message": "Rotate the signing key?", "approvers": ["release-manager"]}
+    task_id = await server.mcp("alice").create_task("request_approval", question)
+    await server.mcp("alice").wait_status(task_id, "input_required", within=30)
+    page = await signed_in_page(browser, server, "release-manager")
+    await page.goto(f"{server.base}/inbox/tasks/{task_id}")
+    assert await form_fields(page) == {"f.reason": "text"}
+    buttons = page.locator("form.answer .actions button")
+    await expect(buttons).to_have_text(["Approve", "Reject"])
+    await page.fill("#f\\.reason", "Wait for the audit.")
+
+    async def accept(dialog: Dialog) -> None:
+        await dialog.accept()
+
+    page.once("dialog", accept)
+    await page.click("button[value='choose:reject']")
+    done = await server.mcp("alice").wait_terminal(task_id, within=30)
+    assert done["result"]["structuredContent"]["decision"] == "rejected"
+    pill = page.locator("#live .pill")
+    await expect(pill).to_have_text("rejected", timeout=20_000)
+    await expect(pill).to_have_class(re.compile(r"\bt-bad\b"))
+    await expect(page.locator("#live .decision .comment")).to_have_text("Wait for the audit.")
     await page.context.close()
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from starlette.datastructures import FormData, UploadFile
 
-from mcp_server.inbox.approval import approval_field, decision_labels
+from mcp_server.inbox.approval import choice_field, choice_of, decision_labels
 from mcp_server.inbox.decided import decision_label, render_decisions
 from mcp_server.inbox.forms import FormProblem, NeedsConfirmation, answer_of, render_request
 from mcp_server.inbox.history import Decision
@@ -26,7 +26,7 @@ from mcp_server.tasks.waiting import Waiting
 DEPLOY_MESSAGE = (
     'Switch production traffic to 1.3.0?\n\nNext: step 2/2 "switch-traffic", which runs: echo'
 )
-APPROVAL = {
+APPROVAL: dict[str, Any] = {
     "type": "object",
     "properties": {
         "approve": {"type": "boolean", "title": "Approve"},
@@ -53,12 +53,54 @@ def _snapshot(**changes: Any) -> TaskSnapshot:
     return TaskSnapshot(**{**base, **changes})
 
 
-def test_one_required_boolean_is_an_approval_and_nothing_else_is() -> None:
-    assert approval_field(APPROVAL) == "approve"
-    assert approval_field({**APPROVAL, "required": []}) is None
-    assert approval_field({**APPROVAL, "required": ["approve", "comment"]}) is None
-    assert approval_field({**APPROVAL, "required": ["comment"]}) is None
-    assert approval_field(None) is None
+DECISION: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "decision": {"type": "string", "title": "Decision", "enum": ["approve", "reject"]},
+        "reason": {"type": "string", "title": "Reason", "maxLength": 2000},
+    },
+    "required": ["decision"],
+}
+
+
+def test_one_required_boolean_or_rejecting_enum_is_a_choice_and_nothing_else_is() -> None:
+    assert choice_field(APPROVAL) == "approve"
+    assert choice_field(DECISION) == "decision"
+    assert choice_field({**DECISION, "required": ["decision", "reason"]}) == "decision"
+    assert choice_field({**APPROVAL, "required": []}) is None
+    assert choice_field({**APPROVAL, "required": ["comment"]}) is None
+    both: dict[str, Any] = {**APPROVAL["properties"], **DECISION["properties"]}
+    two = {"properties": both}
+    assert choice_field({**two, "required": ["approve", "decision"]}) is None
+    # An enum that rejects nothing is a field: staging or production is no decision.
+    env = {"type": "string", "enum": ["staging", "production"]}
+    assert choice_field({"properties": {"env": env}, "required": ["env"]}) is None
+    assert choice_field(None) is None
+    options = choice_of(DECISION, "Rotate the key?")
+    assert options is not None
+    assert [(o.action, o.label, o.value, o.ends) for o in options.options] == [
+        ("choose:approve", "Approve", "approve", False),
+        ("choose:reject", "Reject", "reject", True),
+    ]
+
+
+def test_a_decision_enum_is_a_button_per_answer() -> None:
+    request = _request(DECISION, "Rotate the key?")
+    html = render_request("t1", "k", request, "tok", "It ends.")
+    assert 'name="f.decision"' not in html and 'name="f.reason"' in html
+    assert (
+        'value="choose:reject" class="danger needs-valid" data-confirm="Reject? It ends."' in html
+    )
+    assert 'value="decline"' not in html
+    chosen = FormData([("action", "choose:approve"), ("f.reason", "fine")])
+    assert answer_of(request, chosen) == {
+        "action": "accept",
+        "content": {"decision": "approve", "reason": "fine"},
+    }
+    with pytest.raises(NeedsConfirmation):
+        answer_of(request, FormData([("action", "choose:reject")]))
+    with pytest.raises(FormProblem, match="Approve or Reject"):
+        answer_of(request, FormData([("action", "choose:maybe")]))
 
 
 def test_the_buttons_say_what_they_decide() -> None:
@@ -74,8 +116,8 @@ def test_the_buttons_say_what_they_decide() -> None:
 def test_an_approval_is_two_buttons_and_no_checkbox() -> None:
     html = render_request("t1", "k", _request(APPROVAL), "tok", "This rolls back.")
     assert 'type="checkbox"' not in html and 'name="f.approve"' not in html
-    assert 'value="approve" class="primary">Approve step 2/2 switch-traffic</button>' in html
-    assert 'value="reject" class="danger"' in html
+    assert 'value="approve" class="primary needs-valid">Approve step 2/2 switch-traffic<' in html
+    assert 'value="reject" class="danger needs-valid"' in html
     assert 'data-confirm="Reject step 2/2 switch-traffic? This rolls back."' in html
     assert 'name="f.comment"' in html and 'value="accept"' not in html
     # Enter in the comment presses no button: the form's default button is disabled.
@@ -96,7 +138,7 @@ def test_approve_and_reject_send_what_the_deploy_reads_as_such() -> None:
     }
     # A checkbox value or the old Accept button decides nothing.
     forged = FormData([("action", "accept"), ("f.approve", "true")])
-    with pytest.raises(FormProblem, match="Approve or Reject"):
+    with pytest.raises(FormProblem, match="choose Approve step 2/2 switch-traffic or Reject"):
         answer_of(request, forged)
 
 

@@ -119,7 +119,7 @@ def test_a_posted_form_becomes_typed_content() -> None:
         answer_of(_request(SCHEMA), FormData([("action", "accept"), ("f.n", "three")]))
     with pytest.raises(FormProblem, match="whole number"):
         answer_of(_request(SCHEMA), FormData([("action", "accept"), ("f.n", "1.5")]))
-    with pytest.raises(FormProblem, match="Accept or Decline"):
+    with pytest.raises(FormProblem, match="Send answer or Decline"):
         answer_of(_request(SCHEMA), FormData([("action", "maybe")]))
     with pytest.raises(NeedsConfirmation):
         answer_of(_request(SCHEMA), FormData([("action", "decline")]))

@@ -20,7 +20,7 @@ from typing import Any
 
 from starlette.datastructures import FormData
 
-from mcp_server.inbox.approval import approval_answer, approval_field, decision_labels
+from mcp_server.inbox.approval import Option, choice_field, choice_of
 from mcp_server.inbox.html import h, hidden, join
 
 FIELD_PREFIX = "f."
@@ -127,7 +127,7 @@ def message_of(request: dict[str, Any]) -> str:
 
 
 def _button(action: str, label: str, css: str, confirm: str | None = None) -> str:
-    ask = f' data-confirm="{h(confirm)}" formnovalidate' if confirm else ""
+    ask = f' data-confirm="{h(confirm)}"' if confirm else ""
     return (
         f'<button type="submit" name="action" value="{action}" class="{css}"{ask}>'
         f"{h(label)}</button>"
@@ -135,12 +135,16 @@ def _button(action: str, label: str, css: str, confirm: str | None = None) -> st
 
 
 def _actions(schema: dict[str, Any], message: str, consequence: str) -> str:
-    """Approve / Reject for an approval; Send (only once valid) / Decline for any other form.
-    Reject and Decline ask first (inbox.js asks in a dialog; without it the server does)."""
-    if approval_field(schema) is not None:
-        approve, reject = decision_labels(message)
-        buttons = _button("approve", approve, "primary") + _button(
-            "reject", reject, "danger", f"{reject}? {consequence}"
+    """A button per answer of a choice (approval.py); Send / Decline for any other form. A
+    button that sends stays disabled until the form is valid (inbox.js); one that rejects or
+    declines asks first (inbox.js in a dialog; without it the server, on a page)."""
+    choice = choice_of(schema, message)
+    if choice is not None:
+        buttons = join(
+            _button(o.action, o.label, "danger needs-valid", f"{o.label}? {consequence}")
+            if o.ends
+            else _button(o.action, o.label, "primary needs-valid")
+            for o in choice.options
         )
     else:
         buttons = _button("accept", "Send answer", "primary needs-valid") + _button(
@@ -172,7 +176,7 @@ def render_request(
         f'<article class="request" data-key="{h(key)}"><h3>{h(key)}</h3>{text}'
         f'<form method="post" action="/inbox/tasks/{h(task_id)}/answer" class="answer">'
         f"{_NO_ENTER}{hidden('csrf', csrf)}{hidden('key', key)}"
-        f"{render_fields(schema, skip=approval_field(schema))}"
+        f"{render_fields(schema, skip=choice_field(schema))}"
         f"{_actions(schema, message, consequence)}</form></article>"
     )
 
@@ -222,20 +226,30 @@ def _content(schema: dict[str, Any], form: FormData, skip: str | None) -> dict[s
 
 
 def answer_of(request: dict[str, Any], form: FormData) -> dict[str, Any]:
-    """The elicitation result a submitted form stands for. An approval takes only Approve or
-    Reject, any other form only Send (accept) or Decline; Reject and Decline only with their
-    confirmation (NeedsConfirmation otherwise)."""
+    """The elicitation result a submitted form stands for. A choice takes only its buttons
+    (`accept` with the chosen value), any other form only Send (accept) or Decline; a
+    rejection or Decline only with its confirmation (NeedsConfirmation otherwise)."""
     schema = form_schema(request) or {}
     action = str(form.get("action", ""))
-    field = approval_field(schema)
-    choices = ("approve", "reject") if field is not None else ("accept", "decline")
-    if action not in choices:
-        raise FormProblem(f"choose {' or '.join(c.capitalize() for c in choices)}")
-    if action in ("reject", "decline") and form.get(CONFIRM_FIELD) != action:
+    choice = choice_of(schema, message_of(request))
+    options: dict[str, Option | None]
+    if choice is None:
+        options = {"accept": None, "decline": None}
+        names = "Send answer or Decline"
+    else:
+        options = {o.action: o for o in choice.options}
+        names = " or ".join(o.label for o in choice.options)
+    if action not in options:
+        raise FormProblem(f"choose {names}")
+    option = options[action]
+    ends = action == "decline" if option is None else option.ends
+    if ends and form.get(CONFIRM_FIELD) != action:
         raise NeedsConfirmation(action)
     if action == "decline":
         return {"action": "decline"}
-    content = _content(schema, form, field)
-    if field is not None:
-        return approval_answer(field, action == "approve", content)
-    return {"action": "accept", "content": content}
+    if choice is None or option is None:
+        return {"action": "accept", "content": _content(schema, form, None)}
+    return {
+        "action": "accept",
+        "content": {**_content(schema, form, choice.field), choice.field: option.value},
+    }

@@ -48,10 +48,13 @@ def question_of(waiting: Waiting) -> str:
     return waiting.status_message or "Waiting for input"
 
 
-def summary_of(arguments: dict[str, Any]) -> str:
-    """`pipeline=release, dry_run=false`: the task's scalar arguments, cut to a line."""
+def summary_of(arguments: dict[str, Any], question: str = "") -> str:
+    """`pipeline=release, dry_run=false`: the task's arguments, cut to a line (an argument the
+    question already says, e.g. request_approval's `message`, is left out)."""
     parts = []
     for name, value in arguments.items():
+        if isinstance(value, str) and value and value in question:
+            continue
         shown = value if isinstance(value, str) else json.dumps(value, default=str)
         parts.append(f"{name}={_cut(shown, 40)}")
     return _cut(", ".join(parts), MAX_SUMMARY)
@@ -67,14 +70,15 @@ def _awaits(waiting: Waiting) -> str:
 
 
 def _row(waiting: Waiting, arguments: dict[str, Any], now: datetime) -> str:
-    summary = summary_of(arguments)
+    question = question_of(waiting)
+    summary = summary_of(arguments, question)
     args = f'<div class="args">{h(summary)}</div>' if summary else ""
     step = waiting.status_message or ""
     return (
         f'<tr data-task="{h(waiting.task_id)}"><td><a href="/inbox/tasks/{h(waiting.task_id)}">'
         f'<span class="tool">{h(waiting.tool)}</span></a>{args}'
         f'<div class="id">{h(waiting.task_id)}</div></td>'
-        f'<td class="msg"><div class="question">{h(question_of(waiting))}</div>'
+        f'<td class="msg"><div class="question">{h(question)}</div>'
         f'<div class="step">{h(step)}</div></td>'
         f'<td class="whose">{_awaits(waiting)}</td>'
         f'<td class="age" title="{h(waiting.created_at)}">{h(age(waiting.created_at, now))}</td>'

@@ -24,7 +24,7 @@ _DECISIONS = {
 
 @dataclass(frozen=True)
 class Outcome:
-    label: str  # what the status pill says
+    label: str  # what the status pill says (lower case, as the task statuses are)
     tone: str  # ok | bad | idle | wait | run
     detail: str | None = None  # the result's text, when the task ended with one
 

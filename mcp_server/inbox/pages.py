@@ -12,7 +12,7 @@ from typing import Any
 
 from starlette.datastructures import FormData
 
-from mcp_server.inbox.approval import approval_field, decision_labels
+from mcp_server.inbox.approval import choice_of
 from mcp_server.inbox.decided import render_decisions
 from mcp_server.inbox.forms import (
     CONFIRM_FIELD,
@@ -74,7 +74,7 @@ def _status_line(snapshot: TaskSnapshot) -> str:
     message = snapshot.status_message or ""
     detail = (
         f'<pre class="result t-{ended.tone}">{h(ended.detail)}</pre>'
-        if ended.detail and ended.detail != message
+        if ended.detail and ended.detail not in message
         else ""
     )
     return (
@@ -99,11 +99,11 @@ def task_live(snapshot: TaskSnapshot, now: datetime, decided: dict[str, Decision
 
 
 def _choices(request: dict[str, Any]) -> str:
-    schema = form_schema(request)
-    if approval_field(schema) is None:
+    choice = choice_of(form_schema(request), message_of(request))
+    if choice is None:
         return ""
-    approve, reject = decision_labels(message_of(request))
-    return f'<p class="choices">The choice: <em>{h(approve)}</em> or <em>{h(reject)}</em>.</p>'
+    names = " or ".join(f"<em>{h(o.label)}</em>" for o in choice.options)
+    return f'<p class="choices">The choice: {names}.</p>'
 
 
 def _not_yours(key: str, request: dict[str, Any], snapshot: TaskSnapshot) -> str:
@@ -173,7 +173,9 @@ def confirm_page(
     action = str(form.get("action"))
     request = snapshot.input_requests.get(key) or {}
     message = message_of(request)
-    verb = decision_labels(message)[1] if action == "reject" else "Decline to answer"
+    choice = choice_of(form_schema(request), message)
+    chosen = [o.label for o in choice.options if o.action == action] if choice else []
+    verb = chosen[0] if chosen else "Decline to answer"
     kept = join(
         hidden(name, value)
         for name, value in form.multi_items()

@@ -2,7 +2,7 @@
 // - A button with data-confirm (Reject, Decline: they end the task, a deploy rolls back) asks
 //   in a dialog first and, once confirmed, sends its form's `confirm` field; without this
 //   script the server asks on a page of its own instead.
-// - A form's "Send answer" stays disabled until the form's required fields are valid.
+// - A form's buttons that send an answer stay disabled until its required fields are valid.
 // - The page follows its event stream and swaps in the fresh fragment when something changed.
 "use strict";
 (function () {
@@ -18,11 +18,11 @@
   });
 
   function checkForm(form) {
-    var send = form.querySelector("button.needs-valid");
-    if (!send) return;
     var valid = form.checkValidity();
-    send.disabled = !valid;
-    send.title = valid ? "" : "Fill in the required fields first";
+    Array.prototype.forEach.call(form.querySelectorAll("button.needs-valid"), function (send) {
+      send.disabled = !valid;
+      send.title = valid ? "" : "Fill in the required fields first";
+    });
   }
   function checkForms() {
     Array.prototype.forEach.call(document.querySelectorAll("form.answer"), checkForm);
