@@ -168,6 +168,10 @@ async def test_the_approver_approves_the_deploy_in_the_browser(
     await page.fill("#f\\.comment", "Go ahead, the change window is open.")
     # Enter in the comment decides nothing (only a button does).
     await page.press("#f\\.comment", "Enter")
+    await page.wait_for_load_state()
+    assert page.url == f"{server.base}/inbox/tasks/{task_id}"
+    assert (await alice.get_task(task_id)).result["status"] == "input_required"
+    await expect(page.locator("#f\\.comment")).to_have_value("Go ahead, the change window is open.")
     if (where := screenshot_path("inbox-task.png")) is not None:
         await page.screenshot(path=str(where), full_page=True)
     await approve_button.click()
