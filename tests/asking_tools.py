@@ -1,5 +1,6 @@
 """A tool for the tests of questions a task puts to a 2025-11-25 client mid-call: it asks the
-input request its arguments carry and returns the answer as JSON text."""
+input request its arguments carry and returns the answer as JSON text. With `steps`, it
+publishes them as its step timeline first (as given: the inbox tests send odd timestamps)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from workflows.task_workflow import TaskWorkflow, task_workflow
 @task_workflow("TestsAsk")
 class AskWorkflow(TaskWorkflow):
     async def execute(self, task: TaskInput) -> dict[str, Any]:
+        if isinstance(task.arguments.get("steps"), list):
+            self.publish_steps(task.arguments["steps"])
         answer = await self.ask("question", dict(task.arguments["request"]))
         return text_result(json.dumps(answer, sort_keys=True))
 

@@ -26,7 +26,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 REPO = Path(__file__).resolve().parent.parent
 # Where the browser tests save the README's screenshots (unset: none are taken).
 SCREENSHOTS_ENV = "MCP_TASKS_INBOX_SCREENSHOTS"
-PRINCIPALS = {"alice": ["deploy"], "release-manager": ["deploy", "release"], "eve": []}
+PRINCIPALS = {"alice": ["deploy"], "release-manager": ["deploy", "release"], "eve": [],
+              "busy": []}  # fmt: skip
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.async_api import Browser, expect
+from playwright.async_api import Browser, Dialog, expect
 
 from mcp_server.inbox.security import CONTENT_SECURITY_POLICY
 from mcp_server.protocol.errors import NOT_AN_APPROVER
@@ -109,12 +109,22 @@ async def _signed_in(
     return http, csrf.group(1)
 
 
-async def test_the_approver_approves_the_deploy_in_the_browser(
-    server: InboxServer, browser: Browser
-) -> None:
+SWITCH = "step 2/2 switch-traffic"
+
+
+async def release_waiting(server: InboxServer) -> str:
+    """alice's deploy of pipelines/release.toml, waiting for release-manager at its 2nd step."""
     alice = server.mcp("alice")
     task_id = await alice.create_task("deploy", {"pipeline": "release"})
     await alice.wait_status(task_id, "input_required", within=30)
+    return task_id
+
+
+async def test_the_approver_approves_the_deploy_in_the_browser(
+    server: InboxServer, browser: Browser
+) -> None:
+    task_id = await release_waiting(server)
+    alice = server.mcp("alice")
     (key,) = (await alice.get_task(task_id)).result["inputRequests"]
     approve = {key: {"action": "accept", "content": {"approve": True}}}
     refused = (await alice.update_task(task_id, approve)).error
@@ -122,24 +132,31 @@ async def test_the_approver_approves_the_deploy_in_the_browser(
     question = {"message": "Rotate the payments API key tonight?", "approvers": ["release-manager"]}
     other = await alice.create_task("request_approval", question)
     await alice.wait_status(other, "input_required", within=30)
-    async with session(server, "alice") as (http, _):
-        mine = await http.get(f"/inbox/tasks/{task_id}")
-        assert "Awaiting the decision of release-manager" in mine.text
-        assert "form" not in mine.text.split('id="forms"')[1]  # nothing alice may answer
 
     page = await signed_in_page(browser, server, "release-manager")
     row = page.locator(f"tr[data-task='{task_id}']")
     await expect(row).to_be_visible(timeout=20_000)
+    # Each row says its own question and the pipeline, not a generic "waiting".
+    await expect(row.locator(".question")).to_have_text("Switch production traffic to 1.3.0?")
+    await expect(row.locator(".args")).to_have_text("pipeline=release")
     await expect(row.locator(".whose")).to_contain_text("as approver")
     await expect(row.locator(".whose .from")).to_have_text("asked by alice")
-    await expect(page.locator(f"tr[data-task='{other}']")).to_be_visible(timeout=20_000)
+    other_row = page.locator(f"tr[data-task='{other}']")
+    await expect(other_row.locator(".question")).to_have_text(
+        "Rotate the payments API key tonight?", timeout=20_000
+    )
     if (where := screenshot_path("inbox.png")) is not None:
         await page.set_viewport_size({"width": 1200, "height": 460})
         await page.screenshot(path=str(where), full_page=True)
         await page.set_viewport_size({"width": 1200, "height": 820})
     await row.locator("a").click()
     await page.wait_for_url(f"{server.base}/inbox/tasks/{task_id}")
-    assert await form_fields(page) == {"f.approve": "checkbox", "f.comment": "text"}
+    # An approval is two buttons that say what they do; no checkbox to forget.
+    assert await form_fields(page) == {"f.comment": "text"}
+    approve_button = page.locator("form.answer button[value=approve]")
+    await expect(approve_button).to_have_text(f"Approve {SWITCH}")
+    await expect(page.locator("form.answer button[value=reject]")).to_have_text(f"Reject {SWITCH}")
+    assert await page.locator("form.answer input[type=checkbox]").count() == 0
     steps = page.locator("li.step")
     await expect(steps).to_have_count(2)
     await expect(steps.nth(0).locator(".step-name")).to_have_text("build")
@@ -149,19 +166,149 @@ async def test_the_approver_approves_the_deploy_in_the_browser(
     await expect(steps.nth(1).locator(".badge")).to_have_text("waiting")
     await expect(page.locator(".who-list").first).to_contain_text("alice")
     await page.fill("#f\\.comment", "Go ahead, the change window is open.")
-    await page.check("#f\\.approve")
+    # Enter in the comment decides nothing (only a button does).
+    await page.press("#f\\.comment", "Enter")
+    await page.wait_for_load_state()
+    assert page.url == f"{server.base}/inbox/tasks/{task_id}"
+    assert (await alice.get_task(task_id)).result["status"] == "input_required"
+    await expect(page.locator("#f\\.comment")).to_have_value("Go ahead, the change window is open.")
     if (where := screenshot_path("inbox-task.png")) is not None:
         await page.screenshot(path=str(where), full_page=True)
-    await page.click("button[value=accept]")
+    await approve_button.click()
     done = await alice.wait_terminal(task_id, within=30)
     assert done["status"] == "completed" and not done["result"].get("isError"), done
-    # The page follows the deploy to its end (server-sent events) and says who decided.
+    # The page follows the deploy to its end (server-sent events) and says what was decided,
+    # by whom, when, with the comment.
     await expect(page.locator("#live .pill")).to_have_text("completed", timeout=20_000)
+    await expect(page.locator("#live .pill")).to_have_class(re.compile(r"\bt-ok\b"))
     await expect(steps.nth(1).locator(".badge")).to_have_text("succeeded")
-    await expect(page.locator("#live")).to_contain_text("answered by release-manager")
+    decision = page.locator("#live .decision")
+    await expect(decision.locator(".verdict")).to_have_text("Approved")
+    await expect(decision.locator(".by")).to_have_text("release-manager")
+    await expect(decision.locator("time")).to_contain_text("UTC")
+    await expect(decision.locator(".comment")).to_have_text("Go ahead, the change window is open.")
     await page.context.close()
     async with session(server, "eve") as (http, _):
         assert (await http.get(f"/inbox/tasks/{task_id}")).status_code == 404
+
+
+async def test_the_requester_sees_her_question_read_only_with_whose_decision_it_awaits(
+    server: InboxServer, browser: Browser
+) -> None:
+    task_id = await release_waiting(server)
+    page = await signed_in_page(browser, server, "alice")
+    row = page.locator(f"tr[data-task='{task_id}']")
+    await expect(row.locator(".whose")).to_contain_text("awaits release-manager", timeout=20_000)
+    await row.locator("a").click()
+    await page.wait_for_url(f"{server.base}/inbox/tasks/{task_id}")
+    question = page.locator("#forms article.request.others")
+    await expect(question.locator(".message")).to_contain_text(
+        "Switch production traffic to 1.3.0?"
+    )
+    await expect(question.locator(".awaits")).to_contain_text(
+        "Awaiting the decision of release-manager"
+    )
+    await expect(question.locator(".choices")).to_contain_text(f"Approve {SWITCH}")
+    assert await page.locator("#forms form, #forms button").count() == 0
+    await page.context.close()
+    await server.mcp("alice").cancel_task(task_id)
+
+
+async def test_rejecting_a_deploy_asks_first_then_shows_it_declined_not_green(
+    server: InboxServer, browser: Browser
+) -> None:
+    task_id = await release_waiting(server)
+    page = await signed_in_page(browser, server, "release-manager")
+    await page.goto(f"{server.base}/inbox/tasks/{task_id}")
+    await page.fill("#f\\.comment", "Not during the sale.")
+    dialogs: list[str] = []
+
+    async def dismiss(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        await dialog.dismiss()
+
+    page.once("dialog", dismiss)
+    await page.click("form.answer button[value=reject]")
+    assert dialogs and dialogs[0].startswith(f"Reject {SWITCH}?") and "rolls back" in dialogs[0]
+    # Dismissed: nothing was sent.
+    assert (await server.mcp("alice").get_task(task_id)).result["status"] == "input_required"
+    await expect(page.locator("form.answer")).to_be_visible()
+
+    async def accept(dialog: Dialog) -> None:
+        await dialog.accept()
+
+    page.once("dialog", accept)
+    await page.click("form.answer button[value=reject]")
+    done = await server.mcp("alice").wait_terminal(task_id, within=30)
+    assert done["status"] == "completed" and done["result"]["isError"] is True
+    pill = page.locator("#live .pill")
+    await expect(pill).to_have_text("declined and rolled back", timeout=20_000)
+    await expect(pill).to_have_class(re.compile(r"\bt-bad\b"))
+    await expect(page.locator("#live .status-line")).to_contain_text("was declined; rolled back")
+    await expect(page.locator("li.step").nth(0).locator(".badge")).to_have_text("rolled back")
+    decision = page.locator("#live .decision")
+    await expect(decision.locator(".verdict")).to_have_text("Rejected")
+    await expect(decision.locator(".by")).to_have_text("release-manager")
+    await expect(decision.locator(".comment")).to_have_text("Not during the sale.")
+    assert await page.locator(".t-ok").count() == 0
+    await page.context.close()
+
+
+async def test_a_request_for_approval_is_a_button_per_decision(
+    server: InboxServer, browser: Browser
+) -> None:
+    question = {"message": "Rotate the signing key?", "approvers": ["release-manager"]}
+    task_id = await server.mcp("alice").create_task("request_approval", question)
+    await server.mcp("alice").wait_status(task_id, "input_required", within=30)
+    page = await signed_in_page(browser, server, "release-manager")
+    await page.goto(f"{server.base}/inbox/tasks/{task_id}")
+    assert await form_fields(page) == {"f.reason": "text"}
+    buttons = page.locator("form.answer .actions button")
+    await expect(buttons).to_have_text(["Approve", "Reject"])
+    await page.fill("#f\\.reason", "Wait for the audit.")
+
+    async def accept(dialog: Dialog) -> None:
+        await dialog.accept()
+
+    page.once("dialog", accept)
+    await page.click("button[value='choose:reject']")
+    done = await server.mcp("alice").wait_terminal(task_id, within=30)
+    assert done["result"]["structuredContent"]["decision"] == "rejected"
+    pill = page.locator("#live .pill")
+    await expect(pill).to_have_text("rejected", timeout=20_000)
+    await expect(pill).to_have_class(re.compile(r"\bt-bad\b"))
+    await expect(page.locator("#live .decision .comment")).to_have_text("Wait for the audit.")
+    await page.context.close()
+
+
+async def test_without_the_script_the_server_asks_before_a_rejection(
+    server: InboxServer, browser: Browser
+) -> None:
+    task_id = await release_waiting(server)
+    context = await browser.new_context(java_script_enabled=False)
+    page = await context.new_page()
+    await page.goto(f"{server.base}/inbox/login")
+    await page.fill("#token", server.tokens["release-manager"])
+    await page.click("button[type=submit]")
+    await page.goto(f"{server.base}/inbox/tasks/{task_id}")
+    await page.fill("#f\\.comment", "Roll it back.")
+    await page.click("form.answer button[value=reject]")
+    confirm = page.locator("#confirm")
+    await expect(confirm).to_contain_text(f"Reject {SWITCH}?")
+    await expect(confirm.locator(".warn")).to_contain_text("rolls back")
+    assert (await server.mcp("alice").get_task(task_id)).result["status"] == "input_required"
+    await confirm.locator("a.button").click()  # No, go back
+    await page.wait_for_url(f"{server.base}/inbox/tasks/{task_id}")
+    await page.fill("#f\\.comment", "Roll it back.")
+    await page.click("form.answer button[value=reject]")
+    await page.click(f"#confirm button:has-text('Yes, reject {SWITCH}')")
+    await page.wait_for_url(f"{server.base}/inbox/tasks/{task_id}")
+    done = await server.mcp("alice").wait_terminal(task_id, within=30)
+    assert done["result"]["isError"] is True and "declined" in done["result"]["content"][0]["text"]
+    await page.reload()
+    await expect(page.locator("#live .pill")).to_have_class(re.compile(r"\bt-bad\b"))
+    await expect(page.locator("#live .decision .comment")).to_have_text("Roll it back.")
+    await context.close()
 
 
 async def test_owner_answers_every_field_type_in_the_browser(
@@ -191,13 +338,22 @@ async def test_owner_answers_every_field_type_in_the_browser(
     assert await page.locator("#f\\.notify").is_checked()
     await expect(page.locator("#f\\.region option[value=eu]")).to_have_text("Europe")
     await expect(page.locator(".help").first).to_have_text("Why this change?")
+    # The form cannot be sent until its required fields are valid (the server checks again).
+    send = page.locator("form.answer button[value=accept]")
+    await expect(send).to_be_disabled()
+    await page.fill("#f\\.reason", "ab")  # minLength 3
+    await expect(send).to_be_disabled()
     await page.fill("#f\\.reason", "hotfix")
+    await expect(send).to_be_enabled()
+    await page.fill("#f\\.replicas", "")
+    await expect(send).to_be_disabled()
     await page.fill("#f\\.contact", "alice@example.com")
     await page.fill("#f\\.when", "2026-12-24")
     await page.select_option("#f\\.env", "production")
     await page.select_option("#f\\.region", "us")
     await page.fill("#f\\.replicas", "5")
     await page.fill("#f\\.ratio", "0.25")
+    await expect(send).to_be_enabled()
     await page.uncheck("#f\\.notify")
     await page.select_option("#f\\.tags", ["db", "web"])
     await page.click("button[value=accept]")
@@ -211,6 +367,56 @@ async def test_owner_answers_every_field_type_in_the_browser(
     # The open page follows the task (server-sent events): it ends completed without a reload.
     await expect(page.locator("#live .pill")).to_have_text("completed", timeout=15_000)
     await page.context.close()
+
+
+async def test_the_inbox_pages_through_everything_waiting_oldest_first(
+    server: InboxServer, browser: Browser
+) -> None:
+    """105 newer requests do not push an older one out: it is first, the rest a page away."""
+    busy = server.mcp("busy")
+    oldest = await busy.create_task("tests_ask", ask("The oldest question"))
+    await busy.wait_status(oldest, "input_required", within=20)
+    newer = [await busy.create_task("tests_ask", ask(f"Newer {n}")) for n in range(105)]
+    for task_id in newer:
+        await busy.wait_status(task_id, "input_required", within=60)
+    page = await signed_in_page(browser, server, "busy")
+    await expect(page.locator("#list .count")).to_have_text("106 waiting", timeout=30_000)
+    rows = page.locator("#list tbody tr")
+    await expect(rows).to_have_count(50)
+    await expect(rows.first).to_have_attribute("data-task", oldest)
+    await expect(rows.first.locator(".question")).to_have_text("The oldest question")
+    await expect(page.locator(".pager")).to_contain_text("1 to 50 of 106, oldest first")
+    seen = [str(await row.get_attribute("data-task")) for row in await rows.all()]
+    while await page.locator(".pager a.next").count():
+        async with page.expect_navigation():
+            await page.click(".pager a.next")
+        seen += [str(await row.get_attribute("data-task")) for row in await rows.all()]
+    assert sorted(seen) == sorted([oldest, *newer])
+    await expect(page.locator(".pager")).to_contain_text("101 to 106 of 106")
+    await page.context.close()
+    for task_id in [oldest, *newer]:
+        await busy.cancel_task(task_id)
+
+
+async def test_a_step_time_without_a_timezone_does_not_break_the_task_page(
+    server: InboxServer, browser: Browser
+) -> None:
+    alice = server.mcp("alice")
+    steps = [
+        {"name": "build", "status": "succeeded", "startedAt": "2026-01-01T10:00:00",
+         "endedAt": "2026-01-01T10:00:30"},
+        {"name": "ship", "status": "waiting", "startedAt": "2026-01-01T10:00:30+00:00"},
+    ]  # fmt: skip
+    task_id = await alice.create_task("tests_ask", {**ask("Naive times"), "steps": steps})
+    await alice.wait_status(task_id, "input_required", within=20)
+    page = await signed_in_page(browser, server, "alice")
+    response = await page.goto(f"{server.base}/inbox/tasks/{task_id}")
+    assert response is not None and response.status == 200
+    await expect(page.locator("li.step").nth(0).locator(".step-facts")).to_contain_text("30 s")
+    live = await page.request.get(f"{server.base}/inbox/tasks/{task_id}/live")
+    assert live.status == 200
+    await page.context.close()
+    await alice.cancel_task(task_id)
 
 
 async def test_the_list_updates_without_reload(server: InboxServer, browser: Browser) -> None:

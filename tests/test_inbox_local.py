@@ -41,8 +41,7 @@ async def test_the_local_user_needs_no_sign_in_and_answers(stack: Stack) -> None
         await _listed(http, task_id)
         page = await http.get(f"/inbox/tasks/{task_id}")
         assert "Ship &lt;it&gt;?" in page.text and "<it>" not in page.text
-        answer = {"csrf": _csrf(page.text), "key": "decision", "action": "accept",
-                  "f.decision": "approve"}  # fmt: skip
+        answer = {"csrf": _csrf(page.text), "key": "decision", "action": "choose:approve"}
         forged = await http.post(f"/inbox/tasks/{task_id}/answer", data={**answer, "csrf": "x"})
         assert forged.status_code == 403
         done = await http.post(f"/inbox/tasks/{task_id}/answer", data=answer)
@@ -114,8 +113,7 @@ async def test_a_jwt_signs_in_for_no_longer_than_it_lasts(
             assert max_age is not None and int(max_age.group(1)) <= 120  # not the 8 h default
             await _listed(http, task_id)
             page = (await http.get(f"/inbox/tasks/{task_id}")).text
-            answer = {"csrf": _csrf(page), "key": "decision", "action": "accept",
-                      "f.decision": "approve"}  # fmt: skip
+            answer = {"csrf": _csrf(page), "key": "decision", "action": "choose:approve"}
             done = await http.post(f"/inbox/tasks/{task_id}/answer", data=answer)
             assert done.status_code == 303
         task = await alice.wait_terminal(task_id, within=15)

@@ -12,7 +12,13 @@ from starlette.datastructures import FormData
 
 from mcp_server.http.auth import Principal
 from mcp_server.inbox.csrf import CsrfTokens
-from mcp_server.inbox.forms import FormProblem, answer_of, render_fields, render_request
+from mcp_server.inbox.forms import (
+    FormProblem,
+    NeedsConfirmation,
+    answer_of,
+    render_fields,
+    render_request,
+)
 from mcp_server.inbox.session import InboxSession, SessionCodec, cookie_header
 from mcp_server.inbox.timeline import render_timeline
 from mcp_server.tasks.waiting import inbox_query
@@ -107,19 +113,22 @@ def test_a_posted_form_becomes_typed_content() -> None:
         "action": "accept",
         "content": {"n": 3, "x": 2.5, "ok": False, "tags": ["a", "b"]},
     }
-    assert answer_of(_request(SCHEMA), FormData([("action", "decline")])) == {"action": "decline"}
+    declined = FormData([("action", "decline"), ("confirm", "decline")])
+    assert answer_of(_request(SCHEMA), declined) == {"action": "decline"}
     with pytest.raises(FormProblem, match="n: must be a number"):
         answer_of(_request(SCHEMA), FormData([("action", "accept"), ("f.n", "three")]))
     with pytest.raises(FormProblem, match="whole number"):
         answer_of(_request(SCHEMA), FormData([("action", "accept"), ("f.n", "1.5")]))
-    with pytest.raises(FormProblem, match="Accept or Decline"):
+    with pytest.raises(FormProblem, match="Send answer or Decline"):
         answer_of(_request(SCHEMA), FormData([("action", "maybe")]))
+    with pytest.raises(NeedsConfirmation):
+        answer_of(_request(SCHEMA), FormData([("action", "decline")]))
 
 
 def test_a_request_that_is_not_a_form_is_described() -> None:
-    html = render_request("t1", "k", _request({}, method="sampling/createMessage"), "tok")
+    html = render_request("t1", "k", _request({}, method="sampling/createMessage"), "tok", "")
     assert "only be answered by an MCP client" in html and "<form" not in html
-    html = render_request("t1", "k", _request(SCHEMA), "tok")
+    html = render_request("t1", "k", _request(SCHEMA), "tok", "")
     assert 'action="/inbox/tasks/t1/answer"' in html and 'value="tok"' in html
 
 

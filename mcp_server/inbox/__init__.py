@@ -3,8 +3,11 @@
 One concept per module: `session.py` (the signed session cookie), `csrf.py` (form tokens bound
 to it), `signin.py` (who is signed in), `login.py` (signing in and out), `security.py` (the
 headers of every inbox response), `html.py` (escaping and the page shell), `forms.py` (an
-elicitation form from its requestedSchema, and the answer back), `timeline.py` (a task's steps
-as a picture), `pages.py` (the pages and fragments), `responses.py` (error responses),
+elicitation form from its requestedSchema, and the answer back), `approval.py` (a decision as
+buttons), `timeline.py` (a task's steps as a picture), `outcome.py` (how a task ended),
+`history.py` and `decided.py` (the decisions made: who, when, what), `pages.py` (the task pages
+and fragments), `list_page.py` and `paging.py` (the list, a page at a time), `responses.py`
+(error responses),
 `events.py` (server-sent events), `routes.py` (the routes, mounted by the app). The list of
 waiting tasks is read by mcp_server/tasks/waiting.py.
 """

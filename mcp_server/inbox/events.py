@@ -26,7 +26,8 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from mcp_server.inbox.pages import forms_version, list_version, task_version
+from mcp_server.inbox.list_page import list_version
+from mcp_server.inbox.pages import forms_version, task_version
 from mcp_server.protocol.errors import McpError
 from mcp_server.protocol.streams import Lease, Listening
 from mcp_server.tasks.errors import TaskError

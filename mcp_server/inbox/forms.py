@@ -3,8 +3,11 @@
 Rendering: strings (with enum / oneOf titles: a select; minLength/maxLength; format email, uri,
 date), numbers and integers (minimum/maximum), booleans (a checkbox), arrays of enum values (a
 multiple select); `required`, `default`, `title` as the label and `description` as help text.
-Any other request (sampling, URL mode, ...) is described, not rendered: only an MCP client
-can answer it.
+An approval (one required boolean, approval.py) is two buttons instead of its checkbox. A form
+posts `action` (its button) and `confirm`: Reject and Decline end the task (a deploy rolls
+back), so they are taken only with `confirm` equal to the action (set by inbox.js after a
+dialog, or by the server's confirmation page, pages.confirm_page). Any other request
+(sampling, URL mode, ...) is described, not rendered: only an MCP client can answer it.
 
 Parsing turns the posted strings back into JSON values (a number field into a number, ...);
 whether the answer is valid is decided by the protocol layer's own check (the same as
@@ -17,9 +20,11 @@ from typing import Any
 
 from starlette.datastructures import FormData
 
+from mcp_server.inbox.approval import Option, choice_field, choice_of
 from mcp_server.inbox.html import h, hidden, join
 
 FIELD_PREFIX = "f."
+CONFIRM_FIELD = "confirm"
 _INPUT_TYPES = {"email": "email", "uri": "url", "date": "date"}
 
 
@@ -93,13 +98,15 @@ def _control(name: str, schema: dict[str, Any], required: bool) -> str:
     return f'<input type="{input_type}" name="{h(name)}" id="{h(name)}"{value}{attrs}>'
 
 
-def render_fields(schema: dict[str, Any]) -> str:
+def render_fields(schema: dict[str, Any], skip: str | None = None) -> str:
     properties = schema.get("properties")
     if not isinstance(properties, dict):
         return ""
     required = set(schema.get("required") or [])
     rows = []
     for prop, sub in properties.items():
+        if prop == skip:
+            continue
         sub = sub if isinstance(sub, dict) else {}
         name = FIELD_PREFIX + str(prop)
         label = h(sub.get("title") or prop)
@@ -114,10 +121,49 @@ def render_fields(schema: dict[str, Any]) -> str:
     return join(rows)
 
 
-def render_request(task_id: str, key: str, request: dict[str, Any], csrf: str) -> str:
-    """One outstanding input request: its form with Accept and Decline, or a description."""
-    params = request.get("params") if isinstance(request.get("params"), dict) else {}
-    message = str(params.get("message", "")) if isinstance(params, dict) else ""
+def message_of(request: dict[str, Any]) -> str:
+    params = request.get("params")
+    return str(params.get("message", "")) if isinstance(params, dict) else ""
+
+
+def _button(action: str, label: str, css: str, confirm: str | None = None) -> str:
+    ask = f' data-confirm="{h(confirm)}"' if confirm else ""
+    return (
+        f'<button type="submit" name="action" value="{action}" class="{css}"{ask}>'
+        f"{h(label)}</button>"
+    )
+
+
+def _actions(schema: dict[str, Any], message: str, consequence: str) -> str:
+    """A button per answer of a choice (approval.py); Send / Decline for any other form. A
+    button that sends stays disabled until the form is valid (inbox.js); one that rejects or
+    declines asks first (inbox.js in a dialog; without it the server, on a page)."""
+    choice = choice_of(schema, message)
+    if choice is not None:
+        buttons = join(
+            _button(o.action, o.label, "danger needs-valid", f"{o.label}? {consequence}")
+            if o.ends
+            else _button(o.action, o.label, "primary needs-valid")
+            for o in choice.options
+        )
+    else:
+        buttons = _button("accept", "Send answer", "primary needs-valid") + _button(
+            "decline", "Decline", "danger", f"Decline to answer? {consequence}"
+        )
+    return f'<div class="actions">{hidden(CONFIRM_FIELD, "")}{buttons}</div>'
+
+
+# The form's default button, disabled: Enter in a field sends nothing (implicit submission
+# would otherwise press the first button, Approve); only a click on a button decides.
+_NO_ENTER = '<button type="submit" class="no-enter" disabled hidden aria-hidden="true"></button>'
+
+
+def render_request(
+    task_id: str, key: str, request: dict[str, Any], csrf: str, consequence: str
+) -> str:
+    """One outstanding input request: its form and its buttons, or a description.
+    `consequence`: what a rejection or a refusal does to the task, said before it is sent."""
+    message = message_of(request)
     schema = form_schema(request)
     text = f'<p class="message">{h(message)}</p>' if message else ""
     if schema is None:
@@ -129,10 +175,9 @@ def render_request(task_id: str, key: str, request: dict[str, Any], csrf: str) -
     return (
         f'<article class="request" data-key="{h(key)}"><h3>{h(key)}</h3>{text}'
         f'<form method="post" action="/inbox/tasks/{h(task_id)}/answer" class="answer">'
-        f"{hidden('csrf', csrf)}{hidden('key', key)}{render_fields(schema)}"
-        '<div class="actions"><button type="submit" name="action" value="accept" '
-        'class="primary">Accept</button><button type="submit" name="action" value="decline" '
-        'class="secondary" formnovalidate>Decline</button></div></form></article>'
+        f"{_NO_ENTER}{hidden('csrf', csrf)}{hidden('key', key)}"
+        f"{render_fields(schema, skip=choice_field(schema))}"
+        f"{_actions(schema, message, consequence)}</form></article>"
     )
 
 
@@ -159,18 +204,52 @@ def _convert(prop: str, schema: dict[str, Any], raw: list[str]) -> tuple[bool, A
     return True, text
 
 
-def answer_of(request: dict[str, Any], form: FormData) -> dict[str, Any]:
-    """The elicitation result a submitted form stands for."""
-    if form.get("action") == "decline":
-        return {"action": "decline"}
-    if form.get("action") != "accept":
-        raise FormProblem("choose Accept or Decline")
-    schema = form_schema(request) or {}
+class NeedsConfirmation(Exception):
+    """A rejection or a refusal posted without its confirmation (`confirm` = the action)."""
+
+    def __init__(self, action: str) -> None:
+        super().__init__(action)
+        self.action = action
+
+
+def _content(schema: dict[str, Any], form: FormData, skip: str | None) -> dict[str, Any]:
     properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
     content: dict[str, Any] = {}
     for prop, sub in (properties or {}).items():
+        if prop == skip:
+            continue
         raw = [v for v in form.getlist(FIELD_PREFIX + str(prop)) if isinstance(v, str)]
         present, value = _convert(str(prop), sub if isinstance(sub, dict) else {}, raw)
         if present:
             content[str(prop)] = value
-    return {"action": "accept", "content": content}
+    return content
+
+
+def answer_of(request: dict[str, Any], form: FormData) -> dict[str, Any]:
+    """The elicitation result a submitted form stands for. A choice takes only its buttons
+    (`accept` with the chosen value), any other form only Send (accept) or Decline; a
+    rejection or Decline only with its confirmation (NeedsConfirmation otherwise)."""
+    schema = form_schema(request) or {}
+    action = str(form.get("action", ""))
+    choice = choice_of(schema, message_of(request))
+    options: dict[str, Option | None]
+    if choice is None:
+        options = {"accept": None, "decline": None}
+        names = "Send answer or Decline"
+    else:
+        options = {o.action: o for o in choice.options}
+        names = " or ".join(o.label for o in choice.options)
+    if action not in options:
+        raise FormProblem(f"choose {names}")
+    option = options[action]
+    ends = action == "decline" if option is None else option.ends
+    if ends and form.get(CONFIRM_FIELD) != action:
+        raise NeedsConfirmation(action)
+    if action == "decline":
+        return {"action": "decline"}
+    if choice is None or option is None:
+        return {"action": "accept", "content": _content(schema, form, None)}
+    return {
+        "action": "accept",
+        "content": {**_content(schema, form, choice.field), choice.field: option.value},
+    }

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 
 STATIC = "/inbox/static"
 
@@ -20,13 +20,22 @@ def join(parts: Iterable[str]) -> str:
     return "".join(parts)
 
 
-def parse_time(value: str | None) -> datetime | None:
-    if not value:
+def parse_time(value: object) -> datetime | None:
+    """An ISO 8601 timestamp as an aware datetime; one without a timezone is read as UTC.
+    None for anything else (a step's times come from any workflow, checked by nobody)."""
+    if not isinstance(value, str) or not value:
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def when(moment: datetime, now: datetime) -> str:
+    """ "2026-12-04 10:31:05 UTC (3 min ago)"."""
+    stamp = moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{stamp} ({duration((now - moment).total_seconds())} ago)"
 
 
 def duration(seconds: float) -> str:

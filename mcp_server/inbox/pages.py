@@ -1,68 +1,43 @@
-"""The inbox's pages and the fragments their script refreshes: the list of waiting tasks, a
-task's page (its live part: status, who asked and answered, the step timeline; and its forms),
-the sign-in page and the error page. Every task text is escaped (html.py's `h`)."""
+"""The inbox's task pages and the fragments their script refreshes: a task's live part (how it
+stands or ended, the decisions made, who asked and answered, the step timeline), its forms (or,
+for a viewer who may not answer, the question read-only with whose decision it awaits), the
+confirmation of a rejection, the sign-in page and the error page. The list is list_page.py.
+Every task text is escaped (html.py's `h`)."""
 
 from __future__ import annotations
 
 import hashlib
 from datetime import datetime
+from typing import Any
 
-from mcp_server.inbox.forms import render_request
-from mcp_server.inbox.html import duration, h, join, page, parse_time
+from starlette.datastructures import FormData
+
+from mcp_server.inbox.approval import choice_of
+from mcp_server.inbox.decided import render_decisions
+from mcp_server.inbox.forms import (
+    CONFIRM_FIELD,
+    FIELD_PREFIX,
+    form_schema,
+    message_of,
+    render_request,
+)
+from mcp_server.inbox.history import Decision
+from mcp_server.inbox.html import h, hidden, join, page
+from mcp_server.inbox.list_page import age
+from mcp_server.inbox.outcome import outcome_of
 from mcp_server.inbox.timeline import render_timeline
 from mcp_server.tasks.snapshots import TaskSnapshot
-from mcp_server.tasks.waiting import Waiting
 from workflows.approvers import describe_approvers
 
 
-def _age(created_at: str, now: datetime) -> str:
-    created = parse_time(created_at)
-    return "?" if created is None else duration((now - created).total_seconds())
-
-
-def _from(waiting: Waiting) -> str:
-    if waiting.mine or not waiting.requested_by:
-        return ""
-    return f'<div class="from">asked by {h(waiting.requested_by)}</div>'
-
-
-def list_version(waiting: list[Waiting]) -> str:
-    text = ",".join(w.version for w in waiting)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def list_section(waiting: list[Waiting], now: datetime) -> str:
-    version = list_version(waiting)
-    if not waiting:
-        inner = (
-            '<div class="empty"><p class="big">Nothing waits for you.</p>'
-            "<p>Tasks that need your decision appear here as soon as they ask.</p></div>"
+def consequence(snapshot: TaskSnapshot) -> str:
+    """What a rejection or a refusal does to the task, said before it is sent."""
+    if snapshot.steps is not None:
+        return (
+            f"This ends {snapshot.tool or 'the task'} and rolls back the steps it has "
+            "already completed."
         )
-    else:
-        rows = join(
-            f'<tr data-task="{h(w.task_id)}"><td><a href="/inbox/tasks/{h(w.task_id)}">'
-            f'<span class="tool">{h(w.tool)}</span></a>'
-            f'<div class="id">{h(w.task_id)}</div></td>'
-            f'<td class="msg">{h(w.status_message or "")}</td>'
-            f'<td class="whose">{"yours" if w.mine else "as approver"}{_from(w)}</td>'
-            f'<td class="age" title="{h(w.created_at)}">{h(_age(w.created_at, now))}</td></tr>'
-            for w in waiting
-        )
-        inner = (
-            '<table class="tasks"><thead><tr><th>Tool</th><th>Waiting for</th><th>Role</th>'
-            f"<th>Age</th></tr></thead><tbody>{rows}</tbody></table>"
-        )
-    count = f"{len(waiting)} waiting" if waiting else "all clear"
-    return (
-        f'<section id="list" data-version="{h(version)}"><div class="heading"><h1>Waiting '
-        f'for your input</h1><span class="count">{h(count)}</span></div>{inner}</section>'
-    )
-
-
-def list_page(waiting: list[Waiting], now: datetime, user: str, logout: str | None) -> str:
-    return page(
-        "Inbox", list_section(waiting, now), user=user, logout_csrf=logout, live="/inbox/events"
-    )
+    return f"This ends the question; {snapshot.tool or 'the task'} is told it was refused."
 
 
 def _who(snapshot: TaskSnapshot) -> str:
@@ -94,28 +69,54 @@ def forms_version(snapshot: TaskSnapshot) -> str:
     return hashlib.sha256(",".join(sorted(snapshot.input_requests)).encode()).hexdigest()[:16]
 
 
-def task_live(snapshot: TaskSnapshot, now: datetime) -> str:
-    status = h(snapshot.status)
+def _status_line(snapshot: TaskSnapshot) -> str:
+    ended = outcome_of(snapshot)
+    message = snapshot.status_message or ""
+    detail = (
+        f'<pre class="result t-{ended.tone}">{h(ended.detail)}</pre>'
+        if ended.detail and ended.detail not in message
+        else ""
+    )
+    return (
+        f'<div class="status-line"><span class="pill t-{ended.tone}" '
+        f'data-status="{h(snapshot.status)}">{h(ended.label)}</span>'
+        f'<span class="msg">{h(message)}</span></div>{detail}'
+    )
+
+
+def task_live(snapshot: TaskSnapshot, now: datetime, decided: dict[str, Decision]) -> str:
     return (
         f'<section id="live" data-version="{h(task_version(snapshot))}" '
-        f'data-forms="{h(forms_version(snapshot))}">'
-        f'<div class="status-line"><span class="pill st-{status}">{status.replace("_", " ")}'
-        f'</span><span class="msg">{h(snapshot.status_message or "")}</span></div>'
+        f'data-forms="{h(forms_version(snapshot))}">{_status_line(snapshot)}'
+        f"{render_decisions(decided, now)}"
         f'<div class="grid"><div class="card"><h2>Steps</h2>'
         f"{render_timeline(snapshot.steps, now)}</div>"
         f'<div class="card side"><h2>People</h2>{_who(snapshot)}<h2>Task</h2>'
-        f'<dl class="who-list"><dt>Created</dt><dd>{h(_age(snapshot.created_at, now))} ago</dd>'
-        f"<dt>Updated</dt><dd>{h(_age(snapshot.last_updated_at, now))} ago</dd></dl></div>"
+        f'<dl class="who-list"><dt>Created</dt><dd>{h(age(snapshot.created_at, now))} ago</dd>'
+        f"<dt>Updated</dt><dd>{h(age(snapshot.last_updated_at, now))} ago</dd></dl></div>"
         "</div></section>"
     )
 
 
-def _not_yours(key: str, snapshot: TaskSnapshot) -> str:
+def _choices(request: dict[str, Any]) -> str:
+    choice = choice_of(form_schema(request), message_of(request))
+    if choice is None:
+        return ""
+    names = " or ".join(f"<em>{h(o.label)}</em>" for o in choice.options)
+    return f'<p class="choices">The choice: {names}.</p>'
+
+
+def _not_yours(key: str, request: dict[str, Any], snapshot: TaskSnapshot) -> str:
+    """The question, read-only, for a viewer who may not answer it (its requester)."""
     names = snapshot.approvers.get(key)
     who = describe_approvers(names) if names else "the principal that created the task"
+    message = message_of(request)
+    text = f'<p class="message">{h(message)}</p>' if message else ""
     return (
-        f'<article class="request others" data-key="{h(key)}"><h3>{h(key)}</h3>'
-        f'<p class="note">Awaiting the decision of {h(who)}.</p></article>'
+        f'<article class="request others" data-key="{h(key)}"><h3>{h(key)}</h3>{text}'
+        f"{_choices(request)}"
+        f'<p class="note awaits">Awaiting the decision of <strong>{h(who)}</strong>. '
+        "You can follow it here; only they can answer.</p></article>"
     )
 
 
@@ -127,13 +128,23 @@ def task_forms(
     if not snapshot.input_requests:
         body = '<p class="note">No question is waiting on this task.</p>'
     else:
+        ends = consequence(snapshot)
         body = join(
-            render_request(snapshot.task_id, key, request, csrf)
+            render_request(snapshot.task_id, key, request, csrf, ends)
             if key in answerable
-            else _not_yours(key, snapshot)
+            else _not_yours(key, request, snapshot)
             for key, request in snapshot.input_requests.items()
         )
-    return f'<section id="forms"><h2>Your input</h2>{error}{body}</section>'
+    title = "Your input" if answerable else "The question"
+    return f'<section id="forms"><h2>{title}</h2>{error}{body}</section>'
+
+
+def _heading(snapshot: TaskSnapshot) -> str:
+    return (
+        '<nav class="crumbs"><a href="/inbox">← Inbox</a></nav>'
+        f'<div class="heading"><h1><span class="tool">{h(snapshot.tool or "task")}</span></h1>'
+        f'<span class="id">{h(snapshot.task_id)}</span></div>'
+    )
 
 
 def task_page(
@@ -141,18 +152,47 @@ def task_page(
     now: datetime,
     csrf: str,
     answerable: frozenset[str],
-    user: str,
-    logout: str | None,
+    who: tuple[str, str | None],
+    decided: dict[str, Decision],
     problem: str | None = None,
 ) -> str:
+    """`who`: the signed-in user and the sign-out form's token (None: no sign-out)."""
     body = (
-        '<nav class="crumbs"><a href="/inbox">← Inbox</a></nav>'
-        f'<div class="heading"><h1><span class="tool">{h(snapshot.tool or "task")}</span></h1>'
-        f'<span class="id">{h(snapshot.task_id)}</span></div>'
-        f"{task_live(snapshot, now)}{task_forms(snapshot, csrf, answerable, problem)}"
+        f"{_heading(snapshot)}{task_live(snapshot, now, decided)}"
+        f"{task_forms(snapshot, csrf, answerable, problem)}"
     )
     live = f"/inbox/events?task={h(snapshot.task_id)}"
-    return page(snapshot.tool or "Task", body, user=user, logout_csrf=logout, live=live)
+    return page(snapshot.tool or "Task", body, user=who[0], logout_csrf=who[1], live=live)
+
+
+def confirm_page(
+    snapshot: TaskSnapshot, key: str, form: FormData, csrf: str, who: tuple[str, str | None]
+) -> str:
+    """Reject (or Decline) again, said plainly: the page a rejection without its confirmation
+    gets (a browser without the script, or one whose dialog was bypassed)."""
+    action = str(form.get("action"))
+    request = snapshot.input_requests.get(key) or {}
+    message = message_of(request)
+    choice = choice_of(form_schema(request), message)
+    chosen = [o.label for o in choice.options if o.action == action] if choice else []
+    verb = chosen[0] if chosen else "Decline to answer"
+    kept = join(
+        hidden(name, value)
+        for name, value in form.multi_items()
+        if name.startswith(FIELD_PREFIX) and isinstance(value, str)
+    )
+    body = (
+        f'{_heading(snapshot)}<section id="confirm" class="card confirm" role="alertdialog">'
+        f'<h2>Are you sure?</h2><p class="big">{h(verb)}?</p>'
+        f'<p class="message">{h(message)}</p><p class="warn">{h(consequence(snapshot))}</p>'
+        f'<form method="post" action="/inbox/tasks/{h(snapshot.task_id)}/answer">'
+        f"{hidden('csrf', csrf)}{hidden('key', key)}{hidden(CONFIRM_FIELD, action)}{kept}"
+        f'<div class="actions"><button type="submit" name="action" value="{h(action)}" '
+        f'class="danger">Yes, {h(verb[0].lower() + verb[1:])}</button>'
+        f'<a class="button" href="/inbox/tasks/{h(snapshot.task_id)}">No, go back</a></div>'
+        "</form></section>"
+    )
+    return page("Confirm", body, user=who[0], logout_csrf=who[1])
 
 
 def login_page(csrf: str, problem: str | None = None) -> str:

@@ -12,6 +12,7 @@ import asyncio
 import functools
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import mcp_types as core
 from fastapi import FastAPI
@@ -27,8 +28,11 @@ from mcp_server.http.auth import Principal, identity_of
 from mcp_server.inbox import pages
 from mcp_server.inbox.csrf import FIELD_NAME
 from mcp_server.inbox.events import list_stream, task_stream
-from mcp_server.inbox.forms import FormProblem, answer_of
+from mcp_server.inbox.forms import FormProblem, NeedsConfirmation, answer_of
+from mcp_server.inbox.history import Arguments, Decision, decisions
+from mcp_server.inbox.list_page import list_page, list_section, list_version
 from mcp_server.inbox.login import Login
+from mcp_server.inbox.paging import WaitingPage, page_of
 from mcp_server.inbox.responses import forged, html_page, problem, unavailable
 from mcp_server.inbox.session import InboxSession
 from mcp_server.inbox.signin import SIGN_IN_PATH, SignIn
@@ -48,6 +52,7 @@ _SIGN_IN = SIGN_IN_PATH
 class Inbox:
     def __init__(self, signin: SignIn) -> None:
         self.signin = signin
+        self._arguments: Arguments | None = None
 
     # ----- helpers -------------------------------------------------------------------------
 
@@ -72,14 +77,53 @@ class Inbox:
     def _logout_token(self, session: InboxSession) -> str | None:
         return self.signin.csrf.token(session) if self.signin.required else None
 
-    async def _waiting(self, request: Request, principal: Principal) -> list[Waiting]:
+    def _query(self, request: Request) -> WaitingTasks:
         query: WaitingTasks | None = request.app.state.waiting
         if query is None:
             raise McpError(
                 INTERNAL_ERROR, "the inbox needs the server's Temporal client", http_status=503
             )
+        return query
+
+    async def _waiting(self, request: Request, principal: Principal) -> list[Waiting]:
         identity = identity_of(principal)
-        return await query.waiting_for(principal.digest, identity.approver_ids, identity.every)
+        return await self._query(request).waiting_for(
+            principal.digest, identity.approver_ids, identity.every
+        )
+
+    async def _page(
+        self, request: Request, principal: Principal
+    ) -> tuple[WaitingPage, dict[str, dict[str, Any]]]:
+        """The page of the list the request names (`after`), and its tasks' arguments."""
+        identity = identity_of(principal)
+        query = self._query(request)
+        waiting, capped = await query.waiting_all(
+            principal.digest, identity.approver_ids, identity.every
+        )
+        after = request.query_params.get("after")
+        shown = page_of(waiting, after, list_version(waiting), capped=capped)
+        if self._arguments is None:
+            self._arguments = Arguments(query.client)
+        arguments = self._arguments
+        found = await asyncio.gather(
+            *(arguments.of(w.task_id) for w in shown.tasks), return_exceptions=True
+        )
+        return shown, {
+            w.task_id: args
+            for w, args in zip(shown.tasks, found, strict=True)
+            if isinstance(args, dict)
+        }
+
+    async def _decided(self, request: Request, snapshot: TaskSnapshot) -> dict[str, Decision]:
+        """The decisions of the task's answered questions (none when its history is out of
+        reach: the page still shows who answered, from the memo)."""
+        if not snapshot.answered_by:
+            return {}
+        try:
+            client = self._query(request).client
+            return await decisions(client, snapshot.task_id, set(snapshot.answered_by))
+        except (McpError, TaskError):
+            return {}
 
     async def _task(self, request: Request, principal: Principal, task_id: str) -> TaskSnapshot:
         return await lookup(self.context(request, principal), self._services(request), task_id)
@@ -92,11 +136,11 @@ class Inbox:
             return RedirectResponse(_SIGN_IN, status_code=303)
         session, principal, fresh = current
         try:
-            waiting = await self._waiting(request, principal)
+            shown, arguments = await self._page(request, principal)
         except (McpError, TaskError) as err:
             return unavailable(err)
-        body = pages.list_page(
-            waiting, self._now(request), principal.subject, self._logout_token(session)
+        body = list_page(
+            shown, arguments, self._now(request), principal.subject, self._logout_token(session)
         )
         return self.signin.finish(request, html_page(body), session, fresh)
 
@@ -106,10 +150,10 @@ class Inbox:
             return problem(401, "Signed out", "Sign in again to see your inbox.")
         principal = current.principal
         try:
-            waiting = await self._waiting(request, principal)
+            shown, arguments = await self._page(request, principal)
         except (McpError, TaskError) as err:
             return unavailable(err)
-        return html_page(pages.list_section(waiting, self._now(request)))
+        return html_page(list_section(shown, arguments, self._now(request)))
 
     async def task(self, request: Request) -> Response:
         current = self.signin.current(request)
@@ -126,13 +170,14 @@ class Inbox:
         except (McpError, TaskError) as err:
             return unavailable(err)
         now, token = self._now(request), self.signin.csrf.token(session)
-        if part == "live":
-            return html_page(pages.task_live(snapshot, now))
         mine = _answerable(snapshot, principal)
         if part == "forms":
             return html_page(pages.task_forms(snapshot, token, mine))
-        logout = self._logout_token(session)
-        body = pages.task_page(snapshot, now, token, mine, principal.subject, logout)
+        decided = await self._decided(request, snapshot)
+        if part == "live":
+            return html_page(pages.task_live(snapshot, now, decided))
+        who = (principal.subject, self._logout_token(session))
+        body = pages.task_page(snapshot, now, token, mine, who, decided)
         return self.signin.finish(request, html_page(body), session, fresh)
 
     async def answer(self, request: Request) -> Response:
@@ -162,6 +207,10 @@ class Inbox:
             await submit_answers(ctx, services, task_id, {key: answer_of(question, form)})
         except TaskNotFound:
             return problem(404, "Not found", "No such task, or not one you may see.")
+        except NeedsConfirmation:
+            who = (principal.subject, self._logout_token(session))
+            token = self.signin.csrf.token(session)
+            return html_page(pages.confirm_page(snapshot, key, form, token, who))
         except FormProblem as err:
             return self._on_task_page(request, session, snapshot, str(err), 400)
         except McpError as err:
@@ -186,8 +235,8 @@ class Inbox:
             self._now(request),
             self.signin.csrf.token(session),
             _answerable(snapshot, principal),
-            principal.subject,
-            self._logout_token(session),
+            (principal.subject, self._logout_token(session)),
+            {},
             note,
         )
         return html_page(body, status)

@@ -9,7 +9,9 @@ Rules implemented:
 - Each execution's memo is read with `TaskState.from_memo` and checked again here (the owner,
   or an approver id among the task's outstanding approvers): visibility is a filter, not the
   rule.
-- At most `limit` tasks (100 by default), oldest first by createdAt.
+- Every waiting task up to `MAX_READ` (visibility's own paging, `READ_PAGE` a page), oldest
+  first by createdAt; `waiting_all` says when there were more than it read (the inbox says so,
+  and pages through what it read: mcp_server/inbox/paging.py).
 - Errors are the task layer's own (`BackendUnavailable` / `BackendRefused`).
 """
 
@@ -34,7 +36,8 @@ from workflows.task_state import (
     TaskState,
 )
 
-DEFAULT_LIMIT = 100
+MAX_READ = 10_000
+READ_PAGE = 1000
 
 
 @dataclass(frozen=True)
@@ -77,19 +80,36 @@ class WaitingTasks:
     def __init__(self, client: Client) -> None:
         self._client = client
 
+    @property
+    def client(self) -> Client:
+        return self._client
+
     async def waiting_for(
         self,
         owner: str,
         approver_ids: frozenset[str] = frozenset(),
         every_approver: bool = False,
-        limit: int = DEFAULT_LIMIT,
+        limit: int = MAX_READ,
     ) -> list[Waiting]:
+        found, _ = await self.waiting_all(owner, approver_ids, every_approver, limit)
+        return found
+
+    async def waiting_all(
+        self,
+        owner: str,
+        approver_ids: frozenset[str] = frozenset(),
+        every_approver: bool = False,
+        limit: int = MAX_READ,
+    ) -> tuple[list[Waiting], bool]:
+        """The waiting tasks (oldest first), and whether more than `limit` matched."""
         query = inbox_query(owner, approver_ids, every_approver)
         found: list[Waiting] = []
+        read = 0
         try:
             async for execution in self._client.list_workflows(
-                query, limit=limit, rpc_timeout=RPC_TIMEOUT
+                query, limit=limit, page_size=min(limit, READ_PAGE), rpc_timeout=RPC_TIMEOUT
             ):
+                read += 1
                 state = TaskState.from_memo(await execution.memo_value(MEMO_KEY, None))
                 if state is None or state.status != "input_required":
                     continue
@@ -111,7 +131,7 @@ class WaitingTasks:
                 )
         except RPCError as err:
             raise from_rpc_error(err, "list waiting tasks") from err
-        return sorted(found, key=lambda w: (w.created_at, w.task_id))
+        return sorted(found, key=lambda w: (w.created_at, w.task_id)), read >= limit
 
 
 def _names(state: TaskState, approver_ids: frozenset[str]) -> bool:
