@@ -12,6 +12,7 @@ from mcp_server.runtime.operator_answers import (
     content_from_flags,
     parse_value,
 )
+from mcp_server.runtime.operator_views import step_line
 from mcp_server.tasks.listing import InvalidFilter, TaskFilter
 
 BASE = 'McpTool IS NOT NULL AND ExecutionStatus!="ContinuedAsNew"'
@@ -93,3 +94,13 @@ def test_set_values_are_read_as_the_form_types_say() -> None:
 )  # fmt: skip
 def test_the_terminal_reads_y_and_n_as_accept_and_decline(typed: str, action: str | None) -> None:
     assert action_of(typed) == action
+
+
+def test_a_step_with_one_naive_timestamp_is_shown_with_its_duration() -> None:
+    step = {
+        "name": "build",
+        "status": "succeeded",
+        "startedAt": "2026-12-04T10:00:00",
+        "endedAt": "2026-12-04T10:00:03.5Z",
+    }
+    assert step_line(1, step) == "  1. build: succeeded, 3.5 s"

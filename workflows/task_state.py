@@ -63,7 +63,10 @@ def iso_timestamp(moment: datetime) -> str:
 
 
 def parse_timestamp(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    """An ISO 8601 timestamp as an aware datetime; one without a timezone is read as UTC (a
+    step's times come from any workflow: `mcp-tasks tasks show` must not crash on them)."""
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 @dataclass

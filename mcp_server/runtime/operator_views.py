@@ -143,7 +143,7 @@ def request_lines(key: str, request: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _step_line(number: int, step: Mapping[str, Any]) -> str:
+def step_line(number: int, step: Mapping[str, Any]) -> str:
     line = f"  {number}. {clean(step.get('name', '?'))}: {clean(step.get('status', '?'))}"
     started, ended = step.get("startedAt"), step.get("endedAt")
     if isinstance(started, str) and isinstance(ended, str):
@@ -209,5 +209,5 @@ def page(snapshot: TaskSnapshot, detail: TaskDetail) -> str:
     ]
     if snapshot.steps:
         lines.append("Steps:")
-        lines += [_step_line(n, step) for n, step in enumerate(snapshot.steps, 1)]
+        lines += [step_line(n, step) for n, step in enumerate(snapshot.steps, 1)]
     return "\n".join(lines)

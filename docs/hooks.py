@@ -1,0 +1,175 @@
+"""mkdocs hook: the reference pages, generated from the code at every build so they cannot drift.
+
+- `reference/settings.md`: every field of `Settings` (mcp_server/runtime/config.py) as its
+  `MCP_TASKS_*` variable, type, default and the comment written next to it;
+- `reference/errors.md`: every error code constant of the protocol layer
+  (mcp_server/protocol/errors.py) with its value and the comment above it;
+- `reference/cli.md`: `mcp-tasks --help` and the help of every subcommand, from the parser.
+
+tests/test_docs_reference.py holds the pages to the code (a setting or a code missing fails it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / "mcp_server" / "runtime" / "config.py"
+ERRORS = ROOT / "mcp_server" / "protocol" / "errors.py"
+_CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*")
+_CODE = re.compile(r"-?\d+|[A-Z][A-Z0-9_]*")
+PAGES = ("reference/settings.md", "reference/errors.md", "reference/cli.md")
+
+
+def _comments_above(lines: list[str], lineno: int) -> str:
+    """The `#` comment lines right above line `lineno` (1-based), joined, plus a trailing one."""
+    found: list[str] = []
+    index = lineno - 2
+    while index >= 0 and lines[index].strip().startswith("#"):
+        found.insert(0, lines[index].strip().lstrip("#").strip())
+        index -= 1
+    own = lines[lineno - 1]
+    if "#" in own and not own.strip().startswith("#"):
+        found.append(own.split("#", 1)[1].strip())
+    return " ".join(found)
+
+
+def _class_fields(source: str, class_name: str) -> list[tuple[str, str, str, str]]:
+    """(name, type, default, comment) of each annotated field of `class_name`, in order."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name]
+    fields = []
+    for node in cls.body:
+        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+            continue
+        name = node.target.id
+        if name == "model_config":
+            continue
+        default = ast.get_source_segment(source, node.value) if node.value is not None else ""
+        fields.append(
+            (
+                name,
+                ast.get_source_segment(source, node.annotation) or "",
+                default or "",
+                _comments_above(lines, node.lineno),
+            )
+        )
+    return fields
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def settings_page() -> str:
+    rows = [
+        "# Settings",
+        "",
+        "Every setting is an environment variable (`MCP_TASKS_` and the name in capitals); the",
+        "commands' flags (`--port`, `--auth`, ...) win over it. Every value is checked before",
+        "anything starts, and a bad one stops the process with one line naming the variable.",
+        "Booleans are `1/true/yes/on` or `0/false/no/off`; lists are comma-separated.",
+        "This page is generated from `Settings` in `mcp_server/runtime/config.py`.",
+        "",
+        "| variable | type | default | what it is |",
+        "|---|---|---|---|",
+    ]
+    for name, kind, default, comment in _class_fields(CONFIG.read_text(), "Settings"):
+        variable = f"MCP_TASKS_{name.upper()}"
+        rows.append(
+            f"| `{variable}` | `{_cell(kind)}` | `{_cell(default)}` | {_cell(comment)} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def error_codes() -> list[tuple[str, str, str]]:
+    """(constant, value, comment) of each module-level error code in protocol/errors.py."""
+    source = ERRORS.read_text()
+    lines = source.splitlines()
+    codes = []
+    for node in ast.parse(source).body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target = node.targets[0]
+        if not (isinstance(target, ast.Name) and _CONSTANT.fullmatch(target.id)):
+            continue
+        value = ast.get_source_segment(source, node.value) or ""
+        if not _CODE.fullmatch(value):
+            continue
+        codes.append((target.id, value, _comments_above(lines, node.lineno)))
+    return codes
+
+
+def errors_page() -> str:
+    rows = [
+        "# Error codes",
+        "",
+        "The JSON-RPC error codes this server answers with. `-32700..-32600` are JSON-RPC's,",
+        "`-32020..-32022` the MCP specification's; `-31000` and below are this server's own, outside",
+        "the ranges JSON-RPC and MCP reserve. A rate-limited or overloaded answer carries",
+        "`data.retryAfterMs` (and HTTP `Retry-After`). This page is generated from",
+        "`mcp_server/protocol/errors.py`.",
+        "",
+        "| name | code | when |",
+        "|---|---|---|",
+    ]
+    values = {name: value for name, value, _ in error_codes()}
+    for name, value, comment in error_codes():
+        shown = values.get(value, value)  # an alias shows the code it stands for
+        alias = f" (same as `{value}`)" if value in values else ""
+        rows.append(f"| `{name}` | `{shown}`{alias} | {_cell(comment)} |")
+    return "\n".join(rows) + "\n"
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:  # argparse exposes its subcommands only here
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _help_sections(parser: argparse.ArgumentParser, path: list[str]) -> list[str]:
+    out = [f"## `{' '.join(path)}`", "", "```text", parser.format_help().rstrip(), "```", ""]
+    for name, sub in _subparsers(parser).items():
+        out += _help_sections(sub, [*path, name])
+    return out
+
+
+def cli_page() -> str:
+    from mcp_server.runtime.cli import _parser
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        parser = _parser()
+    parser.prog = "mcp-tasks"
+    lines = [
+        "# Command line",
+        "",
+        "Every command and its flags, as `--help` prints them (generated from the parser in",
+        "`mcp_server/runtime/cli.py`). Settings not given as flags come from the environment:",
+        "see [Settings](settings.md).",
+        "",
+    ]
+    return "\n".join(lines + _help_sections(parser, ["mcp-tasks"]))
+
+
+GENERATORS = {
+    "reference/settings.md": settings_page,
+    "reference/errors.md": errors_page,
+    "reference/cli.md": cli_page,
+}
+
+
+def on_files(files: Any, config: Any) -> Any:
+    """mkdocs: add the generated reference pages to the site."""
+    from mkdocs.structure.files import File
+
+    for uri, generate in GENERATORS.items():
+        files.append(File.generated(config, uri, content=generate()))
+    return files
