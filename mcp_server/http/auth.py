@@ -227,6 +227,10 @@ class LocalUserRefused:
     def grant(self, principal: Principal) -> Grant:
         return self.inner.grant(principal)
 
+    def __getattr__(self, name: str) -> Any:
+        # Whatever else the wrapped authenticator offers (e.g. its JWKS upkeep) stays reachable.
+        return getattr(self.inner, name)
+
 
 def auth_binding(settings: Settings) -> str:
     """What an inbox session is bound to: the mode and a digest of its configuration (the
