@@ -3,15 +3,27 @@ on every path that delivers them: tasks/update, the follow-up tool task_respond,
 
 from __future__ import annotations
 
+import asyncio
+import math
+import os
+import re
+import subprocess
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from temporalio.client import Client
 
 from mcp_server.protocol import errors
 from mcp_server.protocol.answer_schema import answer_problem, form_problem
 from mcp_server.protocol.fallback import input_request_id
-from tests.conftest import Stack
+from mcp_server.runtime.config import Settings
+from mcp_server.runtime.operator_cli import EXIT_INVALID
+from mcp_server.tools.loading import load_toolsets
+from tests.conftest import Stack, running_stack
+from tests.dev_process import MCP_TASKS
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient
 from tests.test_deploy import THREE_STEPS, journal, pipeline
@@ -65,6 +77,10 @@ FORM: dict[str, Any] = {
         ({"approve": True, "tags": [1]}, 'field "tags" must be an array of strings'),
         ({"approve": True, "tags": ["a", "b"]}, 'field "tags" must have at most 1 items, got 2'),
         ({"approve": True, "titled": ["X"]}, 'field "titled" may only contain "x", got "X"'),
+        ({"approve": True, "count": math.nan}, 'field "count" must be a finite number, got nan'),
+        ({"approve": True, "ratio": math.inf}, 'field "ratio" must be a finite number, got inf'),
+        ({"approve": True, "ratio": -math.inf}, 'field "ratio" must be a finite number'),
+        ({"approve": True, "extra": [math.nan]}, 'field "extra" must hold only finite numbers'),
     ],
 )
 def test_an_answer_that_does_not_fit_the_form_names_the_field_and_the_problem(
@@ -214,3 +230,72 @@ async def test_a_2025_11_25_clients_invalid_answer_is_dropped_and_the_task_keeps
         assert posted.status_code == 202
     done = await mcp.wait_terminal(task_id)
     assert done["result"]["structuredContent"]["decision"] == "rejected"
+
+
+# ----- NaN and infinity (issue 25, item 4): every answer path refuses them -----------------------
+
+AT_MOST_TEN = {
+    "method": "elicitation/create",
+    "params": {
+        "mode": "form",
+        "message": "How many replicas?",
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"replicas": {"type": "number", "maximum": 10}},
+            "required": ["replicas"],
+        },
+    },
+}
+
+
+@pytest.fixture
+async def asking_stack(temporal_client: Client) -> AsyncIterator[Stack]:
+    """An `--auth none` stack whose `tests_ask` asks the form it is given."""
+    registry = load_toolsets("conformance", ["tests.asking_tools"], Settings())
+    async with running_stack(temporal_client, registry) as stack:
+        yield stack
+
+
+async def _asking(stack: Stack) -> str:
+    task_id = await stack.mcp.create_task("tests_ask", {"request": AT_MOST_TEN})
+    await stack.mcp.wait_status(task_id, "input_required", within=15)
+    return task_id
+
+
+@pytest.mark.parametrize("number", ["NaN", "nan", "Infinity", "-inf", "1e999"])
+async def test_an_inbox_form_answered_with_a_non_finite_number_is_refused_and_waits(
+    asking_stack: Stack, number: str
+) -> None:
+    task_id = await _asking(asking_stack)
+    base = asking_stack.url.removesuffix("/mcp")
+    async with httpx.AsyncClient(base_url=base, timeout=15) as http:
+        page = await http.get(f"/inbox/tasks/{task_id}")
+        found = re.search(r'name="csrf" value="([0-9a-f]+)"', page.text)
+        assert found is not None
+        answer = {"csrf": found.group(1), "key": "question", "action": "accept",
+                  "f.replicas": number}  # fmt: skip
+        refused = await http.post(f"/inbox/tasks/{task_id}/answer", data=answer)
+    assert refused.status_code == 400
+    assert "field &quot;replicas&quot; must be a finite number" in refused.text
+    assert (await asking_stack.mcp.get_task(task_id)).result["status"] == "input_required"
+
+
+async def test_tasks_answer_json_with_nan_is_refused_by_the_check_and_the_task_waits(
+    asking_stack: Stack, temporal_client: Client
+) -> None:
+    """`--json` parsed by Python's json accepts NaN and Infinity; the answer check refuses
+    them, whatever the CLI's own parsing does."""
+    task_id = await _asking(asking_stack)
+    env = {
+        **os.environ,
+        "MCP_TASKS_TEMPORAL_ADDRESS": temporal_client.service_client.config.target_host,
+    }
+    for content in ('{"replicas": NaN}', '{"replicas": Infinity}', '{"replicas": -Infinity}'):
+        refused = await asyncio.to_thread(
+            subprocess.run,
+            [MCP_TASKS, "tasks", "answer", task_id, "--json", content],
+            env=env, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert refused.returncode == EXIT_INVALID, refused.stderr
+        assert "replicas" in refused.stderr and "finite" in refused.stderr, refused.stderr
+    assert (await asking_stack.mcp.get_task(task_id)).result["status"] == "input_required"

@@ -20,7 +20,8 @@ from mcp_server.protocol import errors
 from mcp_server.runtime.config import ConfigError, Settings
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.store import TemporalTaskStore
-from tests.conftest import Stack
+from mcp_server.tools.loading import load_toolsets
+from tests.conftest import Stack, running_stack
 from tests.mcp_client import TASKS, McpClient
 from workflows.approvers import approver_id
 
@@ -243,3 +244,93 @@ def test_the_default_approvers_setting_is_validated() -> None:
     assert Settings.from_env(env).approval_approvers == ("release-manager", "scope:release")
     with pytest.raises(ConfigError, match="MCP_TASKS_APPROVAL_APPROVERS='scope:'"):
         Settings.from_env({"MCP_TASKS_APPROVAL_APPROVERS": "scope:"})
+
+
+# ----- who may name approvers (issue 25, item 3) --------------------------------------------
+
+
+def _client(stack: Stack, token: str) -> McpClient:
+    client = McpClient(stack.http, stack.url)
+    client.extra_headers = {"Authorization": f"Bearer {token}"}
+    return client
+
+
+async def _ask(client: McpClient, approvers: list[str] | None = None) -> Any:
+    arguments: dict[str, Any] = {"message": "Ship 1.3?"}
+    if approvers is not None:
+        arguments["approvers"] = approvers
+    return await client.call_tool("request_approval", arguments, capabilities=TASKS)
+
+
+@pytest.mark.parametrize("herself", [["dev"], ["scope:deploy"], ["release-manager", "dev"]])
+async def test_an_agent_cannot_name_itself_its_own_approver(
+    people: dict[str, McpClient], herself: list[str]
+) -> None:
+    """dev (scope deploy) names itself, by name or by a scope it holds: refused, no task."""
+    refused = await _ask(people["dev"], herself)
+    assert refused.status == 403 and refused.error["code"] == errors.APPROVERS_NOT_ALLOWED
+    assert "you may not name yourself" in refused.error["message"]
+    assert refused.error["data"] == {"approvers": herself, "policy": "callers"}
+
+
+async def test_the_operators_approvers_win_over_the_callers(
+    temporal_client: Client, pipelines_dir: Path, tokens: tuple[Path, dict[str, str]]
+) -> None:
+    """With MCP_TASKS_APPROVAL_APPROVERS set (and no MCP_TASKS_APPROVER_NAMING), an agent that
+    names its accomplice is refused; without `approvers`, the operator's approver decides."""
+    settings = Settings(pipelines_dir=str(pipelines_dir), approval_approvers=("release-manager",))
+    registry = load_toolsets("conformance", ["mcp_server.tools.demo"], settings)
+    path, token = tokens
+    overrides = {
+        "auth": "tokens",
+        "tokens_file": str(path),
+        "approval_approvers": ("release-manager",),
+    }
+    async with running_stack(temporal_client, registry, **overrides) as stack:
+        dev, eve = _client(stack, token["dev"]), _client(stack, token["eve"])
+        refused = await _ask(dev, ["eve"])
+        assert refused.error["code"] == errors.APPROVERS_NOT_ALLOWED
+        assert refused.error["data"]["policy"] == "operator"
+        task_id = (await _ask(dev)).result["taskId"]
+        await dev.wait_status(task_id, "input_required", within=10)
+        assert (await eve.update_task(task_id, {"decision": APPROVE})).error["code"] == (
+            errors.NOT_AN_APPROVER
+        )
+        rm = _client(stack, token["rm"])
+        assert (await rm.update_task(task_id, {"decision": APPROVE})).status == 200
+
+
+async def test_under_the_scope_policy_only_holders_of_the_naming_scope_name_approvers(
+    fresh_stack: StackFactory, tokens: tuple[Path, dict[str, str]]
+) -> None:
+    path, token = tokens
+    lead = add_token(path, "lead", ["approvers"])
+    policy = {"approver_naming": "scope", "approver_naming_scope": "approvers"}
+    async with fresh_stack(auth="tokens", tokens_file=str(path), **policy) as stack:
+        refused = await _ask(_client(stack, token["dev"]), ["release-manager"])
+        assert refused.error["code"] == errors.APPROVERS_NOT_ALLOWED
+        assert "needs the scope 'approvers'" in refused.error["message"]
+        named = await _ask(_client(stack, lead), ["release-manager"])
+        assert named.result["resultType"] == "task"
+
+
+async def test_105_requests_naming_an_approver_are_cut_off_by_the_approver_request_limit(
+    fresh_stack: StackFactory, tokens: tuple[Path, dict[str, str]]
+) -> None:
+    """The attack that buried release-manager's inbox: past its burst, eve's requests are
+    refused (RATE_LIMITED, 429, Retry-After) and start no task, so fire no webhook."""
+    path, token = tokens
+    limits = {"approver_request_burst": 5, "approver_request_rate_per_minute": 1}
+    async with fresh_stack(auth="tokens", tokens_file=str(path), **limits) as stack:
+        eve = _client(stack, token["eve"])
+        replies = [await _ask(eve, ["release-manager"]) for _ in range(105)]
+        created = [r for r in replies if "result" in r.body]
+        refused = [r for r in replies if r not in created]
+        assert len(created) == 5
+        assert {r.error["code"] for r in refused} == {errors.RATE_LIMITED}
+        assert {r.status for r in refused} == {429} and "Retry-After" in refused[0].headers
+        assert "requests for approvers" in refused[0].error["message"]
+        # Another principal's request is not held back by eve's.
+        assert (await _ask(_client(stack, token["dev"]), ["release-manager"])).status == 200
+        for reply in created:
+            await eve.cancel_task(reply.result["taskId"])

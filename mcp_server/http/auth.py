@@ -7,8 +7,15 @@ Modes (`MCP_TASKS_AUTH`):
   it any Host header is accepted, so DNS rebinding would reach the server).
 - `tokens`: bearer tokens listed in a JSON file by their SHA-256 (the file never holds a token):
   `{"tokens": [{"sha256": "…", "principal": "alice", "scopes": ["deploy"]}]}`;
-  `mcp-tasks token add` mints one. The scopes listed are the token's scopes.
+  `mcp-tasks token add` mints one, `token revoke` removes some. The scopes listed are the
+  token's scopes. The file is read again whenever it changes, so a revoked token (or a scope
+  taken away) stops working at once, on /mcp and in the inbox (which re-checks its sessions'
+  tokens on every request); a file that cannot be read refuses every token (503), never the
+  old list.
 - `jwt`: an OAuth 2.1 resource server (jwt_auth.py).
+- The local user's name (`anonymous`) is reserved: a token for that principal is refused when
+  minted and when the file is read, and a JWT whose `sub` is that name is refused (401), so no
+  credential can stand for the local user or own its tasks.
 A missing or bad credential is 401 with `WWW-Authenticate: Bearer …` (in `jwt` mode naming the
 protected-resource metadata); more than one Authorization header is 400; a valid token without
 the required scopes is 403; keys that cannot be fetched are 503 with Retry-After. The
@@ -57,7 +64,14 @@ class Principal:
         return hashlib.sha256(f"principal-client:{pair}".encode()).hexdigest()[:32]
 
 
-ANONYMOUS = Principal("anonymous", every_scope=True)
+# The local user's name: no token principal or JWT `sub` may carry it (see the module doc).
+LOCAL_USER_NAME = "anonymous"
+ANONYMOUS = Principal(LOCAL_USER_NAME, every_scope=True)
+
+
+def reserved_subject(subject: str) -> bool:
+    """Whether `subject` is the local user's name, which no credential may carry."""
+    return subject.strip() == LOCAL_USER_NAME
 
 
 @dataclass
@@ -133,21 +147,56 @@ def _entry(path: Path, entry: Any) -> tuple[str, Principal]:
     principal, scopes = entry.get("principal"), entry.get("scopes", [])
     if not isinstance(principal, str) or not principal:
         raise ValueError(f"{path}: each token needs a principal (a non-empty string)")
+    if reserved_subject(principal):
+        raise ValueError(f"{path}: the principal {principal!r} is reserved for the local user")
     if not isinstance(scopes, list) or not all(isinstance(s, str) and s for s in scopes):
         raise ValueError(f"{path}: scopes of {principal!r} must be a list of strings")
     return digest, Principal(principal, frozenset(scopes))
 
 
+def read_tokens(path: Path) -> dict[str, Principal]:
+    """The tokens file's principals by token SHA-256 (ValueError when it is malformed)."""
+    document = json.loads(path.read_text())
+    entries = document.get("tokens", []) if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError(f'{path}: expected {{"tokens": [...]}}')
+    return dict(_entry(path, entry) for entry in entries)
+
+
 class TokenAuthentication:
+    """Tokens by their SHA-256, from a file read again whenever it changes (its size or
+    modification time), so a revoked token stops working without a restart."""
+
     def __init__(self, path: Path) -> None:
-        document = json.loads(path.read_text())
-        entries = document.get("tokens", []) if isinstance(document, dict) else None
-        if not isinstance(entries, list):
-            raise ValueError(f'{path}: expected {{"tokens": [...]}}')
-        self._by_hash = dict(_entry(path, entry) for entry in entries)
+        self.path = path
+        self._stamp = self._stat()
+        self._by_hash = read_tokens(path)
+
+    def _stat(self) -> tuple[int, int, int]:
+        stat = self.path.stat()
+        return stat.st_mtime_ns, stat.st_size, stat.st_ino
+
+    def _current(self) -> dict[str, Principal]:
+        try:
+            stamp = self._stat()
+            if stamp != self._stamp:
+                self._by_hash, self._stamp = read_tokens(self.path), stamp
+        except (OSError, ValueError):
+            # Never the old list: it may still hold a token that was just revoked.
+            raise AuthError(
+                503,
+                "the tokens file cannot be read; retry later",
+                error="temporarily_unavailable",
+                retry_after_s=5,
+            ) from None
+        return self._by_hash
+
+    def principal_of(self, digest: str) -> Principal | None:
+        """The principal of the token whose SHA-256 is `digest` today (None: revoked)."""
+        return self._current().get(digest)
 
     async def authenticate(self, authorization: str | None) -> Principal:
-        principal = self._by_hash.get(token_hash(bearer_token(authorization)))
+        principal = self.principal_of(token_hash(bearer_token(authorization)))
         if principal is None:
             raise AuthError(401, "unknown bearer token")
         return principal
@@ -157,6 +206,52 @@ class TokenAuthentication:
 
     def grant(self, principal: Principal) -> Grant:
         return grant_of(principal)
+
+
+class LocalUserRefused:
+    """An authenticator whose principals never carry the local user's name (a JWT `sub` of
+    `anonymous` is 401): wraps jwt mode's."""
+
+    def __init__(self, inner: Authenticator) -> None:
+        self.inner = inner
+
+    async def authenticate(self, authorization: str | None) -> Principal:
+        principal = await self.inner.authenticate(authorization)
+        if reserved_subject(principal.subject):
+            raise AuthError(401, "the subject is reserved for the local user")
+        return principal
+
+    def resource_metadata(self) -> dict[str, Any] | None:
+        return self.inner.resource_metadata()
+
+    def grant(self, principal: Principal) -> Grant:
+        return self.inner.grant(principal)
+
+    def __getattr__(self, name: str) -> Any:
+        # Whatever else the wrapped authenticator offers (e.g. its JWKS upkeep) stays reachable.
+        return getattr(self.inner, name)
+
+
+def auth_binding(settings: Settings) -> str:
+    """What an inbox session is bound to: the mode and a digest of its configuration (the
+    tokens file, or the issuer, audience, keys and required scopes), so a cookie issued under
+    one configuration is nothing under another."""
+    if settings.auth == "none":
+        return "none"
+    if settings.auth == "tokens":
+        where = str(Path(settings.tokens_file).resolve()) if settings.tokens_file else ""
+        parts: list[str] = [where]
+    else:
+        key = settings.jwt_public_key_path
+        parts = [
+            settings.jwt_issuer or "",
+            settings.jwt_audience or "",
+            settings.jwt_jwks_url or "",
+            str(Path(key).resolve()) if key else "",
+            " ".join(sorted(settings.jwt_required_scopes)),
+        ]
+    digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]
+    return f"{settings.auth}:{digest}"
 
 
 def check_exposure(settings: Settings) -> None:
@@ -194,5 +289,5 @@ def build_authenticator(
     if mode == "jwt":
         from mcp_server.http.jwt_auth import JwtAuthentication
 
-        return JwtAuthentication(settings, tool_scopes)
+        return LocalUserRefused(JwtAuthentication(settings, tool_scopes))
     raise ValueError(f"unknown auth mode {mode!r}: choose none, tokens or jwt")

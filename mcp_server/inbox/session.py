@@ -2,9 +2,14 @@
 
 Rules implemented:
 - The cookie holds a random session id, the principal the credential stood for (subject,
-  scopes, client) and an expiry; never the credential itself. It is
-  `base64url(json).base64url(hmac-sha256)`, keyed by a key derived from the state secret for
-  this use alone, so no other signed value of the server (sessions, requestState) is one.
+  scopes, client), with `--auth tokens` the SHA-256 the tokens file knows the token by (so the
+  token is checked again on every request: signin.py), and an expiry; never the credential
+  itself. It is `base64url(json).base64url(hmac-sha256)`, keyed by a key derived from the state
+  secret for this use alone and for the authentication configuration that issued it
+  (`auth_binding`: the mode and a digest of its settings), so no other signed value of the
+  server (sessions, requestState) is one, and a cookie issued under another configuration
+  (`--auth none`, then `tokens`; `tokens`, then `jwt`) is no session at all.
+- The local user (every scope) is a session's principal only under `--auth none`.
 - A session lasts `inbox_session_s`, and never longer than the JWT it came from (its `exp`).
 - Expired, malformed or badly signed cookies are no session at all.
 - Attributes: HttpOnly, SameSite=Strict, Path=/inbox, Max-Age; Secure on https or when the
@@ -50,6 +55,12 @@ class InboxSession:
     session_id: str
     expires_at: int
     principal: Principal | None = None
+    # With `--auth tokens`: the SHA-256 of the token it signed in with (checked on each use).
+    credential: str | None = None
+
+    def signed_out(self) -> InboxSession:
+        """The same session (its CSRF token still binds) without its principal."""
+        return InboxSession(self.session_id, self.expires_at)
 
 
 def _principal_json(principal: Principal) -> dict[str, Any]:
@@ -73,23 +84,34 @@ def _principal_of(value: object) -> Principal | None:
 
 
 class SessionCodec:
-    def __init__(self, secret: bytes, lifetime_s: int) -> None:
-        self._key = derive_key(secret, "session")
+    def __init__(self, secret: bytes, lifetime_s: int, binding: str = "none") -> None:
+        """`binding`: the authentication configuration (http/auth.py `auth_binding`); the
+        key is derived for it alone."""
+        purpose = "session" if binding == "none" else f"session under {binding}"
+        self._key = derive_key(secret, purpose)
         self.lifetime_s = lifetime_s
+        self.local_user_allowed = binding == "none"
 
-    def new(self, principal: Principal | None, not_after: int | None = None) -> InboxSession:
+    def new(
+        self,
+        principal: Principal | None,
+        not_after: int | None = None,
+        credential: str | None = None,
+    ) -> InboxSession:
         """A fresh session (a new id); it ends after its lifetime, or at `not_after` (the
         expiry of the credential it came from) if that is sooner."""
         lifetime = self.lifetime_s if principal is not None else PRE_LOGIN_S
         expires = int(time.time()) + lifetime
         if not_after is not None:
             expires = min(expires, not_after)
-        return InboxSession(secrets.token_urlsafe(16), expires, principal)
+        return InboxSession(secrets.token_urlsafe(16), expires, principal, credential)
 
     def encode(self, session: InboxSession) -> str:
         body: dict[str, Any] = {"id": session.session_id, "exp": session.expires_at}
         if session.principal is not None:
             body["p"] = _principal_json(session.principal)
+        if session.credential is not None:
+            body["k"] = session.credential
         payload = _b64(json.dumps(body, separators=(",", ":")).encode())
         return f"{payload}.{_b64(self._sign(payload))}"
 
@@ -113,7 +135,12 @@ class SessionCodec:
         principal = _principal_of(body.get("p")) if "p" in body else None
         if "p" in body and principal is None:
             return None
-        return InboxSession(session_id, expires, principal)
+        if principal is not None and principal.every_scope and not self.local_user_allowed:
+            return None  # the local user exists only under --auth none
+        credential = body.get("k")
+        if credential is not None and not isinstance(credential, str):
+            return None
+        return InboxSession(session_id, expires, principal, credential)
 
     def _sign(self, payload: str) -> bytes:
         return hmac.new(self._key, payload.encode("ascii"), hashlib.sha256).digest()

@@ -5,6 +5,13 @@
 - `tokens` / `jwt`: the sign-in page takes the bearer credential once and checks it with the
   app's own Authenticator (the same check as /mcp); the session then carries the principal it
   stood for. Signing out clears the cookie.
+- A session is only as good as its credential, checked again on every request that reads the
+  cookie (every page, every answer): with `tokens`, the token must still be in the tokens
+  file (which is read again when it changes), and the session gets the principal and scopes
+  the file gives it today; revoked (`mcp-tasks token revoke`), the session is signed out.
+  With `jwt`, a session ends at the token's `exp` (the authorization server, not this
+  server, revokes a JWT: keep access tokens short-lived). A cookie issued under another
+  authentication configuration is no session (session.py).
 The cookie is read here only, for /inbox routes; /mcp never looks at it.
 """
 
@@ -18,7 +25,17 @@ import jwt
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mcp_server.http.auth import ANONYMOUS, Authenticator, Principal
+from mcp_server.http.auth import (
+    ANONYMOUS,
+    Authenticator,
+    AuthError,
+    NoAuthentication,
+    Principal,
+    TokenAuthentication,
+    auth_binding,
+    reserved_subject,
+    token_hash,
+)
 from mcp_server.inbox.csrf import CsrfTokens
 from mcp_server.inbox.session import COOKIE_NAME, InboxSession, SessionCodec, cookie_header
 from mcp_server.runtime.config import Settings
@@ -43,7 +60,34 @@ class SignIn:
     secure_cookie: bool
 
     def session(self, request: Request) -> InboxSession | None:
-        return self.sessions.decode(request.cookies.get(COOKIE_NAME))
+        """The cookie's session, its principal as its credential stands today (signed out
+        when the credential no longer does)."""
+        session = self.sessions.decode(request.cookies.get(COOKIE_NAME))
+        if session is None or session.principal is None:
+            return session
+        principal = self.still_valid(session)
+        if principal is None:
+            return session.signed_out()
+        return InboxSession(session.session_id, session.expires_at, principal, session.credential)
+
+    def still_valid(self, session: InboxSession) -> Principal | None:
+        """The principal `session`'s credential stands for now; None when it stands for
+        nobody (revoked, or a principal this configuration does not have)."""
+        principal = session.principal
+        if principal is None:
+            return None
+        if isinstance(self.authenticator, NoAuthentication):
+            return ANONYMOUS if principal.every_scope else None
+        if principal.every_scope or reserved_subject(principal.subject):
+            return None
+        if isinstance(self.authenticator, TokenAuthentication):
+            if session.credential is None:
+                return None
+            try:
+                return self.authenticator.principal_of(session.credential)
+            except AuthError:
+                return None  # the tokens file cannot be read: nobody is signed in
+        return principal  # jwt: the session ends at the token's exp
 
     def current(self, request: Request) -> SignedIn | None:
         """The signed-in session, its principal, and whether its cookie must be (re)issued;
@@ -65,8 +109,12 @@ class SignIn:
     async def sign_in(self, credential: str) -> InboxSession:
         """A session for the principal of `credential`, checked as /mcp checks it (AuthError
         if refused), ending no later than the credential (a JWT's `exp`)."""
-        principal = await self.authenticator.authenticate(f"Bearer {credential.strip()}")
-        return self.sessions.new(principal, not_after=_expiry(credential.strip()))
+        credential = credential.strip()
+        principal = await self.authenticator.authenticate(f"Bearer {credential}")
+        reference = (
+            token_hash(credential) if isinstance(self.authenticator, TokenAuthentication) else None
+        )
+        return self.sessions.new(principal, _expiry(credential), reference)
 
     def secure(self, request: Request) -> bool:
         return self.secure_cookie or request.url.scheme == "https"
@@ -94,7 +142,7 @@ class SignIn:
 def inbox_signin(settings: Settings, authenticator: Authenticator, secret: bytes) -> SignIn:
     return SignIn(
         authenticator=authenticator,
-        sessions=SessionCodec(secret, settings.inbox_session_s),
+        sessions=SessionCodec(secret, settings.inbox_session_s, auth_binding(settings)),
         csrf=CsrfTokens(secret),
         required=settings.auth != "none",
         secure_cookie=settings.inbox_secure_cookie,

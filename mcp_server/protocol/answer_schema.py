@@ -4,16 +4,21 @@ Pure and small: the schema is MCP's restricted subset (2025-11-25 and 2026-07-28
 `ElicitRequestFormParams.requestedSchema`): an object whose properties are primitives:
 - `string`, with `minLength`, `maxLength`, `format` (date, date-time, email, uri), and the
   single-select enums (`enum`, titled `oneOf: [{const, title}]`, legacy `enumNames`);
-- `number` / `integer`, with `minimum` and `maximum`;
+- `number` / `integer`, with `minimum` and `maximum`; never NaN or an infinity (JSON has
+  neither, and NaN compares false with every bound, so it would pass any `maximum`);
 - `boolean`;
 - `array` multi-select enums (`items.enum` or titled `items.anyOf`), `minItems`, `maxItems`;
 and `required`. Only `accept` answers carry content; decline and cancel are never checked.
-Fields the form does not define are left alone; a property whose schema is outside the
-subset is not checked (the server never refuses what it cannot judge).
+Fields the form does not define are left alone, but no value anywhere in an answer may be NaN
+or an infinity; a property whose schema is outside the subset is not checked (the server never
+refuses what it cannot judge). Every path that delivers an answer (tasks/update, task_respond,
+MRTR rounds, 2025-11-25 elicitation results, the inbox's forms, `mcp-tasks tasks answer`) checks
+it here, through `check_input_response` (protocol/models.py).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from datetime import date, datetime
@@ -56,11 +61,23 @@ def form_problem(schema: Mapping[str, Any], content: object) -> str | None:
             return f'field "{name}" is required'
     for name, value in content.items():
         field = properties.get(name)
-        if isinstance(field, dict):
-            problem = _field_problem(field, value)
-            if problem is not None:
-                return f'field "{name}" {problem}'
+        problem = _field_problem(field, value) if isinstance(field, dict) else None
+        if problem is None and not _finite(value):
+            problem = "must hold only finite numbers (no NaN or infinity)"
+        if problem is not None:
+            return f'field "{name}" {problem}'
     return None
+
+
+def _finite(value: object) -> bool:
+    """Whether no number in `value` (nested arrays and objects too) is NaN or infinite."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_finite(item) for item in value)
+    if isinstance(value, dict):
+        return all(_finite(item) for item in value.values())
+    return True
 
 
 def _field_problem(field: Mapping[str, Any], value: object) -> str | None:
@@ -126,6 +143,8 @@ def _number_problem(field: Mapping[str, Any], value: object, *, integer: bool) -
     wanted = "an integer" if integer else "a number"
     if isinstance(value, bool) or not isinstance(value, int | float):
         return f"must be {wanted}, got {json_type(value)}"
+    if not math.isfinite(value):
+        return f"must be a finite number, got {value}"
     if integer and not (isinstance(value, int) or value.is_integer()):
         return f"must be an integer, got {value}"
     low, high = _bound(field.get("minimum")), _bound(field.get("maximum"))

@@ -15,6 +15,7 @@ from typing import Any
 import mcp_types as core
 
 from mcp_server.http.headers import HeaderSource
+from mcp_server.protocol.approver_policy import ApproverPolicy
 from mcp_server.protocol.grants import EVERY_SCOPE, Grant
 from mcp_server.protocol.limits import Limits
 from mcp_server.protocol.request_state import RequestStateCodec
@@ -48,6 +49,8 @@ class Services:
     approvers_may_cancel: bool = False
     # The webhook endpoints of the operator's file (ids, events, tools; no URL, no secret).
     webhooks: WebhookEndpoints = field(default_factory=WebhookEndpoints)
+    # Who may name approvers, and each principal's approver requests (approver_policy.py).
+    approvers: ApproverPolicy = field(default_factory=ApproverPolicy.open)
 
 
 async def _nowhere(message: dict[str, Any]) -> None:

@@ -35,6 +35,8 @@ RATE_LIMITED = -31000
 QUOTA_EXCEEDED = -31001
 # An approver (not the owner) asked to cancel a task (MCP_TASKS_APPROVERS_MAY_CANCEL is off).
 APPROVER_CANNOT_CANCEL = -31002
+# A tool call named approvers its caller may not name (MCP_TASKS_APPROVER_NAMING), or itself.
+APPROVERS_NOT_ALLOWED = -31003
 # An answer to an input request by someone the request does not name as its approver (the
 # task's owner included), or by an approver to a request that is the owner's to answer.
 NOT_AN_APPROVER = INVALID_PARAMS

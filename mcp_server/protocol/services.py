@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 
 from mcp_server import __version__
 from mcp_server.http.origin import is_loopback
+from mcp_server.protocol.approver_policy import ApproverPolicy
 from mcp_server.protocol.context import Services
 from mcp_server.protocol.limits import Limits, PollLimiter
 from mcp_server.protocol.rate_limits import RateLimits
@@ -99,4 +100,5 @@ def build_services(
         sync_wait_s=settings.sync_wait_s,
         approvers_may_cancel=settings.approvers_may_cancel,
         webhooks=webhooks,
+        approvers=ApproverPolicy.of(settings),
     )

@@ -109,6 +109,8 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         raise invalid_params(
             f"Invalid arguments for tool {tool.name!r}: {'; '.join(errors)}", {"errors": errors}
         )
+    # Who may name approvers (approver_policy.py): refused before anything runs.
+    services.approvers.check(ctx.identity, tool, arguments)
     # A task tool's call with an idempotency key names its task (protocol/idempotency.py).
     keyed = idempotency.keyed_call(ctx, params, tool.name, arguments)
     as_task = capabilities.declares_tasks(ctx.capabilities) if ctx.modern else bool(params.task)
@@ -144,6 +146,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         )
         return tool_result(await tool.handler(call))
     assert tool.workflow is not None
+    services.approvers.count(ctx.principal, tool, arguments)  # approver_policy.py
     task = TaskInput(
         task_id=keyed.get("task_id") or new_task_id(),
         tool=tool.name,

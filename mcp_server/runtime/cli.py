@@ -39,7 +39,7 @@ from mcp_server.runtime.temporal_connection import (
     set_retention,
     warn_if_retention_short,
 )
-from mcp_server.runtime.tokens import add_token
+from mcp_server.runtime.tokens import add_token, list_tokens, revoke_tokens
 from mcp_server.runtime.worker import build_worker, sweeping_expired_tasks
 from mcp_server.stdio.channel import claim_stdio
 from mcp_server.stdio.server import StdioServer
@@ -331,6 +331,14 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--scope", action="append", default=[], dest="scopes",
                      help="a scope the token holds (repeat it, or separate scopes with spaces "
                           "or commas), e.g. --scope deploy for the demo's deploy tool")  # fmt: skip
+    listing = token_commands.add_parser("list", help="each token's id, principal and scopes")
+    listing.add_argument("--file", required=True, help="the tokens file")
+    revoke = token_commands.add_parser(
+        "revoke", help="remove a token (by id) or all of a principal's; ends their sessions"
+    )
+    revoke.add_argument("--file", required=True, help="the tokens file")
+    revoke.add_argument("token_id", nargs="?", default=None, help="an id from token list")
+    revoke.add_argument("--principal", default=None, help="revoke every token of this principal")
     operator_cli.add_parser(commands)
     return parser
 
@@ -339,6 +347,24 @@ def observe_logs(settings: Settings, default: LogFormat) -> None:
     """The log format of this command (MCP_TASKS_LOG_FORMAT wins), once settings are valid."""
     level = os.environ.get("MCP_TASKS_LOG_LEVEL", "INFO")
     configure_logging(settings.log_format or default, level)
+
+
+def _token_command(args: argparse.Namespace) -> None:
+    """`token add | list | revoke` (ValueError: what is wrong, one line)."""
+    path = Path(args.file)
+    if args.token_command == "list":
+        for entry in list_tokens(path):
+            print(f"{entry.token_id}  {entry.principal}  {' '.join(entry.scopes) or '(none)'}")
+        return
+    if args.token_command == "revoke":
+        for entry in revoke_tokens(path, args.token_id, args.principal):
+            print(f"revoked {entry.token_id} of {entry.principal} (its inbox sessions end now)")
+        return
+    token = add_token(path, args.principal, args.scopes)
+    held = json.loads(path.read_text())["tokens"][-1]["scopes"]
+    print(f"token for {args.principal}, scopes: {' '.join(held) or '(none)'} (shown once; "
+          f"{args.file} keeps only its hash):")  # fmt: skip
+    print(token)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -353,13 +379,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     if args.command == "token":
         try:
-            token = add_token(Path(args.file), args.principal, args.scopes)
+            _token_command(args)
         except ValueError as err:
             raise SystemExit(f"mcp-tasks: {err}") from None
-        held = json.loads(Path(args.file).read_text())["tokens"][-1]["scopes"]
-        print(f"token for {args.principal}, scopes: {' '.join(held) or '(none)'} (shown once; "
-              f"{args.file} keeps only its hash):")  # fmt: skip
-        print(token)
         return
     if args.command == "tasks":
         _leave(operator_cli.run(args))

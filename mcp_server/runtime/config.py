@@ -49,6 +49,8 @@ CommaList = Annotated[tuple[str, ...], BeforeValidator(_split)]
 Port = Annotated[int, Field(ge=1, le=65535)]
 Positive = Annotated[int, Field(ge=1)]
 NonNegative = Annotated[int, Field(ge=0)]
+# A scope token (RFC 6749 §3.3): visible ASCII without a quote or a backslash.
+ScopeToken = Annotated[str, Field(pattern=r"^[\x21\x23-\x5b\x5d-\x7e]+$")]
 
 
 class Settings(BaseModel):
@@ -155,6 +157,18 @@ class Settings(BaseModel):
     # caller), e.g. `release-manager,scope:release`; whether an approver may cancel a task.
     approval_approvers: CommaList = ()
     approvers_may_cancel: Flag = False
+    # Who may name approvers in a tool call's `approvers` argument (issue 25): `callers`
+    # (anyone), `scope` (callers holding approver_naming_scope), `operator` (nobody: only
+    # MCP_TASKS_APPROVAL_APPROVERS and pipeline files name them). Unset: `operator` when
+    # approval_approvers is set (the operator's list wins), else `callers`. A caller never
+    # names itself (its subject or a scope it holds) unless approvers_may_include_caller.
+    approver_naming: Literal["callers", "scope", "operator"] | None = None
+    approver_naming_scope: ScopeToken = "approvers"
+    approvers_may_include_caller: Flag = False
+    # Per principal: calls that start a task whose questions wait for approvers (each fires
+    # the task's webhooks), a token bucket of `burst` refilled at the rate (0: no limit).
+    approver_request_rate_per_minute: NonNegative = 30
+    approver_request_burst: Positive = 30
     # A TOML file mapping tool names to existing workflows (tools/exposed.py).
     exposed_workflows_file: str | None = None
     # A JSON file listing the webhook endpoints tasks notify (mcp_server/webhooks/endpoints.py),

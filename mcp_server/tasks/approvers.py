@@ -9,12 +9,19 @@ Rules implemented:
   whole life, so an approver can read what they decided); by nobody else.
 - A request that names approvers is answered only by them (the owner too only when named); a
   request without approvers only by the owner.
+- Who may name approvers in a call (issue 25, `naming_problem`), the operator's policy
+  (MCP_TASKS_APPROVER_NAMING): `callers` (anyone), `scope` (a caller holding the naming
+  scope), `operator` (no caller: the operator's MCP_TASKS_APPROVAL_APPROVERS and pipeline files
+  name them, and win). A caller never names itself, by its subject or by a scope it holds,
+  unless MCP_TASKS_APPROVERS_MAY_INCLUDE_CALLER: an agent cannot make itself its own approver.
+  The local user (one user, every scope) is exempt from that last rule only: it is everyone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from workflows.approvers import PRINCIPAL_PREFIX, SCOPE_PREFIX, approver_ids, subject_digest
 
@@ -64,3 +71,39 @@ def may_answer(
     if named:
         return identity.approves(named)
     return owner == caller
+
+
+NamingPolicy = Literal["callers", "scope", "operator"]
+
+
+@dataclass(frozen=True)
+class ApproverNamingRule:
+    """The operator's rule for approvers named by callers (not by the operator)."""
+
+    policy: NamingPolicy = "callers"
+    # The scope a caller needs under the `scope` policy.
+    scope: str = "approvers"
+    may_include_caller: bool = False
+
+
+def naming_problem(
+    rule: ApproverNamingRule, named: Iterable[str], identity: Identity
+) -> str | None:
+    """Why `identity` may not name the approvers `named`; None when it may."""
+    names = list(named)
+    if rule.policy == "operator":
+        return (
+            "this server does not let callers name approvers: the operator names them "
+            "(MCP_TASKS_APPROVAL_APPROVERS); call without `approvers`"
+        )
+    if rule.policy == "scope" and not identity.approves([SCOPE_PREFIX + rule.scope]):
+        return f"naming approvers needs the scope {rule.scope!r}, which your credential lacks"
+    if rule.may_include_caller or identity.every:
+        return None
+    mine = [name for name in names if identity.approves([name])]
+    if mine:
+        return (
+            f"you may not name yourself as an approver ({', '.join(mine)} is you): an "
+            "approver is someone other than the caller"
+        )
+    return None
