@@ -4,6 +4,7 @@ revoked token's session ends at once, and no credential can be the local user.""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from tests.mcp_client import McpClient
 from tests.test_security import AUDIENCE, ISSUER, _rsa, mint
 
 StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
-APPROVE = {"key": "decision", "action": "accept", "f.decision": "approve"}
+APPROVE = {"key": "decision", "action": "choose:approve"}
 QUESTION = {"message": "Rotate the payments key?", "approvers": ["release-manager"]}
 
 
@@ -143,6 +144,39 @@ async def test_a_revoked_tokens_inbox_session_ends_at_once(
             done = await http.post(f"/inbox/tasks/{task_id}/answer", data={"csrf": csrf, **APPROVE})
         assert done.status_code == 303 and done.headers["location"].endswith(task_id)
         await alice.wait_terminal(task_id, within=15)
+
+
+async def _events_until_end(stack: Stack, cookie: str, query: str, revoke: Path) -> list[str]:
+    """The inbox's event stream, opened signed in; once it has opened, the token is revoked.
+    Returns the stream's `data:` lines up to its end."""
+    seen: list[str] = []
+    cookies = {"mcp_inbox": cookie}
+    async with httpx.AsyncClient(base_url=_base(stack), timeout=60, cookies=cookies) as http:
+        async with asyncio.timeout(60), http.stream("GET", f"/inbox/events{query}") as stream:
+            assert stream.status_code == 200
+            async for line in stream.aiter_lines():
+                if line.startswith("event: ") and not seen:
+                    revoke_tokens(revoke, principal="release-manager")
+                if line.startswith("data: "):
+                    seen.append(line)
+    return seen
+
+
+@pytest.mark.parametrize("followed", ["list", "task"])
+async def test_an_event_stream_opened_before_a_revocation_ends_signed_out(
+    fresh_stack: StackFactory, tokens: tuple[Path, dict[str, str]], followed: str
+) -> None:
+    """The live list (and a task page's live updates) opened before the token's revocation
+    show nothing more after it: the stream ends saying so, and the page reloads to sign-in."""
+    path, token = tokens
+    async with fresh_stack(auth="tokens", tokens_file=str(path)) as stack:
+        alice = _as(stack, token["alice"])
+        task_id = await alice.create_task("request_approval", QUESTION)
+        await alice.wait_status(task_id, "input_required", within=15)
+        cookie, _ = await _signed_in(stack, token["release-manager"])
+        query = "" if followed == "list" else f"?task={task_id}"
+        seen = await _events_until_end(stack, cookie, query, path)
+        assert seen[-1] == 'data: {"reason": "signed-out"}'
 
 
 async def test_a_scope_taken_from_a_token_is_gone_from_its_inbox_session(

@@ -198,8 +198,6 @@ async def test_an_invalid_answer_exits_2_naming_the_field_and_the_task_still_wai
         (["--set", "decision=approve", "--set", "reason="], 'field "reason" must be at least 1'),
         (["--set", "decison=approve"], 'field "decison" is not in the form'),
         (["--json", '{"decision": true, "reason": "x"}'], 'field "decision" must be a string'),
-        (["--json", '{"decision": "approve", "reason": NaN}'], "NaN is not a number"),
-        (["--json", '{"decision": "approve", "reason": Infinity}'], "Infinity is not a number"),
         (["--decline", "--set", "reason=x"], "--set and --json carry an accepted answer"),
     ]:
         refused = cli(running, "answer", task_id, *args)

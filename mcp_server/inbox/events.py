@@ -96,11 +96,15 @@ class _Followed:
         self.followers.clear()
 
 
+SIGNED_OUT = event("end", {"reason": "signed-out"})
+
+
 async def list_stream(
     lease: Lease,
     listening: Listening,
     relist: Callable[[], Awaitable[list[Waiting]]],
     closing: asyncio.Event,
+    signed_in: Callable[[], bool],
 ) -> AsyncIterator[bytes]:
     wake = asyncio.Event()
     followed = _Followed(listening, wake)
@@ -110,6 +114,9 @@ async def list_stream(
         quiet_since = time.monotonic()
         ends = time.monotonic() + MAX_STREAM_S
         while time.monotonic() < ends and not closing.is_set():
+            if not signed_in():  # revoked since the stream opened: it lists nothing more
+                yield SIGNED_OUT
+                return
             try:
                 waiting = await relist()
             except (TaskError, McpError) as err:  # Temporal unreachable: try again next round
@@ -138,16 +145,25 @@ def _task_event(snapshot: TaskSnapshot) -> bytes:
 
 
 async def task_stream(
-    lease: Lease, listening: Listening, snapshot: TaskSnapshot, closing: asyncio.Event
+    lease: Lease,
+    listening: Listening,
+    snapshot: TaskSnapshot,
+    closing: asyncio.Event,
+    signed_in: Callable[[], bool],
 ) -> AsyncIterator[bytes]:
     wake = asyncio.Event()
     follower = listening.watchers.follow(snapshot, wake)
     try:
         yield _opening()
         ends = time.monotonic() + MAX_STREAM_S
+        quiet_since = time.monotonic()
         while True:
+            if not signed_in():  # revoked since the stream opened: it shows nothing more
+                yield SIGNED_OUT
+                return
             latest = follower.take()
             if latest is not None:
+                quiet_since = time.monotonic()
                 yield _task_event(latest)
             if follower.done:
                 yield event("end", {"reason": follower.ended or "terminal"})
@@ -155,8 +171,10 @@ async def task_stream(
             left = ends - time.monotonic()
             if left <= 0 or closing.is_set():
                 return
-            await _until([wake, closing], min(KEEPALIVE_S, left))
-            if not wake.is_set() and not closing.is_set():
+            # Woken by a change, or every RELIST_S to see whether the session still stands.
+            await _until([wake, closing], min(RELIST_S, left))
+            if time.monotonic() - quiet_since >= KEEPALIVE_S and not wake.is_set():
+                quiet_since = time.monotonic()
                 yield b": keepalive\n\n"
             wake.clear()
     finally:

@@ -252,16 +252,21 @@ class Inbox:
         listening = services.listening
         task_id = request.query_params.get("task")
         closing: asyncio.Event = request.app.state.closing
+        session = current.session
+
+        def signed_in() -> bool:
+            return self.signin.still_valid(session) is not None
+
         try:
             if task_id is None:
                 lease = listening.slots.acquire(principal.digest)
                 relist = functools.partial(self._waiting, request, principal)
-                stream = list_stream(lease, listening, relist, closing)
+                stream = list_stream(lease, listening, relist, closing, signed_in)
             else:
                 snapshot = await self._task(request, principal, task_id)
                 listening.check_room([task_id])
                 lease = listening.slots.acquire(principal.digest)
-                stream = task_stream(lease, listening, snapshot, closing)
+                stream = task_stream(lease, listening, snapshot, closing, signed_in)
         except TaskNotFound:
             return problem(404, "Not found", "No such task, or not one you may see.")
         except (McpError, TaskError) as err:

@@ -40,10 +40,6 @@ def action_of(raw: str) -> str | None:
     return _ACTIONS.get(raw.strip().lower() or "accept")
 
 
-def _refuse_non_finite(constant: str) -> Any:
-    raise InvalidAnswer(f"--json: {constant} is not a number an answer may carry")
-
-
 def form_of(request: Mapping[str, Any]) -> dict[str, Any] | None:
     """The requestedSchema of a form elicitation, None for any other input request."""
     params = request.get("params")
@@ -98,9 +94,7 @@ def content_from_flags(
     content: dict[str, Any] = {}
     if json_content is not None:
         try:
-            given = json.loads(json_content, parse_constant=_refuse_non_finite)
-        except InvalidAnswer:
-            raise
+            given = json.loads(json_content)  # NaN and Infinity are refused by `checked`
         except ValueError as err:
             raise InvalidAnswer(f"--json is not JSON: {err}") from None
         if not isinstance(given, dict):

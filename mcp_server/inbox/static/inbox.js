@@ -70,5 +70,9 @@
     if (part.getAttribute("data-version") !== data.version) swap("live", base + "/live");
     if (forms !== data.forms) swap("forms", base + "/forms");
   });
-  source.addEventListener("end", function () { source.close(); });
+  source.addEventListener("end", function (e) {
+    source.close();
+    // Signed out meanwhile (a revoked token, a changed tokens file): the page shows sign-in.
+    if (JSON.parse(e.data).reason === "signed-out") window.location.reload();
+  });
 })();
