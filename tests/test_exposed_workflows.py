@@ -130,9 +130,19 @@ def test_the_tests_file_is_valid_and_its_entries_become_task_tools(tmp_path: Pat
         "cancel_wait_seconds": 30,
     }
     assert unserved.workflow_config["no_worker_wait_seconds"] == 1
-    assert (place_order.task_support, place_order.ttl_ms) == ("required", 24 * 3_600_000)
+    assert (place_order.task_support, place_order.ttl_ms) == ("optional", 24 * 3_600_000)
     assert add_numbers.description == "Runs the TestsAddNumbers workflow."
     assert add_numbers.workflow_config["positional"] == ["a", "b"]
+
+
+def test_an_entry_may_make_its_tool_task_only(tmp_path: Path) -> None:
+    source = tmp_path / "exposed.toml"
+    source.write_text(ENTRY + 'task_support = "required"\n')
+    (refund,) = (entry.tool() for entry in load(source))
+    assert refund.task_support == "required"
+    assert "tools[0].task_support (tool 'refund')" in rejection(
+        tmp_path, ENTRY + 'task_support = "never"\n'
+    )
 
 
 @pytest.mark.parametrize(
