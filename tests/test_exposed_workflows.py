@@ -42,6 +42,15 @@ async def test_the_workflow_runs_as_a_task_and_its_result_is_mapped(
     assert child.workflow_type == "TestsPlaceOrder" and child.task_queue == USERS_TASK_QUEUE
 
 
+async def test_a_client_without_the_tasks_extension_gets_the_result_of_an_attached_run(
+    mcp: McpClient,
+) -> None:
+    # task_support defaults to "optional": a host without tasks is not refused with -32021.
+    reply = await mcp.call_tool("place_order", {"item": "pen"}, capabilities={})
+    assert reply.result["resultType"] == "complete"
+    assert reply.result["structuredContent"] == {"id": "r-pen", "item": "pen"}
+
+
 async def test_positional_arguments_and_a_plain_result(mcp: McpClient) -> None:
     done = await mcp.wait_terminal(await mcp.create_task("add_numbers", {"a": 2, "b": 3}))
     assert done["result"]["structuredContent"] == {"result": 5}
