@@ -10,10 +10,11 @@ A host without task support (2026-07-28 without the extension for a tool that al
   declared the capability it needs, on the response stream, related to the task. Its id names
   the task and the input key (`input_request_id`), so the client's response may reach any
   replica and is delivered to the workflow as a `tasks/update` would be.
-- When the task ends in time, the call returns its result (a failed task is its JSON-RPC error).
-- When it does not, the call returns an ordinary result that names the taskId and the
-  follow-up tools (`task_status`, `task_respond`, `task_cancel`). The task is never stopped
-  because a host stopped waiting: nothing a host does can lose it.
+  An answer the task refuses is asked again under a new id, saying what was wrong
+  (refused_answers.py).
+- What the call then answers (the result, an InputRequiredResult round at 2026-07-28, or the
+  follow-up result naming the taskId and the follow-up tools) is attached_rounds.py's. The task
+  is never stopped because a host stopped waiting: nothing a host does can lose it.
 - A 2025-11-25 session's GET stream (`session_questions`) relays the questions of the tasks
   that session created, for clients that never call `tasks/result` while input is needed.
 """
