@@ -186,6 +186,8 @@ async def follow(
     steps = 0
     pause = _FIRST_POLL_S
     _relaying[task_id] += 1
+    if refusals is not None:
+        refused_answers.watch(task_id)
     try:
         while True:
             snapshot = await find_task(
@@ -215,6 +217,8 @@ async def follow(
             await asyncio.sleep(pause)
             pause = min(_MAX_POLL_S, pause * 1.5)
     finally:
+        if refusals is not None:
+            refused_answers.unwatch(task_id)
         _relaying[task_id] -= 1
         if not _relaying[task_id]:
             del _relaying[task_id]

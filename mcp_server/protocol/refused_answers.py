@@ -15,18 +15,36 @@ call then asks nothing again, and ends with the follow-up result after its wait,
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 # Refusals of one question after which an attached call stops asking it again.
 MAX_REFUSED = 3
 _PREFIX = "mcp-input:"
-# Refusals not yet taken by a call, per task: {key: what was wrong}.
+# Refusals not yet taken by a call, per task: {key: what was wrong}. Only tasks an attached
+# call of this process watches are kept, so nothing accumulates for tasks nobody re-asks.
 _pending: dict[str, dict[str, str]] = {}
+_watched: Counter[str] = Counter()
+
+
+def watch(task_id: str) -> None:
+    """An attached call of this process relays `task_id`'s questions from now on."""
+    _watched[task_id] += 1
+
+
+def unwatch(task_id: str) -> None:
+    """That call ended: forget the task's refusals once no call watches it."""
+    _watched[task_id] -= 1
+    if _watched[task_id] <= 0:
+        del _watched[task_id]
+        _pending.pop(task_id, None)
 
 
 def record(task_id: str, key: str, problem: str) -> None:
-    """The answer to `key` of `task_id` was refused because of `problem`."""
-    _pending.setdefault(task_id, {})[key] = problem
+    """The answer to `key` of `task_id` was refused because of `problem` (kept only while an
+    attached call of this process watches the task)."""
+    if task_id in _watched:
+        _pending.setdefault(task_id, {})[key] = problem
 
 
 def take(task_id: str) -> dict[str, str]:
