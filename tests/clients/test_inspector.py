@@ -4,9 +4,11 @@ back to initialize) and `legacy` (2025-11-25; the CLI's default for an ad-hoc UR
 
 One invocation is one connection and one method. The CLI drives tasks through ext-tasks to
 their end, but it has no way to answer a question (it declares no elicitation capability) nor
-to cancel. At 2026-07-28 a tool that needs input is refused before it starts; at 2025-11-25
-it runs attached to the call, which returns the follow-up result, and later invocations
-finish the task through the follow-up tools, as a model would in later turns.
+to cancel. At 2026-07-28 a tool that needs input is refused before it starts (a deploy's
+approval gate, found only once the task runs, rolls the deploy back saying why); at
+2025-11-25 it runs attached to the call, which returns the follow-up result (never an error:
+the CLI checks it against the listed outputSchema and shows it), and later invocations finish
+the task through the follow-up tools, as a model would in later turns.
 """
 
 from __future__ import annotations
