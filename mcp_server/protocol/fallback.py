@@ -175,7 +175,8 @@ async def follow(
     client can take them, its questions. With `until_stuck`, also stop as soon as the task waits
     on a question this call cannot relay: waiting longer would only delay the follow-up (or the
     round that asks it, attached_rounds.py). With `refusals`, a relayed question whose answer
-    the task refused is asked again (refused_answers.py), until it was refused too often.
+    the task refused is asked again (refused_answers.py) until it was refused too often; then
+    an attached call (`until_stuck`) stops, and a tasks/result call waits without asking.
     Returns the last snapshot read."""
     deadline = None if wait_s is None else time.monotonic() + wait_s
     can_ask = not ctx.modern and ctx.streaming
@@ -203,11 +204,10 @@ async def follow(
                 await report(steps, None, last_message)
             if can_ask and refusals is not None:
                 for key, problem in refused_answers.take(task_id).items():
-                    if key in asked:
-                        refusals.add(key, problem)
-                        asked.discard(key)
-                if refusals.exhausted:
-                    return snapshot
+                    if key in asked and refusals.add(key, problem):
+                        asked.discard(key)  # ask it again, saying what was wrong
+                if until_stuck and refusals.exhausted:
+                    return snapshot  # the follow-up result names the problem
             if can_ask and snapshot.status == "input_required":
                 await _ask(ctx, snapshot, asked, refusals)
             if until_stuck and _stuck(ctx, snapshot):

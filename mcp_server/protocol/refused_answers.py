@@ -4,11 +4,12 @@ A client answers a question of an attached call (fallback.py) with a JSON-RPC re
 has no reply of its own: a refused answer (not a valid response to the question) would
 otherwise be dropped, and the call would wait its whole time. So:
 - client_answers.py records the refusal here, with what was wrong;
-- the attached call that relays that task's questions in this process takes it at its next
-  look, and asks the question again at once under a new request id (`asked_again_id`), its
-  message prefixed with what was wrong;
-- after `MAX_REFUSED` refusals of one question the call stops asking and returns the
-  follow-up result, which names what was wrong (the model can answer with `task_respond`).
+- the call that relays that task's questions in this process (an attached call, or a
+  tasks/result) takes it at its next look, and asks the question again at once under a new
+  request id (`request_id` with an attempt), its message prefixed with what was wrong;
+- after `MAX_REFUSED` refusals of one question the call stops asking it: an attached call
+  returns the follow-up result, which names what was wrong (the model can answer with
+  `task_respond`); a tasks/result call keeps waiting for an answer given some other way.
 A response that reaches another replica than the call's is refused there (and logged): the
 call then asks nothing again, and ends with the follow-up result after its wait, as before.
 """
@@ -21,14 +22,14 @@ from dataclasses import dataclass, field
 # Refusals of one question after which an attached call stops asking it again.
 MAX_REFUSED = 3
 _PREFIX = "mcp-input:"
-# Refusals not yet taken by a call, per task: {key: what was wrong}. Only tasks an attached
+# Refusals not yet taken by a call, per task: {key: what was wrong}. Only tasks a relaying
 # call of this process watches are kept, so nothing accumulates for tasks nobody re-asks.
 _pending: dict[str, dict[str, str]] = {}
 _watched: Counter[str] = Counter()
 
 
 def watch(task_id: str) -> None:
-    """An attached call of this process relays `task_id`'s questions from now on."""
+    """A call of this process relays `task_id`'s questions from now on."""
     _watched[task_id] += 1
 
 
@@ -77,9 +78,11 @@ class Refusals:
     counts: dict[str, int] = field(default_factory=dict)
     problems: dict[str, str] = field(default_factory=dict)
 
-    def add(self, key: str, problem: str) -> None:
+    def add(self, key: str, problem: str) -> bool:
+        """Count a refusal of `key`; whether the question may be asked again."""
         self.counts[key] = self.counts.get(key, 0) + 1
         self.problems[key] = problem
+        return self.counts[key] < MAX_REFUSED
 
     @property
     def exhausted(self) -> bool:
