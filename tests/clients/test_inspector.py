@@ -18,10 +18,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from tests.clients.node_runner import INSPECTOR, NodeRun, run_node
 from tests.conftest import Stack
+from workflows.task_state import SEARCH_ATTRIBUTE_TOOL
 
 pytestmark = pytest.mark.clients
 
@@ -247,3 +249,38 @@ async def test_at_modern_deploy_runs_as_a_task_whose_approval_gate_rolls_back_sa
     assert result["isError"] is True
     assert 'step 2/2 "ship" needs an' in result["content"][0]["text"]
     assert "elicitation" in result["content"][0]["text"]
+
+
+async def waiting_approval(stack: Stack, message: str) -> str:
+    """The taskId of the running request_approval whose question is `message`."""
+    with anyio.fail_after(20):
+        while True:
+            query = f'{SEARCH_ATTRIBUTE_TOOL}="request_approval" AND ExecutionStatus="Running"'
+            async for execution in stack.client.list_workflows(query):
+                reply = await stack.mcp.get_task(execution.id)
+                requests = reply.result.get("inputRequests") or {}
+                if any(r["params"]["message"] == message for r in requests.values()):
+                    return execution.id
+            await anyio.sleep(0.3)
+
+
+async def test_at_modern_a_request_approval_with_approvers_waits_for_them_then_shows_the_result(
+    stack: Stack, tmp_path: Path
+) -> None:
+    # With approvers the CLI's own elicitation is not needed: the task runs, the CLI polls it
+    # (printing nothing meanwhile), and shows the result once an approver decided.
+    message = f"Approve {uuid.uuid4().hex[:8]}?"
+    arguments = {"message": message, "approvers": ["anonymous"]}
+    async with anyio.create_task_group() as group:
+        runs: list[NodeRun] = []
+
+        async def run_cli() -> None:
+            runs.append(await call(stack, tmp_path, "modern", "request_approval", arguments))
+
+        group.start_soon(run_cli)
+        task_id = await waiting_approval(stack, message)
+        (key,) = (await stack.mcp.get_task(task_id)).result["inputRequests"]
+        answer = {key: {"action": "accept", "content": {"decision": "approve"}}}
+        await stack.mcp.update_task(task_id, answer)
+    result = succeeded(runs[0])
+    assert result["structuredContent"]["decision"] == "approved"
