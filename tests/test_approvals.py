@@ -108,7 +108,8 @@ async def test_a_2026_host_without_tasks_gets_the_approval_done_through_the_foll
         "request_approval", {"message": "Ship 1.3?"}, capabilities=NO_CAPABILITIES
     )
     follow_up = started.result["structuredContent"]
-    assert follow_up["status"] == "input_required" and started.result["isError"] is True
+    assert follow_up["status"] == "input_required" and started.result["isError"] is False
+    assert (await output_schema(mcp)).is_valid(follow_up)
     task_id = follow_up["taskId"]
     status = await mcp.call_tool("task_status", {"taskId": task_id}, capabilities=NO_CAPABILITIES)
     assert "Ship 1.3?" in status.result["content"][0]["text"]

@@ -42,6 +42,15 @@ async def test_the_workflow_runs_as_a_task_and_its_result_is_mapped(
     assert child.workflow_type == "TestsPlaceOrder" and child.task_queue == USERS_TASK_QUEUE
 
 
+async def test_a_client_without_the_tasks_extension_gets_the_result_of_an_attached_run(
+    mcp: McpClient,
+) -> None:
+    # task_support defaults to "optional": a host without tasks is not refused with -32021.
+    reply = await mcp.call_tool("place_order", {"item": "pen"}, capabilities={})
+    assert reply.result["resultType"] == "complete"
+    assert reply.result["structuredContent"] == {"id": "r-pen", "item": "pen"}
+
+
 async def test_positional_arguments_and_a_plain_result(mcp: McpClient) -> None:
     done = await mcp.wait_terminal(await mcp.create_task("add_numbers", {"a": 2, "b": 3}))
     assert done["result"]["structuredContent"] == {"result": 5}
@@ -130,9 +139,19 @@ def test_the_tests_file_is_valid_and_its_entries_become_task_tools(tmp_path: Pat
         "cancel_wait_seconds": 30,
     }
     assert unserved.workflow_config["no_worker_wait_seconds"] == 1
-    assert (place_order.task_support, place_order.ttl_ms) == ("required", 24 * 3_600_000)
+    assert (place_order.task_support, place_order.ttl_ms) == ("optional", 24 * 3_600_000)
     assert add_numbers.description == "Runs the TestsAddNumbers workflow."
     assert add_numbers.workflow_config["positional"] == ["a", "b"]
+
+
+def test_an_entry_may_make_its_tool_task_only(tmp_path: Path) -> None:
+    source = tmp_path / "exposed.toml"
+    source.write_text(ENTRY + 'task_support = "required"\n')
+    (refund,) = (entry.tool() for entry in load(source))
+    assert refund.task_support == "required"
+    assert "tools[0].task_support (tool 'refund')" in rejection(
+        tmp_path, ENTRY + 'task_support = "never"\n'
+    )
 
 
 @pytest.mark.parametrize(

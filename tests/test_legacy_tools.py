@@ -190,3 +190,82 @@ async def test_a_2026_call_gets_log_messages_only_at_and_above_the_level_it_aske
 async def test_a_2026_call_that_names_no_log_level_gets_no_log_message(mcp: McpClient) -> None:
     messages = await call_2026(mcp, "test_tool_with_logging", None)
     assert len(messages) == 1 and "result" in messages[0]
+
+
+# ----- answers the task refuses, at 2025-11-25 -------------------------------------------------
+
+NUMBER_FORM = {
+    "method": "elicitation/create",
+    "params": {
+        "mode": "form",
+        "message": "How many?",
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+            "required": ["n"],
+        },
+    },
+}
+NOT_A_NUMBER = {"action": "accept", "content": {"n": "many"}}
+A_NUMBER = {"action": "accept", "content": {"n": 3}}
+
+
+class Answers(Host):
+    """Gives its elicitation answers in turn (the last one again when they run out)."""
+
+    def __init__(self, *answers: dict[str, Any]) -> None:
+        super().__init__({})
+        self.queue = list(answers)
+
+    async def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.asked.append(request)
+        return self.queue.pop(0) if len(self.queue) > 1 else self.queue[0]
+
+
+def asked_again(host: Host) -> None:
+    """The second question is the first again, under a new id, saying what was wrong."""
+    first, second = host.asked
+    assert first["id"] != second["id"]
+    assert parse_input_request_id(first["id"]) == parse_input_request_id(second["id"])
+    assert first["params"]["message"] == "How many?"
+    assert second["params"]["message"].startswith("Your previous answer was not accepted: ")
+    assert second["params"]["message"].endswith("How many?")
+
+
+async def test_a_refused_answer_on_an_attached_call_is_asked_again_saying_why(
+    asking: Stack,
+) -> None:
+    host = Answers(NOT_A_NUMBER, A_NUMBER)
+    client = await session(asking, {"elicitation": {}}, host)
+    reply = await client.request(
+        "tools/call", {"name": "tests_ask", "arguments": {"request": NUMBER_FORM}}
+    )
+    asked_again(host)
+    assert json.loads(text(reply.result)) == A_NUMBER
+
+
+async def test_answers_refused_again_and_again_end_the_attached_call_in_a_follow_up(
+    asking: Stack,
+) -> None:
+    host = Answers(NOT_A_NUMBER)
+    client = await session(asking, {"elicitation": {}}, host)
+    reply = await client.request(
+        "tools/call", {"name": "tests_ask", "arguments": {"request": NUMBER_FORM}}
+    )
+    assert len(host.asked) == 3
+    assert reply.result["isError"] is False
+    assert "Your answer was not accepted" in text(reply.result)
+    assert reply.result["structuredContent"]["status"] == "input_required"
+
+
+async def test_a_refused_answer_on_tasks_result_is_asked_again_saying_why(asking: Stack) -> None:
+    host = Answers(NOT_A_NUMBER, A_NUMBER)
+    client = await session(asking, {"elicitation": {}, "tasks": {}}, host)
+    created = await client.request(
+        "tools/call",
+        {"name": "tests_ask", "arguments": {"request": NUMBER_FORM}, "task": {"ttl": 60000}},
+    )
+    task_id = created.result["task"]["taskId"]
+    reply = await client.request("tasks/result", {"taskId": task_id})
+    asked_again(host)
+    assert json.loads(text(reply.result)) == A_NUMBER

@@ -4,8 +4,10 @@ At 2025-11-25 a task's question goes to a host without task support as an `elici
 request whose id names the task and the question (`fallback.input_request_id`). Its response:
 - with a `result`: the result (without `_meta`) is delivered to the task exactly as a
   `tasks/update` would deliver it, so the response may reach any replica;
-- an error, an id this server never issued, or an answer the task refuses: logged and dropped.
-  The task keeps waiting and nothing is lost.
+- an error, or an id this server never issued: logged and dropped. The task keeps waiting and
+  nothing is lost;
+- an answer the task refuses: logged, and recorded for the attached call of this process that
+  relays the question, which asks it again at once saying what was wrong (refused_answers.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 import mcp_types as core
 
 from mcp_server.http.headers import HeaderSource
-from mcp_server.protocol import fallback, tasks, upfront
+from mcp_server.protocol import fallback, refused_answers, tasks, upfront
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import McpError
 from mcp_server.tasks.approvers import Identity
@@ -60,3 +62,4 @@ async def deliver(
         await tasks.submit_answers(ctx, services, task_id, {key: answer})
     except McpError as error:
         log.info("answer to %s not delivered: %s", request_id, error.message)
+        refused_answers.record(task_id, key, error.message)

@@ -65,7 +65,7 @@ def tool_model(tool: Tool, *, legacy: bool) -> core.Tool:
         title=tool.title,
         description=tool.description,
         input_schema=tool.input_schema,
-        output_schema=tool.output_schema,
+        output_schema=followup.listed_output_schema(tool),
         annotations=core.ToolAnnotations.model_validate(tool.annotations)
         if tool.annotations
         else None,

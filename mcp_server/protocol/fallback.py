@@ -10,10 +10,11 @@ A host without task support (2026-07-28 without the extension for a tool that al
   declared the capability it needs, on the response stream, related to the task. Its id names
   the task and the input key (`input_request_id`), so the client's response may reach any
   replica and is delivered to the workflow as a `tasks/update` would be.
-- When the task ends in time, the call returns its result (a failed task is its JSON-RPC error).
-- When it does not, the call returns an ordinary result that names the taskId and the
-  follow-up tools (`task_status`, `task_respond`, `task_cancel`). The task is never stopped
-  because a host stopped waiting: nothing a host does can lose it.
+  An answer the task refuses is asked again under a new id, saying what was wrong
+  (refused_answers.py).
+- What the call then answers (the result, an InputRequiredResult round at 2026-07-28, or the
+  follow-up result naming the taskId and the follow-up tools) is attached_rounds.py's. The task
+  is never stopped because a host stopped waiting: nothing a host does can lose it.
 - A 2025-11-25 session's GET stream (`session_questions`) relays the questions of the tasks
   that session created, for clients that never call `tasks/result` while input is needed.
 """
@@ -28,12 +29,12 @@ from typing import Any, get_args
 
 import mcp_types as core
 from mcp_types.jsonrpc import JSONRPCRequest
-from pydantic import BaseModel
 
-from mcp_server.protocol import capabilities
+from mcp_server.protocol import capabilities, refused_answers
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import task_not_found
 from mcp_server.protocol.models import Notification, to_message
+from mcp_server.protocol.refused_answers import Refusals
 from mcp_server.protocol.task_views import RELATED_TASK, tool_result
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.approvers import may_answer
@@ -42,7 +43,6 @@ from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tools.registry import Logger, ProgressReporter
 from workflows.task_state import TaskInput
 
-INPUT_REQUEST_PREFIX = "mcp-input:"
 # The GET stream of a 2025-11-25 session looks for its tasks' questions this often, and ends
 # after SESSION_STREAM_S (the client opens it again).
 SESSION_POLL_S = 1.0
@@ -58,17 +58,14 @@ _FIRST_POLL_S = 0.05
 _MAX_POLL_S = 1.0
 
 
-def input_request_id(task_id: str, key: str) -> str:
+def input_request_id(task_id: str, key: str, attempt: int = 0) -> str:
     """The JSON-RPC id of a server-to-client request asking a task's question `key`."""
-    return f"{INPUT_REQUEST_PREFIX}{task_id}:{key}"
+    return refused_answers.request_id(task_id, key, attempt)
 
 
 def parse_input_request_id(request_id: object) -> tuple[str, str] | None:
     """(taskId, key) of an id made by `input_request_id`, else None."""
-    if not isinstance(request_id, str) or not request_id.startswith(INPUT_REQUEST_PREFIX):
-        return None
-    task_id, sep, key = request_id[len(INPUT_REQUEST_PREFIX) :].partition(":")
-    return (task_id, key) if sep and task_id and key else None
+    return refused_answers.parse_request_id(request_id)
 
 
 def progress_reporter(ctx: RequestContext) -> ProgressReporter:
@@ -100,35 +97,6 @@ def log_sender(ctx: RequestContext, threshold: str | None) -> Logger:
     return log
 
 
-def follow_up_result(
-    tool: str, snapshot: TaskSnapshot, *, has_output_schema: bool = False
-) -> core.CallToolResult:
-    """The answer of a call whose task runs on. For a tool that declares an outputSchema it is
-    marked `isError`: its content cannot have the schema's shape, and clients check the
-    structured content of every other result against it (and would reject this one, losing
-    the taskId); the text says plainly that nothing failed."""
-    task_id = snapshot.task_id
-    waiting = " It is waiting for an answer." if snapshot.status == "input_required" else ""
-    text = (
-        f"`{tool}` is still running as task {task_id} "
-        f"({snapshot.status_message or snapshot.status})."
-        f"{waiting} Nothing failed: it keeps running on the server. Later, call "
-        f'`task_status` with {{"taskId": "{task_id}"}} to read its progress or result, '
-        "`task_respond` to answer its question, or `task_cancel` to stop it."
-    )
-    structured: dict[str, Any] = {
-        "taskId": task_id,
-        "status": snapshot.status,
-        "statusMessage": snapshot.status_message,
-        "followUpTools": ["task_status", "task_respond", "task_cancel"],
-    }
-    return core.CallToolResult(
-        content=[core.TextContent(type="text", text=text)],
-        structured_content=structured,
-        is_error=has_output_schema,
-    )
-
-
 def outcome(snapshot: TaskSnapshot) -> core.CallToolResult:
     """The result of a terminal task, as the synchronous call returns it."""
     if snapshot.status == "completed" and snapshot.result is not None:
@@ -140,7 +108,7 @@ def outcome(snapshot: TaskSnapshot) -> core.CallToolResult:
     return core.CallToolResult(content=[core.TextContent(type="text", text=text)], is_error=True)
 
 
-def _can_answer(
+def can_answer(
     ctx: RequestContext, request: dict[str, Any], snapshot: TaskSnapshot, key: str
 ) -> bool:
     """Whether this caller may answer `key` (approvers.py: a request that names approvers is
@@ -155,20 +123,29 @@ def _can_answer(
     return not capabilities.missing(ctx.capabilities, needed)
 
 
-async def _ask(ctx: RequestContext, snapshot: TaskSnapshot, asked: set[str]) -> None:
-    """Send the task's new questions to a 2025-11-25 client as server-to-client requests."""
+async def _ask(
+    ctx: RequestContext, snapshot: TaskSnapshot, asked: set[str], refusals: Refusals | None = None
+) -> None:
+    """Send the task's new questions to a 2025-11-25 client as server-to-client requests; a
+    question whose answer was refused goes again, saying what was wrong."""
+    refused = refusals or Refusals()
     for key, request in snapshot.input_requests.items():
-        if key in asked or not _can_answer(ctx, request, snapshot, key):
+        if key in asked or not can_answer(ctx, request, snapshot, key):
             continue
         asked.add(key)
         params = dict(request.get("params") or {})
+        if key in refused.problems:
+            problem = refused.problems[key]
+            params["message"] = (
+                f"Your previous answer was not accepted: {problem}. {params.get('message', '')}"
+            )
         params["_meta"] = {
             **(params.get("_meta") or {}),
             RELATED_TASK: {"taskId": snapshot.task_id},
         }
         message = JSONRPCRequest(
             jsonrpc="2.0",
-            id=input_request_id(snapshot.task_id, key),
+            id=input_request_id(snapshot.task_id, key, refused.counts.get(key, 0)),
             method=str(request["method"]),
             params=params,
         )
@@ -181,7 +158,7 @@ def _stuck(ctx: RequestContext, snapshot: TaskSnapshot) -> bool:
         return False
     askable = not ctx.modern and ctx.streaming
     return not askable or not all(
-        _can_answer(ctx, request, snapshot, key) for key, request in snapshot.input_requests.items()
+        can_answer(ctx, request, snapshot, key) for key, request in snapshot.input_requests.items()
     )
 
 
@@ -192,10 +169,14 @@ async def follow(
     wait_s: float | None,
     *,
     until_stuck: bool = False,
+    refusals: Refusals | None = None,
 ) -> TaskSnapshot:
     """Watch a task until it is terminal (or `wait_s` passes), relaying progress and, where the
     client can take them, its questions. With `until_stuck`, also stop as soon as the task waits
-    on a question this call cannot relay: waiting longer would only delay the follow-up.
+    on a question this call cannot relay: waiting longer would only delay the follow-up (or the
+    round that asks it, attached_rounds.py). With `refusals`, a relayed question whose answer
+    the task refused is asked again (refused_answers.py) until it was refused too often; then
+    an attached call (`until_stuck`) stops, and a tasks/result call waits without asking.
     Returns the last snapshot read."""
     deadline = None if wait_s is None else time.monotonic() + wait_s
     can_ask = not ctx.modern and ctx.streaming
@@ -206,6 +187,8 @@ async def follow(
     steps = 0
     pause = _FIRST_POLL_S
     _relaying[task_id] += 1
+    if refusals is not None:
+        refused_answers.watch(task_id)
     try:
         while True:
             snapshot = await find_task(
@@ -219,8 +202,14 @@ async def follow(
                 last_message = snapshot.status_message
                 steps += 1
                 await report(steps, None, last_message)
+            if can_ask and refusals is not None:
+                for key, problem in refused_answers.take(task_id).items():
+                    if key in asked and refusals.add(key, problem):
+                        asked.discard(key)  # ask it again, saying what was wrong
+                if until_stuck and refusals.exhausted:
+                    return snapshot  # the follow-up result names the problem
             if can_ask and snapshot.status == "input_required":
-                await _ask(ctx, snapshot, asked)
+                await _ask(ctx, snapshot, asked, refusals)
             if until_stuck and _stuck(ctx, snapshot):
                 return snapshot
             if deadline is not None and time.monotonic() >= deadline:
@@ -228,6 +217,8 @@ async def follow(
             await asyncio.sleep(pause)
             pause = min(_MAX_POLL_S, pause * 1.5)
     finally:
+        if refusals is not None:
+            refused_answers.unwatch(task_id)
         _relaying[task_id] -= 1
         if not _relaying[task_id]:
             del _relaying[task_id]
@@ -270,17 +261,24 @@ async def session_questions(
 
 
 async def run_attached(
-    ctx: RequestContext, services: Services, task: TaskInput, workflow: str, wait_s: float
-) -> BaseModel:
-    """Run the task and wait at most `wait_s` (the tool's own bound, or the server's)."""
+    ctx: RequestContext,
+    services: Services,
+    task: TaskInput,
+    workflow: str,
+    wait_s: float,
+    refusals: Refusals,
+) -> TaskSnapshot:
+    """Start the task and follow it at most `wait_s` (the tool's own bound, or the server's),
+    or until it waits on a question this call cannot relay. Returns the last snapshot: what
+    the call answers is attached_rounds.py's to decide."""
     created = await services.limits.within_open_task_quota(
         lambda quota: services.store.create(task, workflow, quota)
     )
-    wait = min(wait_s, services.sync_wait_s)
     # The store may have given the task an id reserved ahead with its quota slot.
-    snapshot = await follow(ctx, services, created.task_id, wait, until_stuck=True)
-    if snapshot.status in ("completed", "failed", "cancelled"):
-        return outcome(snapshot)
-    tool = services.registry.get(task.tool)
-    schema = tool is not None and tool.output_schema is not None
-    return follow_up_result(task.tool, snapshot, has_output_schema=schema)
+    wait = attached_wait(services, wait_s)
+    return await follow(ctx, services, created.task_id, wait, until_stuck=True, refusals=refusals)
+
+
+def attached_wait(services: Services, wait_s: float) -> float:
+    """How long an attached call waits for its task: the tool's bound, capped by the server's."""
+    return min(wait_s, services.sync_wait_s)

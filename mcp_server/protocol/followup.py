@@ -70,6 +70,36 @@ TOOLS = [
     ),
 ]
 _NAMES = {tool.name for tool in TOOLS}
+FOLLOW_UP_TOOLS = [tool.name for tool in TOOLS]
+
+# The structured content of the result of a call whose task runs on (fallback.py): a task tool
+# that declares an outputSchema lists `anyOf` its own schema and this one, to every client, so
+# that result is valid against what tools/list said and need not be marked `isError`.
+FOLLOW_UP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "taskId": {"type": "string"},
+        "status": {"enum": ["working", "input_required"]},
+        "statusMessage": {"type": ["string", "null"]},
+        "followUpTools": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["taskId", "status", "followUpTools"],
+}
+# Keywords of a tool's outputSchema that stay at the root of the listed schema: the dialect,
+# the base URI and the definitions its `$ref`s point into (`#/$defs/...`).
+_ROOT_KEYWORDS = ("$schema", "$id", "$defs", "definitions")
+
+
+def listed_output_schema(tool: Tool) -> dict[str, Any] | None:
+    """The outputSchema tools/list declares for `tool`. A task tool may end a call with the
+    follow-up result instead of its own, so its schema admits that shape too. The same list
+    goes to every client: at 2026-07-28 tools/list must not vary with the connection, and a
+    task-aware client's results (the tool's own) still match."""
+    if tool.output_schema is None or tool.task_support == "never":
+        return tool.output_schema
+    own = dict(tool.output_schema)
+    root = {key: own.pop(key) for key in _ROOT_KEYWORDS if key in own}
+    return {**root, "type": "object", "anyOf": [own, FOLLOW_UP_SCHEMA]}
 
 
 def is_followup(name: str) -> bool:

@@ -31,6 +31,7 @@ from mcp_server.protocol.errors import invalid_params
 from mcp_server.protocol.fallback import follow, outcome
 from mcp_server.protocol.legacy_views import cancel_task_result, get_task_result, task
 from mcp_server.protocol.models import PaginatedParams, Params, TaskIdParams
+from mcp_server.protocol.refused_answers import Refusals
 from mcp_server.protocol.task_views import RELATED_TASK
 from mcp_server.protocol.wire import HANDSHAKE_VERSIONS, TASKS_EXTENSION
 
@@ -96,7 +97,8 @@ async def get_task(ctx: RequestContext, services: Services, params: TaskIdParams
 
 async def task_result(ctx: RequestContext, services: Services, params: TaskIdParams) -> BaseModel:
     await tasks.lookup(ctx, services, params.task_id)
-    snapshot = await follow(ctx, services, params.task_id, None)
+    # An answer the task refuses is asked again, saying why (refused_answers.py).
+    snapshot = await follow(ctx, services, params.task_id, None, refusals=Refusals())
     result = outcome(snapshot)
     result.meta = {**(result.meta or {}), RELATED_TASK: {"taskId": snapshot.task_id}}
     return result

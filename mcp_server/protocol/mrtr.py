@@ -12,6 +12,8 @@ Rules implemented:
 - Keys the server did not ask are ignored; a missing answer is asked again, not an error.
 - An input request needs the client capability of its method (elicitation, sampling, roots);
   when the request did not declare it, the call is -32021 (requiredCapabilities names it).
+- A state that names a task continues the questions of that task, run attached to the call
+  (attached_rounds.py): `attached_task` returns it, bound as a prelude's state is.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def gather(call: Round, codec: RequestStateCodec, limits: Limits) -> Gathered | 
         return Gathered({})  # a tool that asks nothing ignores MRTR parameters
     digest = canonical_digest(call.arguments)
     answers = _earlier_answers(call, codec, digest)
-    responses = _responses(call.input_responses, limits)
+    responses = responses_of(call.input_responses, limits)
 
     def needed() -> InputRequests:
         return call.tool.still_needed(
@@ -90,9 +92,16 @@ def gather(call: Round, codec: RequestStateCodec, limits: Limits) -> Gathered | 
     return InputRequired(requests, codec.encode(pending))
 
 
-def _earlier_answers(call: Round, codec: RequestStateCodec, digest: str) -> dict[str, Any]:
+def attached_task(call: Round, codec: RequestStateCodec) -> PendingRound | None:
+    """The round of an attached task this retry answers, or None when its state (if any) is a
+    prelude's. -32602 for a state of another call."""
     if call.request_state is None:
-        return {}
+        return None
+    pending = _bound(call, codec, canonical_digest(call.arguments))
+    return pending if pending.task_id else None
+
+
+def _bound(call: Round, codec: RequestStateCodec, digest: str) -> PendingRound:
     pending = codec.decode(call.request_state)
     if (pending.tool, pending.arguments_digest, pending.principal) != (
         call.tool.name,
@@ -100,10 +109,19 @@ def _earlier_answers(call: Round, codec: RequestStateCodec, digest: str) -> dict
         call.principal,
     ):
         raise invalid_params("requestState belongs to a different call; call the tool again")
+    return pending
+
+
+def _earlier_answers(call: Round, codec: RequestStateCodec, digest: str) -> dict[str, Any]:
+    if call.request_state is None:
+        return {}
+    pending = _bound(call, codec, digest)
+    if pending.task_id:  # a task's round: its answers went to the task, not to a prelude
+        raise invalid_params("requestState belongs to a different call; call the tool again")
     return dict(pending.answers)
 
 
-def _responses(value: object, limits: Limits) -> dict[str, Any]:
+def responses_of(value: object, limits: Limits) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):

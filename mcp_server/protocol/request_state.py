@@ -2,7 +2,9 @@
 
 The state is attacker-controlled, so it is signed with HMAC-SHA256 and binds the method, the
 tool, a digest of the arguments, the principal and an expiry. It also carries the answers of
-earlier rounds, so a stateless server can ask in several rounds.
+earlier rounds, so a stateless server can ask in several rounds. The round of a task run
+attached to the call (attached_rounds.py) names its task instead, and how many answers of
+that call were refused so far.
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ class PendingRound:
     arguments_digest: str
     principal: str
     answers: dict[str, Any]
+    # The task whose question the round asks (attached_rounds.py); "" for a tool's prelude.
+    task_id: str = ""
+    # How many answers to this task's questions the call refused so far.
+    refused: int = 0
 
 
 class RequestStateCodec:
@@ -59,6 +65,8 @@ class RequestStateCodec:
             "r": pending.answers,
             "exp": int((moment + self._lifetime_s) * 1000),
         }
+        if pending.task_id:
+            payload |= {"k": pending.task_id, "n": pending.refused}
         body = strict_json.dumps(payload, separators=(",", ":")).encode("utf-8")
         return f"{_b64(body)}.{_b64(self._sign(body))}"
 
@@ -88,4 +96,6 @@ class RequestStateCodec:
             arguments_digest=payload["a"],
             principal=payload["p"],
             answers=dict(payload.get("r") or {}),
+            task_id=str(payload.get("k") or ""),
+            refused=int(payload.get("n") or 0),
         )

@@ -15,6 +15,9 @@ Rules implemented:
 - Otherwise a task tool runs attached to the call (fallback.py): the caller waits, sees progress
   and questions on the response stream, and gets either the result or, past the wait, a result
   that names the task and the follow-up tools. The task itself is never stopped for that.
+  At 2026-07-28 the task's questions go to a client that can take them as MRTR rounds
+  (attached_rounds.py); a retry whose `requestState` names the task answers it and follows it
+  again, and never starts a second task.
 - The server's own follow-up tools (`task_status`, `task_respond`, `task_cancel`) are served here.
 - A synchronous tool's log messages (`notifications/message`) go out on the call's stream: at
   2026-07-28 only when `_meta` names a `logLevel`, at that level and above (none without one);
@@ -30,6 +33,7 @@ from pydantic import BaseModel
 
 from mcp_server.http.headers import check_param_headers, header_params
 from mcp_server.protocol import (
+    attached_rounds,
     capabilities,
     fallback,
     followup,
@@ -68,6 +72,19 @@ def _log_threshold(ctx: RequestContext, params: ToolCallParams) -> str | None:
     return level if level in fallback.LOG_LEVELS else None
 
 
+def _round(
+    ctx: RequestContext, tool: Tool, arguments: dict[str, Any], params: ToolCallParams
+) -> mrtr.Round:
+    return mrtr.Round(
+        tool,
+        arguments,
+        ctx.capabilities_dict(),
+        ctx.principal,
+        request_state=params.request_state,
+        input_responses=params.input_responses,
+    )
+
+
 def _prelude_answers(
     ctx: RequestContext,
     services: Services,
@@ -76,15 +93,9 @@ def _prelude_answers(
     params: ToolCallParams,
 ) -> dict[str, Any] | InputRequiredResult:
     """Answers to every input the tool needs up front, or the InputRequiredResult to send."""
-    call = mrtr.Round(
-        tool,
-        arguments,
-        ctx.capabilities_dict(),
-        ctx.principal,
-        request_state=params.request_state,
-        input_responses=params.input_responses,
+    outcome = mrtr.gather(
+        _round(ctx, tool, arguments, params), services.request_state, services.limits
     )
-    outcome = mrtr.gather(call, services.request_state, services.limits)
     if isinstance(outcome, mrtr.Gathered):
         return outcome.answers
     return InputRequiredResult(
@@ -109,6 +120,12 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         raise invalid_params(
             f"Invalid arguments for tool {tool.name!r}: {'; '.join(errors)}", {"errors": errors}
         )
+    if ctx.modern and tool.task_support != "never":
+        attached = mrtr.attached_task(_round(ctx, tool, arguments, params), services.request_state)
+        if attached is not None:  # a round of a task already running: never a second task
+            return await attached_rounds.resume(
+                ctx, services, tool, arguments, attached, params.input_responses
+            )
     # Who may name approvers (approver_policy.py): refused before anything runs.
     services.approvers.check(ctx.identity, tool, arguments)
     # A task tool's call with an idempotency key names its task (protocol/idempotency.py).
@@ -167,7 +184,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
     workflow = tool.workflow
     try:
         if not as_task:
-            return await fallback.run_attached(ctx, services, task, workflow, tool.sync_timeout_s)
+            return await attached_rounds.run(ctx, services, task, workflow, tool)
         snapshot = await services.limits.within_open_task_quota(
             lambda quota: services.store.create(task, workflow, quota)
         )

@@ -17,6 +17,9 @@ no_worker_wait_seconds = 60                # optional: when the child has not st
                                            # the statusMessage says why (default 60)
 cancel_wait_seconds = 30                   # optional: tasks/cancel waits this long for the
                                            # child to stop, then ends the task (default 30)
+task_support = "optional"                  # optional: "optional" (default) runs the tool
+                                           # attached to the call for a client without
+                                           # tasks; "required" refuses it (-32021)
 
 The file is validated as a whole before any tool is added: an unknown key (a misspelling), a
 missing or mistyped value, or an `input_schema` that is not a JSON Schema of an object is a
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -65,6 +68,9 @@ class ExposedWorkflow(BaseModel):
     poll_interval_ms: int = Field(2000, gt=0)
     no_worker_wait_seconds: float = Field(exposed.NO_WORKER_WAIT_S, gt=0)
     cancel_wait_seconds: float = Field(exposed.CANCEL_WAIT_S, gt=0)
+    # A host without tasks gets the run attached to its call (and the follow-up tools when it
+    # outlasts the wait) unless the entry says "required".
+    task_support: Literal["optional", "required"] = "optional"
 
     @field_validator("input_schema")
     @classmethod
@@ -82,7 +88,7 @@ class ExposedWorkflow(BaseModel):
             name=self.name,
             description=self.description or f"Runs the {self.workflow} workflow.",
             input_schema=self.input_schema,
-            task_support="required",
+            task_support=self.task_support,
             workflow="ExposedWorkflow",
             ttl_ms=int(self.ttl_hours * 3_600_000),
             poll_interval_ms=self.poll_interval_ms,

@@ -5,7 +5,9 @@ run as a task. Its `task_support` policy decides what `tools/call` does (wire §
 - "never": always synchronous, never a task;
 - "optional": a task when the request declares the tasks extension, otherwise the workflow is
   run attached to the call and awaited (at most `sync_timeout_s`, and the server's
-  `sync_wait_s`); past that, the call answers a result naming the task, which runs on;
+  `sync_wait_s`), its questions put to the caller where it can take them; past that, the call
+  answers a result naming the task, which runs on (never an error). The default for exposed
+  workflows, and the choice for any tool a host without tasks should be able to use;
 - "required": a task; a request without the extension gets -32021.
 
 A toolset is a module with `register(registry: ToolRegistry) -> None`.

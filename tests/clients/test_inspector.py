@@ -4,21 +4,26 @@ back to initialize) and `legacy` (2025-11-25; the CLI's default for an ad-hoc UR
 
 One invocation is one connection and one method. The CLI drives tasks through ext-tasks to
 their end, but it has no way to answer a question (it declares no elicitation capability) nor
-to cancel. At 2026-07-28 a tool that needs input is refused before it starts; at 2025-11-25
-it runs attached to the call, which returns the follow-up result, and later invocations
-finish the task through the follow-up tools, as a model would in later turns.
+to cancel. At 2026-07-28 a tool that needs input is refused before it starts (a deploy's
+approval gate, found only once the task runs, rolls the deploy back saying why); at
+2025-11-25 it runs attached to the call, which returns the follow-up result (never an error:
+the CLI checks it against the listed outputSchema and shows it), and later invocations finish
+the task through the follow-up tools, as a model would in later turns.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from tests.clients.node_runner import INSPECTOR, NodeRun, run_node
 from tests.conftest import Stack
+from workflows.task_state import SEARCH_ATTRIBUTE_TOOL
 
 pytestmark = pytest.mark.clients
 
@@ -125,3 +130,157 @@ async def test_at_2025_11_25_a_tool_that_asks_the_inspector_ends_in_the_follow_u
     done = succeeded(await call(stack, tmp_path, "legacy", "task_status", {"taskId": task_id}))
     assert done["content"][0]["text"] == "Deleted i.txt"
     assert done["structuredContent"] == {"deleted": True}
+
+
+# --- every demo tool at the CLI's default era (2025-11-25 for a URL) --------------------------
+
+GATED = """
+[[steps]]
+name = "build"
+run = "true"
+[[steps]]
+name = "ship"
+run = "true"
+approval = "Ship it?"
+"""
+
+
+def gated_pipeline(pipelines_dir: Path) -> str:
+    name = f"p-{uuid.uuid4().hex[:12]}"
+    (pipelines_dir / f"{name}.toml").write_text(GATED)
+    return name
+
+
+def still_running(result: dict[str, Any], tool: str) -> str:
+    """The taskId of a follow-up result, after checking it reads as one (never an error)."""
+    assert result["isError"] is False, result
+    follow_up = result["structuredContent"]
+    assert follow_up["status"] == "input_required"
+    assert follow_up["followUpTools"] == ["task_status", "task_respond", "task_cancel"]
+    task_id: str = follow_up["taskId"]
+    assert task_id in result["content"][0]["text"]
+    assert f"Do not call `{tool}` again" in result["content"][0]["text"]
+    return task_id
+
+
+async def finished(stack: Stack, home: Path, task_id: str) -> dict[str, Any]:
+    """`task_status` through the Inspector once the task has completed."""
+    await stack.mcp.wait_status(task_id, "completed", within=20)
+    return succeeded(await call(stack, home, None, "task_status", {"taskId": task_id}))
+
+
+async def test_at_its_default_era_request_approval_shows_the_task_and_is_finished_by_follow_ups(
+    stack: Stack, tmp_path: Path
+) -> None:
+    started = succeeded(await call(stack, tmp_path, None, "request_approval", {"message": "Go?"}))
+    task_id = still_running(started, "request_approval")
+    answer = {"taskId": task_id, "action": "accept", "content": {"decision": "approve"}}
+    answered = succeeded(await call(stack, tmp_path, None, "task_respond", answer))
+    assert answered["isError"] is False, answered
+    done = await finished(stack, tmp_path, task_id)
+    assert done["isError"] is False
+    assert done["structuredContent"]["decision"] == "approved"
+
+
+async def test_at_its_default_era_deploy_shows_the_task_and_is_finished_by_follow_ups(
+    stack: Stack, tmp_path: Path, pipelines_dir: Path
+) -> None:
+    arguments = {"pipeline": gated_pipeline(pipelines_dir)}
+    started = succeeded(await call(stack, tmp_path, None, "deploy", arguments))
+    task_id = still_running(started, "deploy")
+    waiting = succeeded(await call(stack, tmp_path, None, "task_status", {"taskId": task_id}))
+    assert "Ship it?" in waiting["content"][0]["text"]
+    answer = {"taskId": task_id, "action": "accept", "content": {"approve": True}}
+    succeeded(await call(stack, tmp_path, None, "task_respond", answer))
+    done = await finished(stack, tmp_path, task_id)
+    assert done["isError"] is False
+    assert [step["name"] for step in done["structuredContent"]["steps"]] == ["build", "ship"]
+
+
+async def test_at_its_default_era_every_other_demo_tool_ends_in_its_result(
+    stack: Stack, tmp_path: Path, import_dir: Path
+) -> None:
+    source = import_dir / f"rows-{uuid.uuid4().hex[:8]}.csv"
+    source.write_text("id,name\n1,a\n2,b\n")
+    imported = succeeded(
+        await call(
+            stack,
+            tmp_path,
+            None,
+            "import_records",
+            {"source": source.name, "database": "i.db", "table": "rows", "key": "id"},
+        )
+    )
+    assert imported["structuredContent"]["imported"] == 2
+    echoed = succeeded(await call(stack, tmp_path, None, "echo", {"text": "hi"}))
+    assert echoed["structuredContent"] == {"text": "hi", "length": 2}
+    job = succeeded(
+        await call(stack, tmp_path, None, "multi_step_job", {"steps": 1, "step_seconds": 0})
+    )
+    assert job["isError"] is False
+    assert len(job["structuredContent"]["steps"]) == 1
+
+
+# --- at `modern`: as far as a client without an input handler goes -------------------------
+
+
+async def test_at_modern_request_approval_is_refused_naming_the_missing_elicitation(
+    stack: Stack, tmp_path: Path
+) -> None:
+    run = await call(stack, tmp_path, "modern", "request_approval", {"message": "Go?"})
+    assert run.exit_code == 1
+    error = run.error_json()["error"]
+    assert error["message"] == (
+        "Missing required client capability: tool 'request_approval' needs it to run"
+    )
+
+
+async def test_at_modern_deploy_runs_as_a_task_whose_approval_gate_rolls_back_saying_why(
+    stack: Stack, tmp_path: Path, pipelines_dir: Path
+) -> None:
+    # The CLI declares the tasks extension but no elicitation: the gate cannot be asked, so the
+    # task rolls the first step back and completes with an isError result saying why, which
+    # the CLI prints before it exits 5 ("tool_is_error").
+    arguments = {"pipeline": gated_pipeline(pipelines_dir)}
+    run = await call(stack, tmp_path, "modern", "deploy", arguments)
+    assert run.exit_code == 5
+    assert run.error_json()["error"]["code"] == "tool_is_error"
+    result = run.json()["result"]
+    assert result["isError"] is True
+    assert 'step 2/2 "ship" needs an' in result["content"][0]["text"]
+    assert "elicitation" in result["content"][0]["text"]
+
+
+async def waiting_approval(stack: Stack, message: str) -> str:
+    """The taskId of the running request_approval whose question is `message`."""
+    with anyio.fail_after(20):
+        while True:
+            query = f'{SEARCH_ATTRIBUTE_TOOL}="request_approval" AND ExecutionStatus="Running"'
+            async for execution in stack.client.list_workflows(query):
+                reply = await stack.mcp.get_task(execution.id)
+                requests = reply.result.get("inputRequests") or {}
+                if any(r["params"]["message"] == message for r in requests.values()):
+                    return execution.id
+            await anyio.sleep(0.3)
+
+
+async def test_at_modern_a_request_approval_with_approvers_waits_for_them_then_shows_the_result(
+    stack: Stack, tmp_path: Path
+) -> None:
+    # With approvers the CLI's own elicitation is not needed: the task runs, the CLI polls it
+    # (printing nothing meanwhile), and shows the result once an approver decided.
+    message = f"Approve {uuid.uuid4().hex[:8]}?"
+    arguments = {"message": message, "approvers": ["anonymous"]}
+    async with anyio.create_task_group() as group:
+        runs: list[NodeRun] = []
+
+        async def run_cli() -> None:
+            runs.append(await call(stack, tmp_path, "modern", "request_approval", arguments))
+
+        group.start_soon(run_cli)
+        task_id = await waiting_approval(stack, message)
+        (key,) = (await stack.mcp.get_task(task_id)).result["inputRequests"]
+        answer = {key: {"action": "accept", "content": {"decision": "approve"}}}
+        await stack.mcp.update_task(task_id, answer)
+    result = succeeded(runs[0])
+    assert result["structuredContent"]["decision"] == "approved"

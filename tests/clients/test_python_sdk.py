@@ -265,13 +265,13 @@ async def test_in_legacy_mode_a_follow_up_task_is_cancelled_with_task_cancel(
 async def test_in_legacy_mode_the_follow_up_of_a_tool_with_an_output_schema_is_accepted(
     stack: Stack,
 ) -> None:
-    # request_approval lists an outputSchema (decision, reason, decidedBy, waitedSeconds); the
-    # SDK checks every result's structuredContent against it, so a follow-up result for that
-    # tool must still be one the SDK accepts (today it raises RuntimeError "Invalid structured
-    # content returned by tool request_approval"). The taskId is read from the text, which
-    # names it whatever shape a fix gives the structured part.
+    # request_approval lists an outputSchema; the SDK checks every result's structuredContent
+    # against it (unless isError), so the follow-up result, which is not an error, must match
+    # what tools/list declared (an anyOf of the tool's schema and the follow-up shape). The
+    # taskId is read from the text, which names it too.
     async with connected(stack.url, "legacy") as client:
         started = await client.call_tool("request_approval", {"message": "Nobody here"})
+        assert not started.is_error
         named = re.search(r"mcp-task-[0-9a-f]+", text_of(started))
         assert named is not None, text_of(started)
         task_id = named.group()

@@ -15,6 +15,8 @@ attached to the call, its progress and questions on the call's SSE stream.
 from __future__ import annotations
 
 import json
+import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -221,3 +223,79 @@ async def test_the_v1_sdk_cancels_a_running_task(stack: Stack) -> None:
     output = await sdk_v1(stack, "cancel", "slow_compute", {"seconds": 60})
     assert output["status"] == "cancelled"
     await stack.mcp.wait_status(output["taskId"], "cancelled", within=5)
+
+
+# --- request_approval and deploy followed to their end ---------------------------------------
+
+GATED = """
+[[steps]]
+name = "build"
+run = "true"
+[[steps]]
+name = "ship"
+run = "true"
+approval = "Ship it?"
+"""
+APPROVE_STEP = {"action": "accept", "content": {"approve": True}}
+
+
+def gated_pipeline(pipelines_dir: Path) -> str:
+    name = f"p-{uuid.uuid4().hex[:12]}"
+    (pipelines_dir / f"{name}.toml").write_text(GATED)
+    return name
+
+
+def step_names(result: dict[str, Any]) -> list[str]:
+    return [step["name"] for step in result["structuredContent"]["steps"]]
+
+
+@pytest.mark.parametrize("era", ALL_ERAS)
+async def test_ext_tasks_approves_a_deploy_gate_through_on_input_request(
+    stack: Stack, era: str, pipelines_dir: Path
+) -> None:
+    arguments = {"pipeline": gated_pipeline(pipelines_dir)}
+    output = await sdk(stack, era, "task", "deploy", arguments, APPROVE_STEP)
+    assert len(output["asked"]) == 1 and "Ship it?" in output["asked"][0]["message"]
+    assert output["outcome"] == "completed"
+    assert output["result"]["isError"] is False
+    assert step_names(output["result"]) == ["build", "ship"]
+
+
+async def test_the_v1_sdk_approves_a_deploy_gate_on_the_call_stream(
+    stack: Stack, pipelines_dir: Path
+) -> None:
+    arguments = {"pipeline": gated_pipeline(pipelines_dir)}
+    output = await sdk_v1(stack, "call", "deploy", arguments, APPROVE_STEP)
+    assert len(output["asked"]) == 1 and "Ship it?" in output["asked"][0]["message"]
+    assert output["result"]["isError"] is False
+    assert step_names(output["result"]) == ["build", "ship"]
+
+
+def followed_up(output: dict[str, Any], tool: str) -> dict[str, Any]:
+    """The follow-up result the v1 SDK accepted (it checks it against the listed outputSchema),
+    the answer it gave through task_respond, and the task's own result it read at the end."""
+    started = output["result"]
+    assert started.get("isError") is not True, started
+    assert started["structuredContent"]["status"] == "input_required"
+    assert f"Do not call `{tool}` again" in text_of(started)
+    assert output["answered"].get("isError") is not True, output["answered"]
+    final: dict[str, Any] = output["final"]
+    assert final.get("isError") is not True, final
+    return final
+
+
+async def test_the_v1_sdk_without_elicitation_finishes_request_approval_through_follow_ups(
+    stack: Stack,
+) -> None:
+    answer = {"action": "accept", "content": {"decision": "approve"}}
+    output = await sdk_v1(stack, "follow", "request_approval", {"message": "Cut it?"}, answer)
+    final = followed_up(output, "request_approval")
+    assert final["structuredContent"]["decision"] == "approved"
+
+
+async def test_the_v1_sdk_without_elicitation_finishes_deploy_through_follow_ups(
+    stack: Stack, pipelines_dir: Path
+) -> None:
+    arguments = {"pipeline": gated_pipeline(pipelines_dir)}
+    output = await sdk_v1(stack, "follow", "deploy", arguments, APPROVE_STEP)
+    assert step_names(followed_up(output, "deploy")) == ["build", "ship"]

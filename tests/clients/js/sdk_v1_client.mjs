@@ -5,11 +5,15 @@
 //   node sdk_v1_client.mjs URL call   TOOL ARGS_JSON [ANSWER_JSON]   client.callTool
 //   node sdk_v1_client.mjs URL task   TOOL ARGS_JSON [ANSWER_JSON]   callToolStream with a task
 //   node sdk_v1_client.mjs URL cancel TOOL ARGS_JSON                 callToolStream, cancelTask
+//   node sdk_v1_client.mjs URL follow TOOL ARGS_JSON ANSWER_JSON     callTool, then the follow-up
+//                                                                  tools: task_respond, task_status
 //
 // Elicitations (elicitation/create requests the server sends on an SSE response) are answered
 // with ANSWER_JSON by the client's own request handler; `call` records the progress
-// notifications it gets (an onprogress callback makes the SDK send a progressToken). Prints
-// one JSON object.
+// notifications it gets (an onprogress callback makes the SDK send a progressToken). `follow`
+// declares no elicitation (a host that cannot show a form): the call ends in the follow-up
+// result, and the client answers with task_respond {taskId, ...ANSWER_JSON} and reads
+// task_status until the task's own result. Prints one JSON object.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
@@ -26,11 +30,28 @@ function errorJson(error) {
   return { name: error?.constructor?.name, code: error?.code, message: String(error?.message ?? error), data: error?.data };
 }
 
-const client = new Client({ name: "mcp-tasks-tests-ts-sdk-v1", version: "1.0.0" }, { capabilities: { elicitation: {} } });
-client.setRequestHandler(ElicitRequestSchema, async (request) => {
-  asked.push(request.params);
-  return answer;
-});
+const asks = scenario !== "follow";
+const client = new Client({ name: "mcp-tasks-tests-ts-sdk-v1", version: "1.0.0" }, { capabilities: asks ? { elicitation: {} } : {} });
+if (asks) {
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    asked.push(request.params);
+    return answer;
+  });
+}
+
+async function followUp() {
+  out.result = await client.callTool({ name: tool, arguments: args });
+  const taskId = out.result.structuredContent?.taskId;
+  if (!taskId) return;
+  out.answered = await client.callTool({ name: "task_respond", arguments: { taskId, ...answer } });
+  const deadline = Date.now() + 20000;
+  for (;;) {
+    out.final = await client.callTool({ name: "task_status", arguments: { taskId } });
+    const status = out.final.structuredContent?.status;
+    if ((status !== "working" && status !== "input_required") || Date.now() > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+}
 const transport = new StreamableHTTPClientTransport(new URL(url));
 const out = { asked, progress };
 try {
@@ -43,6 +64,8 @@ try {
     out.result = await client.callTool({ name: tool, arguments: args }, undefined, {
       onprogress: (notification) => progress.push(notification),
     });
+  } else if (scenario === "follow") {
+    await followUp();
   } else if (scenario === "task" || scenario === "cancel") {
     const stream = client.experimental.tasks.callToolStream({ name: tool, arguments: args }, undefined, { task: TASK });
     out.statuses = [];
