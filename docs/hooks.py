@@ -83,9 +83,7 @@ def settings_page() -> str:
     ]
     for name, kind, default, comment in _class_fields(CONFIG.read_text(), "Settings"):
         variable = f"MCP_TASKS_{name.upper()}"
-        rows.append(
-            f"| `{variable}` | `{_cell(kind)}` | `{_cell(default)}` | {_cell(comment)} |"
-        )
+        rows.append(f"| `{variable}` | `{_cell(kind)}` | `{_cell(default)}` | {_cell(comment)} |")
     return "\n".join(rows) + "\n"
 
 
@@ -112,8 +110,8 @@ def errors_page() -> str:
         "# Error codes",
         "",
         "The JSON-RPC error codes this server answers with. `-32700..-32600` are JSON-RPC's,",
-        "`-32020..-32022` the MCP specification's; `-31000` and below are this server's own, outside",
-        "the ranges JSON-RPC and MCP reserve. A rate-limited or overloaded answer carries",
+        "`-32020..-32022` the MCP specification's; `-31000` and below are this server's own,",
+        "outside the ranges JSON-RPC and MCP reserve. A rate-limited or overloaded answer carries",
         "`data.retryAfterMs` (and HTTP `Retry-After`). This page is generated from",
         "`mcp_server/protocol/errors.py`.",
         "",
