@@ -276,15 +276,21 @@ class McpEndpoint:
             session=session_digest(session_id),
             identity=getattr(request.state, "identity", NOBODY),
         )
+        try:  # a stream slot is taken before the stream opens: a refusal is a 429
+            questions = fallback.session_questions(ctx, self.services)
+        except McpError as error:
+            return error_response(error, None)
         return StreamingResponse(
-            self._session_stream(ctx, queue), media_type="text/event-stream", headers=SSE_HEADERS
+            self._session_stream(questions, queue),
+            media_type="text/event-stream",
+            headers=SSE_HEADERS,
         )
 
     async def _session_stream(
-        self, ctx: RequestContext, queue: asyncio.Queue[dict[str, Any]]
+        self, questions: AsyncIterator[None], queue: asyncio.Queue[dict[str, Any]]
     ) -> AsyncIterator[bytes]:
         quiet_since = time.monotonic()
-        async for _ in fallback.session_questions(ctx, self.services):
+        async for _ in questions:
             while not queue.empty():
                 quiet_since = time.monotonic()
                 yield _sse(queue.get_nowait())
