@@ -320,8 +320,9 @@ class McpEndpoint:
         return JSONResponse(body, headers={SESSION_HEADER: session_id})
 
     async def _client_response(self, exchange: Exchange, session: Session) -> None:
-        """A client's answer to a question a task asked it: delivered as tasks/update would."""
-        await client_answers.deliver(
+        """A client's answer to a question a task asked it: delivered as tasks/update would;
+        a refusal (rate limited, task not found) is answered with the response's id."""
+        refusal = await client_answers.deliver(
             self.services,
             exchange.message,
             exchange.request_id,
@@ -331,6 +332,8 @@ class McpEndpoint:
             version=session.version,
             headers=exchange.request.headers,
         )
+        if refusal is not None:
+            raise refusal
 
     # ----- running a method -----------------------------------------------------------------
 
