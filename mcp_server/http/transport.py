@@ -38,7 +38,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from mcp_server.http import headers
+from mcp_server.http import headers, media_type
 from mcp_server.http.sessions import Session, SessionCodec
 from mcp_server.observability import record as observed
 from mcp_server.observability import tracing
@@ -132,8 +132,7 @@ class McpEndpoint:
         self.sessions = sessions
 
     async def post(self, request: Request) -> Response:
-        content_type = request.headers.get("content-type", "")
-        if "application/json" not in content_type.lower():
+        if not media_type.is_json(request.headers.getlist("content-type")):
             error = McpError(
                 INVALID_REQUEST, "Content-Type must be application/json", http_status=415
             )
