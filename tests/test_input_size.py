@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from mcp_server.tools.loading import load_toolsets
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from mcp_server.tools.loading import load_toolsets
 from tests.conftest import Stack, running_stack
 from workflows.input_limits import MAX_MEMO_BYTES
 

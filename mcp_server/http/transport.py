@@ -321,7 +321,7 @@ class McpEndpoint:
     async def _client_response(self, exchange: Exchange, session: Session) -> None:
         """A client's answer to a question a task asked it: delivered as tasks/update would;
         a refusal (rate limited, task not found) is answered with the response's id."""
-        refusal = await client_answers.deliver(
+        refusal = await client_answers.route(
             self.services,
             exchange.message,
             exchange.request_id,

@@ -9,8 +9,9 @@ request whose id names the task and the question (`fallback.input_request_id`). 
 - A response whose id names a task (`mcp-input:<taskId>:<key>`) counts against the sender's
   `tasks/update` rate limit, as the `tasks/update` it stands for would; a task that is missing
   or someone else's gets the ordinary "not found" (-32602), counted by the "not found" limit.
-  Both refusals are returned for the transport to answer (HTTP answers them with the
-  response's id), never a traceback or -32603: a forged id is the client's mistake.
+  Both refusals are returned by `route` for the transport to answer (HTTP answers them with
+  the response's id; stdio, which cannot answer a response, logs them), never a traceback or
+  -32603: a forged id is the client's mistake.
 """
 
 from __future__ import annotations
@@ -31,6 +32,27 @@ log = logging.getLogger("mcp_server.protocol.client_answers")
 
 
 async def deliver(
+    services: Services,
+    message: dict[str, Any],
+    request_id: str | int | None,
+    *,
+    principal: str,
+    identity: Identity,
+    capabilities: core.ClientCapabilities,
+    version: str,
+    headers: HeaderSource,
+) -> None:
+    """`route`, for a transport that has no way to answer a response (stdio): a refusal is
+    logged."""
+    refusal = await route(
+        services, message, request_id, principal=principal, identity=identity,
+        capabilities=capabilities, version=version, headers=headers,
+    )  # fmt: skip
+    if refusal is not None:
+        log.info("answer to %s not delivered: %s", request_id, refusal.message)
+
+
+async def route(
     services: Services,
     message: dict[str, Any],
     request_id: str | int | None,
