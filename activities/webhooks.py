@@ -33,6 +33,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from mcp_server import __version__
+from mcp_server.observability.logging import quiet_http_clients
 from mcp_server.observability.metrics import WEBHOOK_DELIVERIES, WEBHOOK_DELIVERY_SECONDS
 from mcp_server.webhooks.endpoints import WebhookEndpoint, WebhookEndpoints
 from mcp_server.webhooks.signature import (
@@ -101,6 +102,11 @@ def encoded(body: dict[str, Any]) -> bytes:
             non_retryable=True,
         )
     return data
+
+
+# httpx logs every request's URL at INFO; a webhook's URL is its secret. Here as well as in
+# the process's log setup, so a worker embedded in another program is covered too.
+quiet_http_clients()
 
 
 class WebhookSender:

@@ -7,7 +7,8 @@ A tool's workflow subclasses `TaskWorkflow`, implements `execute()`, and is decl
   every change, so `tasks/get` can answer from `describe()` with no worker alive; a change
   issues exactly the Temporal commands it always did, so running workflows keep replaying;
 - `ask()` / `ask_all()`, which park the workflow at `input_required` until `tasks/update`
-  answers (keys unique for the task's whole life);
+  answers (keys unique for the task's whole life); a question too large for the memo is
+  refused as it is asked (workflows/input_limits.py);
 - `report()` for progress in `statusMessage`;
 - cooperative cancellation: a cancellation request interrupts whatever the workflow awaits,
   the state says `cancelled` and the execution closes as CANCELED;
@@ -33,6 +34,7 @@ from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError, FailureError, is_cancelled_exception
 
 from workflows.approvers import describe_approvers, outstanding_ids
+from workflows.input_limits import refuse_oversized
 from workflows.quota import releasing_slot
 from workflows.redaction import Redactor
 from workflows.results import bounded
@@ -205,6 +207,8 @@ class TaskWorkflow:
         reused = [key for key in requests if key in self._issued_keys]
         if reused:
             raise ValueError(f"input request keys {reused} were already used in this task")
+        asking = self._scrub({**self._outstanding, **requests})
+        refuse_oversized(replace(self._current, input_requests=asking).to_memo(), list(requests))
         self._issued_keys.update(requests)
         self._outstanding.update(requests)
         previous_message = self._current.status_message

@@ -11,16 +11,17 @@ Rules implemented:
   `<origin>/.well-known/oauth-protected-resource<path of the resource>`, e.g.
   `https://mcp.example.com/.well-known/oauth-protected-resource/mcp`, which this server serves.
   With MCP_TASKS_PUBLIC_URL (the server's public base URL) the resource is `<public url>/mcp`.
-- Keys from a JWKS URL: each key is kept once fetched (by its `kid`), so an outage of the
-  authorization server does not fail tokens signed with a key already seen; a token whose key
-  cannot be fetched gets 503 with Retry-After, not 401 (the token may well be valid).
+- Keys from a JWKS URL (mcp_server/http/jwks.py): each key is kept once fetched (by its `kid`),
+  so an outage of the authorization server does not fail tokens signed with a key already
+  seen, and a known key never waits on a refresh; an unknown `kid` refreshes the set at most
+  once per 10 s (single-flight) and is then refused as "unknown signing key". A token whose
+  key cannot be fetched gets 503 with Retry-After, not 401 (the token may well be valid).
 - A refusal says what is wrong in a fixed short phrase ("token expired", "bad signature",
   "wrong audience"), never the library's message.
 """
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,12 +34,12 @@ from mcp_server.http.auth import (
     Principal,
     bearer_token,
 )
+from mcp_server.http.jwks import JwksKeys, KeysUnavailable, UnknownSigningKey, http_fetch
 from mcp_server.protocol.grants import Grant
 from mcp_server.runtime.config import Settings
 
 # How long a client should wait when the authorization server's keys cannot be fetched.
 JWKS_RETRY_AFTER_S = 30
-JWKS_TIMEOUT_S = 5.0
 
 # Most specific first: several of these are subclasses of others.
 _REASONS: list[tuple[type[Exception], str]] = [
@@ -85,14 +86,11 @@ class JwtAuthentication:
         self.tool_scopes = tool_scopes
         self.leeway = settings.jwt_leeway_s
         self._key: Any = None
-        self._jwks: jwt.PyJWKClient | None = None
+        self._jwks: JwksKeys | None = None
         if settings.jwt_public_key_path:
             self._key = Path(settings.jwt_public_key_path).read_text()
         elif settings.jwt_jwks_url:
-            # cache_keys: each signing key, once fetched, is kept (by kid) through outages.
-            self._jwks = jwt.PyJWKClient(
-                settings.jwt_jwks_url, cache_keys=True, lifespan=300, timeout=JWKS_TIMEOUT_S
-            )
+            self._jwks = JwksKeys(http_fetch(settings.jwt_jwks_url))
         else:
             raise ValueError(
                 "jwt auth needs MCP_TASKS_JWT_JWKS_URL or MCP_TASKS_JWT_PUBLIC_KEY_PATH"
@@ -106,19 +104,18 @@ class JwtAuthentication:
     async def _signing_key(self, token: str) -> Any:
         if self._jwks is None:
             return self._key
+        kid = jwt.get_unverified_header(token).get("kid")
         try:
-            # PyJWKClient fetches the JWKS with blocking I/O: keep it off the loop.
-            signing_key = await asyncio.to_thread(self._jwks.get_signing_key_from_jwt, token)
-        except (jwt.PyJWKClientConnectionError, jwt.PyJWKSetError, OSError, ValueError):
+            return await self._jwks.key(kid if isinstance(kid, str) else None)
+        except KeysUnavailable:
             raise AuthError(
                 503,
                 "the authorization server's keys cannot be fetched; retry later",
                 error="temporarily_unavailable",
                 retry_after_s=JWKS_RETRY_AFTER_S,
             ) from None
-        except jwt.PyJWKClientError:
+        except UnknownSigningKey:
             raise self._fail("unknown signing key") from None
-        return signing_key.key
 
     async def authenticate(self, authorization: str | None) -> Principal:
         try:

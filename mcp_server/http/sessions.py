@@ -6,7 +6,15 @@ that shares `MCP_TASKS_STATE_SECRET` verifies it and serves the session; nothing
 one replica. Rules:
 - A forged or altered id, or one minted for another principal, is 404 (the spec's answer to a
   session the server does not know: the client starts a new one).
-- The id is visible ASCII (base64url and a dot), as the transport spec requires.
+- The id is visible ASCII (base64url and a dot), as the transport spec requires, and only its
+  canonical encoding is accepted (unpadded base64url that encodes back to the same text): a
+  session has exactly one id, so what is keyed on it (a task's session digest, the questions
+  its GET stream relays) cannot be split or dodged by spelling the id another way.
+- An id expires `SESSION_LIFETIME_S` (24 h) after `initialize`, then is 404 like any unknown
+  session and the client initializes again. 24 h outlasts a working day of hours-long
+  approvals in one host session; nothing is lost when it ends (a session holds no state, its
+  tasks stay the principal's and are reached by taskId). An id minted more than
+  `CLOCK_SKEW_S` in the future (a replica's clock ahead) is refused too.
 - DELETE of a session answers 405, which the spec allows: a signed session holds no state, so
   there is nothing to end (its tasks live on in Temporal, owned by the principal).
 """
@@ -18,6 +26,7 @@ import hashlib
 import hmac
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +35,8 @@ import mcp_types as core
 from mcp_server.protocol import strict_json
 
 _MAX_ID_LENGTH = 16_384
+SESSION_LIFETIME_S = 24 * 3600
+CLOCK_SKEW_S = 300
 
 
 def _b64(data: bytes) -> str:
@@ -33,7 +44,12 @@ def _b64(data: bytes) -> str:
 
 
 def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    """The bytes of canonical unpadded base64url `text`; ValueError for any other spelling
+    (padding, characters outside the alphabet, non-zero trailing bits)."""
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if _b64(data) != text:
+        raise ValueError("not canonical base64url")
+    return data
 
 
 @dataclass(frozen=True)
@@ -44,10 +60,11 @@ class Session:
 
 
 class SessionCodec:
-    def __init__(self, secret: bytes) -> None:
+    def __init__(self, secret: bytes, clock: Callable[[], float] = time.time) -> None:
         if len(secret) < 16:
             raise ValueError("the session secret must be at least 16 bytes")
         self._secret = hashlib.sha256(b"mcp-session:" + secret).digest()
+        self._clock = clock
 
     def _sign(self, body: bytes) -> bytes:
         return hmac.new(self._secret, body, hashlib.sha256).digest()
@@ -57,7 +74,7 @@ class SessionCodec:
             "v": session.version,
             "c": session.capabilities.model_dump(mode="json", by_alias=True, exclude_none=True),
             "p": session.principal,
-            "t": int(time.time()),
+            "t": int(self._clock()),
             # Two sessions are never the same id, even for one principal in the same second:
             # a session's GET stream relays only the questions of the tasks it created.
             "n": secrets.token_hex(8),
@@ -83,6 +100,12 @@ class SessionCodec:
             return None
         if not isinstance(payload, dict) or payload.get("p") != principal:
             return None
+        minted = payload.get("t")
+        now = self._clock()
+        if not isinstance(minted, int) or not (
+            now - SESSION_LIFETIME_S <= minted <= now + CLOCK_SKEW_S
+        ):
+            return None  # expired (or from a clock far ahead)
         return Session(
             version=str(payload["v"]),
             capabilities=core.ClientCapabilities.model_validate(payload.get("c") or {}),

@@ -38,7 +38,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from mcp_server.http import headers
+from mcp_server.http import headers, media_type
 from mcp_server.http.sessions import Session, SessionCodec
 from mcp_server.observability import record as observed
 from mcp_server.observability import tracing
@@ -132,8 +132,7 @@ class McpEndpoint:
         self.sessions = sessions
 
     async def post(self, request: Request) -> Response:
-        content_type = request.headers.get("content-type", "")
-        if "application/json" not in content_type.lower():
+        if not media_type.is_json(request.headers.getlist("content-type")):
             error = McpError(
                 INVALID_REQUEST, "Content-Type must be application/json", http_status=415
             )
@@ -276,15 +275,21 @@ class McpEndpoint:
             session=session_digest(session_id),
             identity=getattr(request.state, "identity", NOBODY),
         )
+        try:  # a stream slot is taken before the stream opens: a refusal is a 429
+            questions = fallback.session_questions(ctx, self.services)
+        except McpError as error:
+            return error_response(error, None)
         return StreamingResponse(
-            self._session_stream(ctx, queue), media_type="text/event-stream", headers=SSE_HEADERS
+            self._session_stream(questions, queue),
+            media_type="text/event-stream",
+            headers=SSE_HEADERS,
         )
 
     async def _session_stream(
-        self, ctx: RequestContext, queue: asyncio.Queue[dict[str, Any]]
+        self, questions: AsyncIterator[None], queue: asyncio.Queue[dict[str, Any]]
     ) -> AsyncIterator[bytes]:
         quiet_since = time.monotonic()
-        async for _ in fallback.session_questions(ctx, self.services):
+        async for _ in questions:
             while not queue.empty():
                 quiet_since = time.monotonic()
                 yield _sse(queue.get_nowait())
@@ -314,8 +319,9 @@ class McpEndpoint:
         return JSONResponse(body, headers={SESSION_HEADER: session_id})
 
     async def _client_response(self, exchange: Exchange, session: Session) -> None:
-        """A client's answer to a question a task asked it: delivered as tasks/update would."""
-        await client_answers.deliver(
+        """A client's answer to a question a task asked it: delivered as tasks/update would;
+        a refusal (rate limited, task not found) is answered with the response's id."""
+        refusal = await client_answers.route(
             self.services,
             exchange.message,
             exchange.request_id,
@@ -325,6 +331,8 @@ class McpEndpoint:
             version=session.version,
             headers=exchange.request.headers,
         )
+        if refusal is not None:
+            raise refusal
 
     # ----- running a method -----------------------------------------------------------------
 

@@ -9,12 +9,19 @@
   human at a terminal.
 A client's mistake (-32602, a refused token) is one request line with its outcome, never a
 traceback: tracebacks are logged only for errors the server did not expect.
+
+No URL an HTTP client calls reaches a log: a webhook's URL is its secret (Slack's is the only
+credential), so httpx's and httpcore's request lines (`HTTP Request: POST https://...` at
+INFO) are silenced below WARNING in every process (`quiet_http_clients`, run by `configure`
+and by the webhook activity's module), and what they log at WARNING or above has every URL
+cut to its scheme and host.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import time
 from typing import Any, Literal
@@ -23,7 +30,40 @@ LogFormat = Literal["text", "json"]
 REQUEST_LOGGER = "mcp_server.requests"
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
+HTTP_CLIENT_LOGGERS = ("httpx", "httpcore")
+_URL = re.compile(r"(?P<origin>[A-Za-z][A-Za-z0-9+.-]*://[^/\s'\"<>?#]+)[^\s'\"<>]*")
+
 log = logging.getLogger(REQUEST_LOGGER)
+
+
+def redact_urls(text: str) -> str:
+    """Every URL in `text` cut to its scheme and host (and port): the path, query and fragment
+    of a webhook URL are its secret."""
+    return _URL.sub(r"\g<origin>", text)
+
+
+class RedactUrls(logging.Filter):
+    """Rewrites a record of an HTTP client's logger so no URL path reaches any handler."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.split(".", 1)[0] in HTTP_CLIENT_LOGGERS:
+            record.msg = redact_urls(record.getMessage())
+            record.args = None
+        return True
+
+
+_REDACT_URLS = RedactUrls()
+
+
+def quiet_http_clients() -> None:
+    """httpx and httpcore log below WARNING no more, and what they still log is redacted.
+    Idempotent; a logger set to a lower level by hand is put back to WARNING."""
+    for name in HTTP_CLIENT_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.getEffectiveLevel() < logging.WARNING:
+            logger.setLevel(logging.WARNING)
+        if _REDACT_URLS not in logger.filters:
+            logger.addFilter(_REDACT_URLS)
 
 
 class JsonFormatter(logging.Formatter):
@@ -64,11 +104,13 @@ def configure(log_format: LogFormat, level: str = "INFO") -> None:
     handler.setFormatter(
         JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
     )
+    handler.addFilter(_REDACT_URLS)  # also covers httpcore's child loggers
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
+    quiet_http_clients()
 
 
 def request_line(fields: dict[str, Any]) -> None:

@@ -15,10 +15,18 @@
   `temporal: "unreachable: <why it went>"`, without a call to wait out; once it is back, the
   usual checks run again and `engine.lastOutage` says what happened. Liveness stays 200
   throughout: the process is fine and repairs the engine itself, so it must not be restarted.
+- `/readyz` is public, so its answer is cached for `READY_CACHE_S` and shared by the requests
+  that arrive while a check runs (single-flight): a flood of probes costs Temporal at most one
+  check (two calls) per interval. Its body never names the Temporal address or repeats an
+  error's text (which does): a failure is "unreachable" or "error" and the error's kind, and
+  the full error goes to the server's log.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -32,6 +40,9 @@ from temporalio.client import Client
 from workflows.task_state import SEARCH_ATTRIBUTES
 
 _RPC_TIMEOUT = timedelta(seconds=2)
+READY_CACHE_S = 1.0
+
+log = logging.getLogger(__name__)
 
 EngineStatus = Callable[[], dict[str, Any]]
 _engine: EngineStatus | None = None
@@ -48,28 +59,63 @@ def liveness() -> dict[str, Any]:
     return {"status": "ok"}
 
 
+Checked = tuple[bool, dict[str, Any]]
+
+
 class Readiness:
-    def __init__(self, client: Client, task_queue: str, poller_max_age_s: float) -> None:
+    def __init__(
+        self,
+        client: Client,
+        task_queue: str,
+        poller_max_age_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.client = client
         self.task_queue = task_queue
         self.poller_max_age = timedelta(seconds=poller_max_age_s)
         self._attributes_seen = False  # once registered, they stay: not asked again
+        self._clock = clock
+        self._last: tuple[float, Checked] | None = None
+        self._running: asyncio.Future[Checked] | None = None
 
-    async def check(self) -> tuple[bool, dict[str, Any]]:
-        """(ready, the body saying what is there and what is missing)."""
+    async def check(self) -> Checked:
+        """(ready, the body saying what is there and what is missing). The embedded engine's
+        state is read on every call (it costs nothing, and an outage shows at once); the
+        Temporal checks are the last ones when younger than READY_CACHE_S, else the ones
+        running, else new ones."""
+        engine = _public(_engine()) if _engine is not None else None
+        if engine is not None and engine["state"] != "running":
+            self._last = None  # what was checked before the outage no longer holds
+            why = engine["outage"]["reason"]
+            body = {"temporal": f"unreachable: {why}", "searchAttributes": "unknown",
+                    "workers": 0, "engine": engine}  # fmt: skip
+            return False, {"status": "not ready", "missing": ["temporal"], **body}
+        ready, checked = await self._temporal_checked()
+        return ready, {**checked, "engine": engine} if engine is not None else checked
+
+    async def _temporal_checked(self) -> Checked:
+        if self._last is not None and self._clock() - self._last[0] < READY_CACHE_S:
+            return self._last[1]
+        if self._running is None:
+            self._running = asyncio.ensure_future(self._check_now())
+            self._running.add_done_callback(self._remember)
+        # shield: a prober that hangs up does not cancel the check the others wait on
+        return await asyncio.shield(self._running)
+
+    def _remember(self, done: asyncio.Future[Checked]) -> None:
+        self._running = None
+        if not done.cancelled() and done.exception() is None:
+            self._last = (self._clock(), done.result())
+
+    async def _check_now(self) -> Checked:
         body: dict[str, Any] = {"temporal": "ok", "searchAttributes": "ok"}
         missing: list[str] = []
-        engine = _engine() if _engine is not None else None
-        if engine is not None:
-            body["engine"] = engine
-            if engine["state"] != "running":
-                why = engine["outage"]["reason"]
-                body.update(temporal=f"unreachable: {why}", searchAttributes="unknown", workers=0)
-                return False, {"status": "not ready", "missing": ["temporal"], **body}
         try:
             await self.client.service_client.check_health(timeout=_RPC_TIMEOUT)
         except Exception as err:
-            body.update(temporal=f"unreachable: {err}", searchAttributes="unknown", workers=0)
+            log.warning("readiness: Temporal is unreachable: %s", err)
+            body.update(temporal=f"unreachable: {_kind(err)}", searchAttributes="unknown")
+            body["workers"] = 0
             return False, {"status": "not ready", "missing": ["temporal"], **body}
         try:
             absent = await self._absent_attributes()
@@ -81,7 +127,8 @@ class Readiness:
             if not live:
                 missing.append("workers")
         except Exception as err:
-            body["temporal"] = f"error: {err}"
+            log.warning("readiness: a Temporal call failed: %s", err)
+            body["temporal"] = f"error: {_kind(err)}"
             missing.append("temporal")
         ready = not missing
         return ready, {"status": "ready" if ready else "not ready", "missing": missing, **body}
@@ -98,6 +145,27 @@ class Readiness:
 
     async def _pollers(self) -> tuple[int, int]:
         return await pollers(self.client, self.task_queue, self.poller_max_age)
+
+
+def _public(engine: dict[str, Any]) -> dict[str, Any]:
+    """The engine's status without its address (in its own field or in an outage's reason)."""
+    address = engine.get("address")
+    shown = {key: value for key, value in engine.items() if key != "address"}
+    for field in ("outage", "lastOutage"):
+        outage = shown.get(field)
+        if isinstance(outage, dict) and isinstance(address, str) and address:
+            reason = str(outage.get("reason", ""))
+            reason = reason.replace(f" at {address}", "").replace(address, "(its address)")
+            shown[field] = {**outage, "reason": reason}
+    return shown
+
+
+def _kind(err: Exception) -> str:
+    """What a public body may say of an error: its kind, and a gRPC status's name; never its
+    text, which names the address it failed to reach."""
+    status = getattr(err, "status", None)
+    name = getattr(status, "name", None)
+    return f"{type(err).__name__} {name}" if isinstance(name, str) else type(err).__name__
 
 
 async def pollers(client: Client, task_queue: str, max_age: timedelta) -> tuple[int, int]:

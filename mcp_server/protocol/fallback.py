@@ -35,6 +35,7 @@ from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import task_not_found
 from mcp_server.protocol.models import Notification, to_message
 from mcp_server.protocol.refused_answers import Refusals
+from mcp_server.protocol.streams import Lease
 from mcp_server.protocol.task_views import RELATED_TASK, tool_result
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.approvers import may_answer
@@ -224,8 +225,19 @@ async def follow(
             del _relaying[task_id]
 
 
-async def session_questions(
+def session_questions(
     ctx: RequestContext, services: Services, *, lifetime_s: float = SESSION_STREAM_S
+) -> AsyncIterator[None]:
+    """The session's GET stream (below), after taking one of the caller's stream slots: the
+    same per-caller and per-replica limits as subscriptions/listen (streams.py, one pool).
+    A full pool raises QUOTA_EXCEEDED (HTTP 429, Retry-After) here, before the stream opens;
+    the slot is freed when the stream ends or is dropped."""
+    lease = services.listening.slots.acquire(ctx.principal)
+    return _session_questions(ctx, services, lease, lifetime_s)
+
+
+async def _session_questions(
+    ctx: RequestContext, services: Services, lease: Lease, lifetime_s: float
 ) -> AsyncIterator[None]:
     """The standalone GET stream of a 2025-11-25 session: the questions of the tasks this
     session created with `task`, for clients that poll `tasks/get` and never call
@@ -256,6 +268,7 @@ async def session_questions(
             yield None
             await asyncio.sleep(SESSION_POLL_S)
     finally:
+        lease.release()
         for task_id in asked:
             _sent_on_session_stream.pop((session, task_id), None)
 

@@ -3,7 +3,9 @@
 Rules implemented:
 - Open streams: at most `per_principal` per caller and `overall` in this replica. A listen
   beyond either is QUOTA_EXCEEDED (-31001), HTTP 429, `Retry-After`, before anything is read:
-  an open stream is held, like an open task, not spent like a request.
+  an open stream is held, like an open task, not spent like a request. The same slots hold a
+  2025-11-25 session's `GET /mcp` stream (fallback.session_questions) and an inbox live page:
+  one pool, so no kind of stream is a way around the others' limits.
 - A stream's slot is freed when its messages end, or when the stream is dropped before its
   first message (a client gone before the response started).
 - Task ids per stream: at most `max_task_ids` (-32602, like any oversized parameter).
@@ -62,14 +64,15 @@ class StreamSlots:
         mine = self._open[principal]
         if mine >= self.per_principal:
             raise _refused(
-                f"you have {mine} subscriptions/listen streams open, the most this server "
-                f"allows per caller is {self.per_principal}; close one, or listen to several "
-                "tasks on one stream",
+                f"you have {mine} subscriptions/listen streams open (GET /mcp session streams "
+                "and live inbox pages count alike), the most this server allows per caller is "
+                f"{self.per_principal}; close one, or listen to several tasks on one stream",
                 {"openStreams": mine, "limit": self.per_principal},
             )
         if self.total >= self.overall:
             raise _refused(
-                f"this server has {self.total} subscriptions/listen streams open, its limit; "
+                f"this server has {self.total} subscriptions/listen and session streams open, "
+                "its limit; "
                 f"retry in {RETRY_AFTER_S} s or poll tasks/get",
                 {"openStreams": self.total, "limit": self.overall},
             )

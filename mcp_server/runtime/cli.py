@@ -8,10 +8,8 @@ import asyncio
 import json
 import logging
 import os
-import secrets
 import signal
 import sys
-import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import timedelta
@@ -31,6 +29,7 @@ from mcp_server.observability.probes import report_engine
 from mcp_server.protocol.services import state_secret
 from mcp_server.runtime import event_loop, operator_cli
 from mcp_server.runtime.config import Settings
+from mcp_server.runtime.data_dir import state_secret_of
 from mcp_server.runtime.devserver import TemporalDevServer, port_is_free
 from mcp_server.runtime.supervisor import EngineSupervisor, SupervisedWorker, claim_data_dir
 from mcp_server.runtime.temporal_connection import (
@@ -150,21 +149,6 @@ async def _serve(parts: list[Part]) -> None:
             raise RuntimeError(part.ends_unexpectedly)
 
 
-def _state_secret(data_dir: Path) -> str:
-    path = data_dir / "state-secret"
-    try:
-        # Created exclusively: two processes starting at once on one data dir share one key.
-        with path.open("x") as created:
-            path.chmod(0o600)
-            created.write(secrets.token_hex(32))
-    except FileExistsError:
-        pass
-    deadline = time.monotonic() + 5
-    while not (secret := path.read_text().strip()) and time.monotonic() < deadline:
-        time.sleep(0.01)  # the other process is writing it
-    return secret
-
-
 async def _dev_temporal(
     args: argparse.Namespace, settings: Settings
 ) -> tuple[TemporalDevServer, Settings, Client]:
@@ -179,7 +163,7 @@ async def _dev_temporal(
     try:
         settings = settings.with_(
             temporal_address=temporal.address,
-            state_secret=settings.state_secret or _state_secret(data_dir),
+            state_secret=settings.state_secret or state_secret_of(data_dir),
         )
         return temporal, settings, await connect(settings)
     except BaseException:

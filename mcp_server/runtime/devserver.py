@@ -12,6 +12,9 @@
   process: a busy or starting one is waited for, and one that never answers while the process
   that started it lives is an error naming it; only a dead or orphaned leftover is replaced.
   A lock file serialises that decision, so processes started at once agree on one server.
+- The data dir is private to its user (runtime/data_dir.py): created 0700, every file in it
+  0600 from its creation; the Temporal server runs with umask 077, so `temporal.db` and its
+  WAL are 0600 too.
 - A process that joined never stops the server. When the server goes away, the supervisor
   (runtime/supervisor.py) starts it again on the same port, so every client reconnects.
 """
@@ -33,6 +36,7 @@ from typing import Literal
 
 from temporalio.client import Client
 
+from mcp_server.runtime.data_dir import open_private, private_data_dir
 from mcp_server.runtime.engine_process import (
     die_with_parent,
     free_port,
@@ -54,6 +58,13 @@ LOCK_FILE = "temporal.lock"
 # How long one health check of a recorded server may take.
 HEALTH_CHECK_S = 5.0
 Synchronous = Literal["full", "normal"]
+
+
+def _private_child() -> None:
+    """In the Temporal server's process, before exec: files it creates are 0600, and it dies
+    with its parent."""
+    os.umask(0o077)
+    die_with_parent()
 
 
 @dataclass(frozen=True)
@@ -121,7 +132,8 @@ class TemporalDevServer:
             pid, self.host, int(self.port or 0), ui_port, self.namespace, owner=os.getpid()
         )
         partial = self.record_file.with_suffix(".json.tmp")
-        partial.write_text(json.dumps(asdict(record)) + "\n")
+        with os.fdopen(open_private(partial, os.O_WRONLY | os.O_TRUNC), "w") as written:
+            written.write(json.dumps(asdict(record)) + "\n")
         partial.replace(self.record_file)  # a reader never sees half a record
 
     def command(self) -> list[str]:
@@ -151,7 +163,7 @@ class TemporalDevServer:
     def start(self) -> None:
         """Start a server on this data dir, after stopping a dead leftover recorded there. A live
         one (still listening) is never stopped: use `start_or_join` to share it."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_data_dir(self.data_dir)
         record = self.recorded()
         if record is not None and serves(record.pid, self.database):
             if not port_is_free(record.host, record.port):
@@ -165,7 +177,7 @@ class TemporalDevServer:
     async def start_or_join(self, timeout_s: float = 60.0) -> None:
         """Join the live server of this data dir, or start one; return once it answers. A
         server that runs is waited for (it may be starting or busy), never stopped."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_data_dir(self.data_dir)
         async with self._lock(timeout_s):
             record = self.recorded()
             if record is not None and serves(record.pid, self.database):
@@ -217,7 +229,7 @@ class TemporalDevServer:
     @contextlib.asynccontextmanager
     async def _lock(self, timeout_s: float) -> AsyncIterator[None]:
         # flock: released by the kernel when this process dies, so a crash never leaves it held.
-        fd = os.open(self.data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = open_private(self.data_dir / LOCK_FILE, os.O_RDWR)
         try:
             deadline = time.monotonic() + timeout_s
             while True:
@@ -239,14 +251,15 @@ class TemporalDevServer:
             self.port = 7233 if port_is_free(self.host, 7233) else free_port(self.host)
         elif not port_is_free(self.host, self.port):
             raise OSError(f"port {self.host}:{self.port} for the Temporal dev server is in use")
-        output = (self.data_dir / "temporal.log").open("ab")
+        log_fd = open_private(self.data_dir / "temporal.log", os.O_WRONLY | os.O_APPEND)
+        output = os.fdopen(log_fd, "ab")
         self.process = subprocess.Popen(
             self.command(),
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=die_with_parent,
+            preexec_fn=_private_child,
         )
         output.close()
         self._record(self.process.pid)

@@ -29,6 +29,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from mcp_server.runtime.data_dir import open_private, private_data_dir
 from mcp_server.runtime.devserver import TemporalDevServer
 
 log = logging.getLogger("mcp_server.runtime.supervisor")
@@ -191,9 +192,9 @@ def claim_data_dir(data_dir: Path, endpoint: str) -> int:
     """Hold the data dir for this `mcp-tasks dev` until the process exits (the kernel drops the
     lock then, even after `kill -9`); a second one stops here with a message naming the first.
     Returns the descriptor that holds the lock."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    private_data_dir(data_dir)
     path = data_dir / DEV_LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_private(path, os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
