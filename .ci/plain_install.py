@@ -44,16 +44,34 @@ def main() -> int:
     tokens = work / "tokens.json"
     minted = subprocess.run(
         [cli, "token", "add", "--file", str(tokens), "--principal", "ci-approver"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     token = minted.strip().splitlines()[-1].split()[-1]
     port, temporal_port = free_port(), free_port()
     env = dict(os.environ, MCP_TASKS_TOKENS_FILE=str(tokens))
     log = open(work / "dev.log", "wb")
     proc = subprocess.Popen(
-        [cli, "dev", "--auth", "tokens", "--port", str(port), "--host", "127.0.0.1",
-         "--data-dir", str(work / "data"), "--temporal-port", str(temporal_port)],
-        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=work, start_new_session=True,
+        [
+            cli,
+            "dev",
+            "--auth",
+            "tokens",
+            "--port",
+            str(port),
+            "--host",
+            "127.0.0.1",
+            "--data-dir",
+            str(work / "data"),
+            "--temporal-port",
+            str(temporal_port),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=work,
+        start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
     try:
