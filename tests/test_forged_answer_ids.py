@@ -57,6 +57,7 @@ async def test_a_forged_answer_to_a_foreign_or_missing_task_is_an_ordinary_not_f
 ) -> None:
     owner, attacker = alice_and_bob
     task_id = await owner.create_task("request_approval", {"message": "Alice's?"})
+    await owner.wait_status(task_id, "input_required", within=15)
     foreign = await forge(attacker, task_id)
     missing = await forge(attacker, "no-such-task")
     assert foreign["code"] == missing["code"] == errors.INVALID_PARAMS
