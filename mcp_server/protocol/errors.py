@@ -22,16 +22,30 @@ from mcp_server.tasks.errors import (
     TaskNotFound,
 )
 
+# The body is not JSON, or not strict JSON (NaN, Infinity, nesting too deep): HTTP 400.
 PARSE_ERROR = -32700
+# Not one JSON-RPC request (a batch, a missing `jsonrpc` or `method`): HTTP 400.
 INVALID_REQUEST = -32600
+# A method this server does not serve in the request's era: HTTP 404.
 METHOD_NOT_FOUND = -32601
+# Bad params: arguments against a tool's inputSchema, an answer against its form, a task that is
+# missing, expired or someone else's (one message for all three), missing `_meta`: HTTP 400.
 INVALID_PARAMS = -32602
+# Something failed on this side (a task's own protocol error keeps its code): HTTP 500.
 INTERNAL_ERROR = -32603
+# A routing header (Mcp-Method, Mcp-Name, Mcp-Param-*) disagrees with the body: HTTP 400.
 HEADER_MISMATCH = -32020
+# A tool needs a client capability the request did not declare (the tasks extension,
+# elicitation); `data.requiredCapabilities` names it: HTTP 400.
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+# A protocol version this server does not speak; `data.supported` lists those it does: HTTP 400.
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 # Application codes of this server, outside JSON-RPC's reserved -32768..-32000 range.
+# Too many requests of one kind from one principal (polls, answers, cancels, "not found"s,
+# approver requests); `data.retryAfterMs`, HTTP 429 and `Retry-After` say when to try again.
 RATE_LIMITED = -31000
+# A per-principal or per-replica ceiling is reached (open tasks, listen and session streams);
+# HTTP 429 with `Retry-After`.
 QUOTA_EXCEEDED = -31001
 # An approver (not the owner) asked to cancel a task (MCP_TASKS_APPROVERS_MAY_CANCEL is off).
 APPROVER_CANNOT_CANCEL = -31002

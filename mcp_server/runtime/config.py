@@ -56,32 +56,52 @@ ScopeToken = Annotated[str, Field(pattern=r"^[\x21\x23-\x5b\x5d-\x7e]+$")]
 class Settings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    # The address the HTTP server listens on (`--host`).
     host: str = "127.0.0.1"
+    # The port the HTTP server listens on (`--port`).
     port: Port = 8000
+    # Temporal frontend (`dev` and `stdio --dev` use their embedded server)
     temporal_address: str = "127.0.0.1:7233"
+    # The Temporal namespace of every task.
     namespace: str = "default"
+    # The task queue the task workflows run on (the worker polls it).
     task_queue: str = "mcp-tasks"
+    # The built-in toolset served, `demo` or `conformance` (`--toolset`).
     toolset: str = "demo"
+    # Your own tool modules, by module name or file path (`--tools`).
     tool_modules: CommaList = ()
     # TLS / API key for a real cluster (Temporal Cloud or a self-hosted one with mTLS).
     tls: Flag = False
+    # mTLS: the client certificate presented to the cluster.
     tls_cert_path: str | None = None
+    # mTLS: the client certificate's private key.
     tls_key_path: str | None = None
+    # TLS: the CA that signed the cluster's certificate (default: the system's).
     tls_ca_path: str | None = None
+    # TLS: the server name to verify the cluster's certificate against.
     tls_server_name: str | None = None
+    # Temporal Cloud API key (implies TLS)
     api_key: str | None = None
     # AES-256-GCM keys of the payload codec (runtime/codec.py), newest first; never printed.
     payload_key: CommaList = Field(default=(), repr=False)
-    # HMAC key of MRTR requestState; every server replica must share it.
+    # HMAC key of MRTR requestState, 2025-11-25 session ids and inbox cookies; every server
+    # replica must share it. Required on a non-loopback address (the server refuses to start
+    # without it); on loopback, random per process (`dev`, `stdio --dev`: kept in the data dir).
     state_secret: str | None = None
+    # DNS-rebinding protection: the `Host` values accepted (403 otherwise; loopback only when
+    # bound to loopback).
     allowed_hosts: CommaList = ()
+    # DNS-rebinding protection: the `Origin` values accepted (403 otherwise).
     allowed_origins: CommaList = ()
+    # Larger requests get 413 before parsing.
     max_body_bytes: Positive = 1024 * 1024
     # A whole request (head and body) must arrive within this time of the connection opening
     # or of the previous response; a connection idle this long after a response is closed.
     # Longer than the idle expiry of common client pools (httpx 5 s, Node's undici 4 s): at
     # an equal time a client reuses the connection as the server closes it (a ReadError).
     http_request_timeout_s: float = Field(default=20.0, gt=0, le=3600)
+    # An idle keep-alive connection is closed after this (longer than the idle expiry of common
+    # client pools, so that a client never reuses a connection just as the server closes it).
     http_keep_alive_s: float = Field(default=15.0, gt=0, le=3600)
     # uvicorn's HTTP parser: httptools (C) when installed, else h11 (http/timeouts.py).
     http_parser: Literal["auto", "httptools", "h11"] = "auto"
@@ -94,26 +114,40 @@ class Settings(BaseModel):
     # On SIGTERM: how long requests in flight may take to finish before the HTTP server closes
     # them (long-lived streams: subscriptions/listen, attached runs); their tasks run on.
     http_shutdown_grace_s: float = Field(default=15.0, gt=0, le=3600)
-    # Authentication (see http/auth.py).
+    # How callers authenticate: `none` (one local user), `tokens` or `jwt` (`--auth`).
     auth: Literal["none", "tokens", "jwt"] = "none"
+    # Allow `--auth none` on a non-loopback address (`--insecure`; taskIds become bearer
+    # secrets).
     insecure: Flag = False
+    # `--auth tokens`: the file of token hashes (`mcp-tasks token add|list|revoke`).
     tokens_file: str | None = None
+    # `--auth jwt`: the issuer (`iss`) a token must name.
     jwt_issuer: str | None = None
+    # `--auth jwt`: the audience (`aud`) a token must name.
     jwt_audience: str | None = None
+    # `--auth jwt`: where the signing keys are published (JWKS).
     jwt_jwks_url: str | None = None
+    # `--auth jwt`: a PEM public key, instead of a JWKS URL.
     jwt_public_key_path: str | None = None
+    # `--auth jwt`: the signing algorithms accepted (never `none`).
     jwt_algorithms: CommaList = ("RS256", "ES256")
+    # `--auth jwt`: scopes every token must hold.
     jwt_required_scopes: CommaList = ()
+    # `--auth jwt`: clock skew allowed on `exp` and `nbf`, in seconds.
     jwt_leeway_s: NonNegative = 30
+    # The public base URL named in `WWW-Authenticate` (`jwt`), when it differs from the
+    # audience.
     public_url: str | None = None
-    # The approval inbox (/inbox, mcp_server/inbox/): how long a sign-in lasts, and whether its
-    # cookie is marked Secure on plain http too (behind a TLS-terminating proxy).
+    # How long an approval-inbox sign-in lasts (60 s to 7 days).
     inbox_session_s: int = Field(default=8 * 3600, ge=60, le=7 * 86400)
+    # Mark the inbox cookie `Secure` on plain http too (behind a TLS-terminating proxy).
     inbox_secure_cookie: Flag = False
-    # Limits, each answered with a clear error.
+    # Answers (`inputResponses`) one request may carry.
     max_input_responses: NonNegative = 32
+    # The size of one answer, in bytes.
     max_input_response_bytes: Positive = 256 * 1024
-    max_open_tasks_per_principal: NonNegative = 1000  # 0: no quota
+    # Open tasks per caller and task queue, exactly (0: no quota; otherwise `-31001`).
+    max_open_tasks_per_principal: NonNegative = 1000
     # Slots granted below an eighth of that limit are given back lazily: their tasks send no
     # release, the quota workflow finds them closed (workflows/quota.py). False: every task
     # releases its slot as it closes.
@@ -123,28 +157,40 @@ class Settings(BaseModel):
     sync_wait_s: float = Field(default=45.0, gt=0, le=600)
     # tasks/get may run this many times faster than the task's pollIntervalMs, after a burst.
     poll_rate_factor: Positive = 4
+    # `tasks/get`: the burst allowed above the rate `poll_rate_factor` sets.
     poll_burst: Positive = 20
     # The pollIntervalMs a task advertises grows with its quiet time up to this (or its tool's
     # interval if larger); 0: always the tool's interval (tasks/poll_interval.py).
     poll_interval_max_ms: NonNegative = 60_000
-    # subscriptions/listen: open streams per caller and per replica, task ids per stream, and
-    # tasks watched at once per replica (each watcher holds one long-poll on Temporal).
+    # Open listen streams (`subscriptions/listen`, 2025-11-25 session streams, inbox
+    # pages) per caller.
     max_listen_streams_per_principal: Positive = 10
+    # Open listen streams per replica.
     max_listen_streams: Positive = 200
+    # Tasks one `subscriptions/listen` stream may follow.
     max_listen_task_ids: Positive = 100
+    # Tasks watched at once per replica (each watcher holds one long-poll on Temporal).
     max_watched_tasks: Positive = 500
-    # Per principal: tasks/update (task_respond), tasks/cancel (task_cancel) and lookups that
-    # end "not found", each a token bucket of `burst` refilled at the rate (0: no limit).
+    # Per principal: `tasks/update` and `task_respond` per minute (a token bucket; 0: no
+    # limit).
     update_rate_per_minute: NonNegative = 600
+    # Per principal: the burst of `tasks/update` and `task_respond`.
     update_burst: Positive = 100
+    # Per principal: `tasks/cancel` (both eras) and `task_cancel` per minute (0: no limit).
     cancel_rate_per_minute: NonNegative = 600
+    # Per principal: the burst of `tasks/cancel` and `task_cancel`.
     cancel_burst: Positive = 100
+    # Per principal: task lookups answered "not found" per minute (0: no limit).
     not_found_rate_per_minute: NonNegative = 600
+    # Per principal: the burst of lookups answered "not found".
     not_found_burst: Positive = 100
-    max_cached_workflows: NonNegative = 1000  # 0: no workflow cache
+    # Worker sizing: workflows kept in the worker's cache (0: no cache).
+    max_cached_workflows: NonNegative = 1000
+    # Worker sizing: activities one worker runs at once.
     max_concurrent_activities: Positive = 100
     # How often each worker deletes the expired tasks of its task queue (tasks/expiry.py).
     expiry_sweep_s: float = Field(default=300.0, gt=0, le=86400)
+    # the `instructions` of `initialize` and `server/discover`
     instructions: str | None = None
     # Where `deploy` finds pipeline files (a pipeline is only ever read from here).
     pipelines_dir: str = "pipelines"
@@ -156,6 +202,7 @@ class Settings(BaseModel):
     # Approvers (issue 12): who decides a `request_approval` call that names none (empty: its
     # caller), e.g. `release-manager,scope:release`; whether an approver may cancel a task.
     approval_approvers: CommaList = ()
+    # whether an approver of a task may cancel it (otherwise `-31002`)
     approvers_may_cancel: Flag = False
     # Who may name approvers in a tool call's `approvers` argument (issue 25): `callers`
     # (anyone), `scope` (callers holding approver_naming_scope), `operator` (nobody: only
@@ -163,11 +210,15 @@ class Settings(BaseModel):
     # approval_approvers is set (the operator's list wins), else `callers`. A caller never
     # names itself (its subject or a scope it holds) unless approvers_may_include_caller.
     approver_naming: Literal["callers", "scope", "operator"] | None = None
+    # The scope that lets a caller name approvers under `approver_naming=scope`.
     approver_naming_scope: ScopeToken = "approvers"
+    # whether a caller may name itself (its name, or a scope it holds) as an approver (otherwise
+    # `-31003`)
     approvers_may_include_caller: Flag = False
     # Per principal: calls that start a task whose questions wait for approvers (each fires
     # the task's webhooks), a token bucket of `burst` refilled at the rate (0: no limit).
     approver_request_rate_per_minute: NonNegative = 30
+    # Per principal: the burst of calls that start a task waiting for approvers.
     approver_request_burst: Positive = 30
     # A TOML file mapping tool names to existing workflows (tools/exposed.py).
     exposed_workflows_file: str | None = None
@@ -179,14 +230,21 @@ class Settings(BaseModel):
     # port, behind authentication); the worker's Temporal SDK metrics (None: off); how often
     # the open-task gauges are refreshed; how recent a poller must be for /readyz; OTLP.
     log_format: Literal["text", "json"] | None = None
+    # The host of the unauthenticated `/metrics` listener (`metrics_port`).
     metrics_host: str = "127.0.0.1"
+    # Also serve `/metrics` without authentication on this port (on the MCP port it is
+    # always served, behind authentication).
     metrics_port: Port | None = None
+    # the Temporal SDK's Prometheus metrics of the worker, on `MCP_TASKS_METRICS_HOST`
     worker_metrics_port: Port | None = None
+    # how often the open-task, input-wait and workers gauges are refreshed (in the background)
     metrics_refresh_s: float = Field(default=15.0, gt=0, le=3600)
+    # `/readyz` counts a worker whose poller Temporal saw at most this long ago
     ready_poller_max_age_s: float = Field(default=75.0, gt=0)
     # The embedded Temporal's SQLite (dev, stdio --dev): `full` syncs every commit, so what was
     # acknowledged survives a power loss; `normal` is faster and survives a process crash only.
     sqlite_synchronous: Literal["full", "normal"] = "full"
+    # OTLP/HTTP collector for traces (needs the `otel` extra)
     otlp_endpoint: str | None = None
 
     @field_validator("jwt_algorithms")
