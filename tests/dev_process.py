@@ -101,7 +101,7 @@ class DevProcess:
     async def wait_healthy(self, http: httpx.AsyncClient, within: float = 60) -> None:
         deadline = time.monotonic() + within
         while time.monotonic() < deadline:
-            assert self.process.poll() is None, "mcp-tasks dev exited"
+            assert self.process.poll() is None, f"mcp-tasks dev exited:\n{self.log()[-3000:]}"
             try:
                 if (await http.get(f"http://127.0.0.1:{self.port}/readyz")).status_code == 200:
                     return
