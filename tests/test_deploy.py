@@ -49,16 +49,14 @@ def journal(path: Path) -> list[str]:
 
 
 THREE_STEPS = (
-    journaled("a"),
-    journaled("b", approval="Go on with b?"),
-    step("c", "echo c >> JOURNAL"),
+    journaled("a") + journaled("b", approval="Go on with b?") + step("c", "echo c >> JOURNAL")
 )
 
 
 async def test_an_approved_pipeline_runs_every_step_and_reports_each(
     mcp: McpClient, pipelines_dir: Path
 ) -> None:
-    name, log = pipeline(pipelines_dir, *THREE_STEPS)
+    name, log = pipeline(pipelines_dir, THREE_STEPS)
     task_id = await mcp.create_task("deploy", {"pipeline": name})
     waiting = await mcp.wait_status(task_id, "input_required", within=10)
     ((key, request),) = waiting["inputRequests"].items()
@@ -80,7 +78,7 @@ async def test_an_approved_pipeline_runs_every_step_and_reports_each(
 async def test_a_declined_approval_rolls_back_completed_steps(
     mcp: McpClient, pipelines_dir: Path
 ) -> None:
-    name, log = pipeline(pipelines_dir, *THREE_STEPS)
+    name, log = pipeline(pipelines_dir, THREE_STEPS)
     task_id = await mcp.create_task("deploy", {"pipeline": name})
     await mcp.wait_status(task_id, "input_required", within=10)
     await mcp.update_task(
@@ -223,7 +221,7 @@ async def test_an_unknown_or_broken_pipeline_is_a_clear_tool_error(
 async def test_an_approval_gate_needs_a_client_that_can_answer(
     mcp: McpClient, pipelines_dir: Path
 ) -> None:
-    name, log = pipeline(pipelines_dir, *THREE_STEPS)
+    name, log = pipeline(pipelines_dir, THREE_STEPS)
     task_id = (await mcp.call_tool("deploy", {"pipeline": name}, capabilities=TASKS)).result[
         "taskId"
     ]
@@ -390,7 +388,7 @@ async def test_a_host_without_tasks_finishes_a_deploy_through_the_follow_up_tool
     approves it, and reads the finished deploy, all through ordinary tools."""
     from tests.legacy_client import LegacyClient
 
-    name, log = pipeline(pipelines_dir, *THREE_STEPS)
+    name, log = pipeline(pipelines_dir, THREE_STEPS)
     async with fresh_stack(sync_wait_s=1.0) as stack:
         host = LegacyClient(stack.http, stack.url, accept="application/json")
         await host.initialize()
