@@ -290,6 +290,7 @@ async def _wait_task(
 # ----- 2026-07-28 ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_2026_request_on_stdin_is_answered_on_stdout_and_eof_ends_the_process(
     process_host: ProcessHost,
 ) -> None:
@@ -303,6 +304,7 @@ async def test_a_2026_request_on_stdin_is_answered_on_stdout_and_eof_ends_the_pr
     assert await host.close() == 0
 
 
+@pytest.mark.slow
 async def test_a_2026_task_runs_on_the_stdio_process_own_worker_to_completion(
     process_host: ProcessHost,
 ) -> None:
