@@ -47,8 +47,9 @@ $(CLIENTS)/js/node_modules/.installed: $(CLIENTS)/js/package-lock.json $(CONFORM
 client-deps: $(VENV)/.clients-installed $(CLIENTS)/js/node_modules/.installed
 
 # Everything: unit, end-to-end on real Temporal, kill -9 durability, official conformance suite.
+# The 25 slowest tests are printed at the end (CI's .ci/run runs this target).
 test: $(STAMP) conformance-deps client-deps
-	$(VENV)/bin/pytest -n 3
+	$(VENV)/bin/pytest -n 3 --durations=25
 
 # The README's screenshots of the approval inbox (docs/inbox.png, docs/inbox-task.png), taken by
 # the browser test of an approver's deploy.
@@ -57,7 +58,7 @@ inbox-screenshots: $(STAMP)
 
 # Without the process-tree, conformance, real-client and browser tests.
 test-fast: $(STAMP)
-	$(VENV)/bin/pytest -n 3 -m "not slow and not conformance and not clients and not browser"
+	$(VENV)/bin/pytest -n 3 --durations=25 -m "not slow and not conformance and not clients and not browser"
 
 # mypy checks tests/clients too, so the Python client libraries must be installed.
 lint: $(STAMP) $(VENV)/.clients-installed

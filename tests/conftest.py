@@ -26,6 +26,7 @@ from mcp_server.runtime.worker import build_worker
 from mcp_server.tools.loading import load_toolsets
 from mcp_server.tools.registry import ToolRegistry
 from tests.mcp_client import McpClient
+from tests.timeout_stacks import pytest_timeout_set_timer  # noqa: F401  (a timed-out test's tasks)
 from tests.user_workflows import EXPOSED_TOML
 
 # Idle connections leave the pool after 2 s, before the server's keep-alive (5 s) closes them:

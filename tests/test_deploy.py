@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import Callable
@@ -23,10 +24,23 @@ StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 APPROVE = {"action": "accept", "content": {"approve": True}}
 
 
-def pipeline(directory: Path, steps: str) -> tuple[str, Path]:
-    """Write a pipeline whose steps log to its own journal; return its name and journal."""
+def step(name: str, run: str, **keys: str) -> str:
+    """One [[steps]] table of a pipeline: its name, its command and any other string keys
+    (rollback, approval, cwd). JOURNAL in a command stands for the pipeline's own journal."""
+    pairs = {"name": name, "run": run, **keys}
+    return "[[steps]]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in pairs.items())
+
+
+def journaled(name: str, **keys: str) -> str:
+    """A step that writes its name to the journal, and undo-NAME when rolled back."""
+    return step(name, f"echo {name} >> JOURNAL", rollback=f"echo undo-{name} >> JOURNAL", **keys)
+
+
+def pipeline(directory: Path, *steps: str) -> tuple[str, Path]:
+    """Write a pipeline of `steps` logging to its own journal; return its name and journal."""
     name = f"p-{uuid.uuid4().hex[:12]}"
-    (directory / f"{name}.toml").write_text(steps.replace("JOURNAL", f"{name}.journal"))
+    toml = "".join(steps).replace("JOURNAL", f"{name}.journal")
+    (directory / f"{name}.toml").write_text(toml)
     return name, directory / f"{name}.journal"
 
 
@@ -34,20 +48,9 @@ def journal(path: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
 
-THREE_STEPS = """
-[[steps]]
-name = "a"
-run = "echo a >> JOURNAL"
-rollback = "echo undo-a >> JOURNAL"
-[[steps]]
-name = "b"
-run = "echo b >> JOURNAL"
-rollback = "echo undo-b >> JOURNAL"
-approval = "Go on with b?"
-[[steps]]
-name = "c"
-run = "echo c >> JOURNAL"
-"""
+THREE_STEPS = (
+    journaled("a") + journaled("b", approval="Go on with b?") + step("c", "echo c >> JOURNAL")
+)
 
 
 async def test_an_approved_pipeline_runs_every_step_and_reports_each(
@@ -93,20 +96,9 @@ async def test_a_failing_step_rolls_back_in_reverse_and_names_the_step(
 ) -> None:
     name, log = pipeline(
         pipelines_dir,
-        """
-[[steps]]
-name = "a"
-run = "echo a >> JOURNAL"
-rollback = "echo undo-a >> JOURNAL"
-[[steps]]
-name = "b"
-run = "echo b >> JOURNAL"
-rollback = "echo undo-b >> JOURNAL"
-[[steps]]
-name = "c"
-run = "echo c >> JOURNAL; echo boom; exit 3"
-rollback = "echo undo-c >> JOURNAL"
-""",
+        journaled("a"),
+        journaled("b"),
+        step("c", "echo c >> JOURNAL; echo boom; exit 3", rollback="echo undo-c >> JOURNAL"),
     )
     done = await mcp.wait_terminal(await mcp.create_task("deploy", {"pipeline": name}), within=20)
     text = done["result"]["content"][0]["text"]
@@ -120,15 +112,8 @@ async def test_cancel_kills_the_running_step_rolls_back_and_ends_cancelled(
 ) -> None:
     name, log = pipeline(
         pipelines_dir,
-        """
-[[steps]]
-name = "a"
-run = "echo a >> JOURNAL"
-rollback = "echo undo-a >> JOURNAL"
-[[steps]]
-name = "slow"
-run = "echo $$ > JOURNAL.pid; sleep 120 & wait"
-""",
+        journaled("a"),
+        step("slow", "echo $$ > JOURNAL.pid; sleep 120 & wait"),
     )
     task_id = await mcp.create_task("deploy", {"pipeline": name})
     running = await mcp.wait_for(task_id, lambda t: '"slow": running' in t.get("statusMessage", ""))
@@ -155,19 +140,9 @@ async def test_a_deploy_cancelled_at_its_approval_lists_each_rollback_and_its_ou
 ) -> None:
     name, log = pipeline(
         pipelines_dir,
-        """
-[[steps]]
-name = "a"
-run = "echo a >> JOURNAL"
-rollback = "echo undo-a >> JOURNAL; exit 4"
-[[steps]]
-name = "b"
-run = "echo b >> JOURNAL"
-[[steps]]
-name = "c"
-run = "echo c >> JOURNAL"
-approval = "Go on with c?"
-""",
+        step("a", "echo a >> JOURNAL", rollback="echo undo-a >> JOURNAL; exit 4"),
+        step("b", "echo b >> JOURNAL"),
+        step("c", "echo c >> JOURNAL", approval="Go on with c?"),
     )
     task_id = await mcp.create_task("deploy", {"pipeline": name})
     await mcp.wait_status(task_id, "input_required", within=10)
@@ -188,20 +163,9 @@ async def test_a_step_whose_activity_fails_outright_still_rolls_back(
     rolled back, and the result names the step and why."""
     name, log = pipeline(
         pipelines_dir,
-        """
-[[steps]]
-name = "a"
-run = "echo a >> JOURNAL"
-rollback = "echo undo-a >> JOURNAL"
-[[steps]]
-name = "b"
-run = "echo b >> JOURNAL"
-cwd = "no-such-directory"
-rollback = "echo undo-b >> JOURNAL"
-[[steps]]
-name = "c"
-run = "echo c >> JOURNAL"
-""",
+        journaled("a"),
+        journaled("b", cwd="no-such-directory"),
+        step("c", "echo c >> JOURNAL"),
     )
     done = await mcp.wait_terminal(await mcp.create_task("deploy", {"pipeline": name}), within=30)
     assert done["status"] == "completed" and done["result"]["isError"] is True
@@ -221,20 +185,14 @@ async def test_a_rollback_whose_activity_fails_outright_is_recorded_and_the_othe
     (pipelines_dir / "gone").mkdir(exist_ok=True)
     name, log = pipeline(
         pipelines_dir,
-        """
-[[steps]]
-name = "a"
-run = "echo a >> JOURNAL"
-rollback = "echo undo-a >> JOURNAL"
-[[steps]]
-name = "b"
-cwd = "gone"
-run = "echo b >> ../JOURNAL && rmdir ../gone"
-rollback = "echo undo-b >> ../JOURNAL"
-[[steps]]
-name = "c"
-run = "exit 9"
-""",
+        journaled("a"),
+        step(
+            "b",
+            "echo b >> ../JOURNAL && rmdir ../gone",
+            cwd="gone",
+            rollback="echo undo-b >> ../JOURNAL",
+        ),
+        step("c", "exit 9"),
     )
     done = await mcp.wait_terminal(await mcp.create_task("deploy", {"pipeline": name}), within=30)
     text = done["result"]["content"][0]["text"]
@@ -273,22 +231,15 @@ async def test_an_approval_gate_needs_a_client_that_can_answer(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(180)  # 25-55 s measured; the default 60 s is too tight
 async def test_a_worker_killed_mid_step_resumes_without_rerunning_completed_steps(
     fresh_stack: StackFactory, pipelines_dir: Path, temporal: TemporalDevServer
 ) -> None:
     name, log = pipeline(
         pipelines_dir,
-        """
-[[steps]]
-name = "a"
-run = "echo a >> JOURNAL"
-[[steps]]
-name = "b"
-run = "echo b >> JOURNAL; sleep 30; echo b-done >> JOURNAL"
-[[steps]]
-name = "c"
-run = "echo c >> JOURNAL"
-""",
+        step("a", "echo a >> JOURNAL"),
+        step("b", "echo b >> JOURNAL; sleep 30; echo b-done >> JOURNAL"),
+        step("c", "echo c >> JOURNAL"),
     )
     # "b" sleeps far longer than the heartbeat timeout after which the retry starts, so the
     # crashed attempt's process is still running when the retry kills it, even on a slow host.
@@ -410,15 +361,13 @@ def test_an_invalid_pipeline_is_rejected_naming_the_file_the_key_and_the_problem
 
 
 def test_the_key_path_of_a_later_step_names_its_index_and_its_name(tmp_path: Path) -> None:
-    steps = "".join(f"[[steps]]\nname = '{n}'\nrun = 'true'\n" for n in ("a", "b"))
-    message = rejection(
-        tmp_path, steps + "[[steps]]\nname = 'c'\nrun = 'true'\ntimeout_seconds = 0"
-    )
+    steps = step("a", "true") + step("b", "true")
+    message = rejection(tmp_path, steps + step("c", "true") + "timeout_seconds = 0\n")
     assert message == "deploy.toml: steps[2].timeout_seconds (step 'c'): must be in (0, 86400]"
 
 
 def test_a_step_name_used_twice_is_rejected_naming_both_steps(tmp_path: Path) -> None:
-    steps = "".join(f"[[steps]]\nname = '{n}'\nrun = 'true'\n" for n in ("a", "b", "a"))
+    steps = "".join(step(name, "true") for name in ("a", "b", "a"))
     assert rejection(tmp_path, steps) == (
         "deploy.toml: steps: the name 'a' is used twice (steps[0] and steps[2])"
     )

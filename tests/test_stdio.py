@@ -1,6 +1,10 @@
-"""`mcp-tasks stdio` as a host runs it: a real subprocess, JSON lines written to its stdin and
-read from its stdout (every line must be one JSON-RPC message), both protocol eras, against the
-session's Temporal dev server; and `--dev`, which shares one embedded Temporal per data dir."""
+"""The stdio transport as a host drives it: JSON lines written to stdin and read from stdout
+(every line must be one JSON-RPC message), both protocol eras, against the session's Temporal
+dev server. The protocol behaviour runs in-process: the same StdioServer that `mcp-tasks stdio`
+runs, on OS pipes instead of the process's stdin and stdout, with the session stack's worker.
+A real `mcp-tasks stdio` subprocess is kept where the process is what is tested: EOF ends it
+with exit 0, its own worker runs the tasks, its stdout carries nothing but the protocol; and
+`--dev`, which shares one embedded Temporal per data dir."""
 
 from __future__ import annotations
 
@@ -19,6 +23,8 @@ import pytest
 
 from mcp_server.protocol import errors
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
+from mcp_server.stdio.server import StdioServer
+from tests.conftest import Stack
 from tests.dev_process import (
     MCP_TASKS,
     alive,
@@ -53,37 +59,34 @@ class Reply(Answer):
 class StdioHost:
     """What an MCP host does with a server it spawned: lines in, lines out, stderr to a log."""
 
-    def __init__(self, process: asyncio.subprocess.Process, log_path: Path) -> None:
-        self.process = process
+    def __init__(
+        self, stdin: asyncio.StreamWriter, stdout: asyncio.StreamReader, log_path: Path
+    ) -> None:
+        self.stdin = stdin
+        self.stdout = stdout
         self.log_path = log_path
         self._ids = itertools.count(1)
         # Messages read while waiting for another response, by id (responses) or in order.
-        self._early: list[dict[str, Any]] = []
-
-    @classmethod
-    async def start(cls, *args: str, env: dict[str, str], log_path: Path) -> StdioHost:
-        with log_path.open("ab") as log:
-            process = await asyncio.create_subprocess_exec(
-                MCP_TASKS, "stdio", *args, env=env, stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE, stderr=log, limit=16 * 1024 * 1024,
-                start_new_session=True,
-            )  # fmt: skip
-        return cls(process, log_path)
+        self.early: list[dict[str, Any]] = []
 
     def log(self) -> str:
+        if not self.log_path.exists():
+            return "(no log)"
         return self.log_path.read_text(errors="replace")[-3000:]
 
+    def write(self, data: bytes) -> None:
+        """Raw bytes to stdin, as a faulty host might write them."""
+        self.stdin.write(data)
+
     async def send(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(message).encode() + b"\n")
-        await self.process.stdin.drain()
+        self.stdin.write(json.dumps(message).encode() + b"\n")
+        await self.stdin.drain()
 
     async def next_message(self, within: float = 30) -> dict[str, Any]:
-        if self._early:
-            return self._early.pop(0)
-        assert self.process.stdout is not None
+        if self.early:
+            return self.early.pop(0)
         async with asyncio.timeout(within):
-            line = await self.process.stdout.readline()
+            line = await self.stdout.readline()
         assert line, f"stdout closed; stderr ends with:\n{self.log()}"
         message = json.loads(line)  # stdout carries JSON-RPC messages and nothing else
         assert isinstance(message, dict) and message.get("jsonrpc") == "2.0", line
@@ -114,7 +117,7 @@ class StdioHost:
             while True:
                 message = await self.next_message(within)
                 if "method" not in message and message.get("id") == request_id:
-                    self._early = kept + self._early
+                    self.early = kept + self.early
                     return Reply(message, seen)
                 if "method" not in message:
                     kept.append(message)  # another request's response: for its own reader
@@ -144,9 +147,31 @@ class StdioHost:
         return reply.result
 
     async def close(self, within: float = 30) -> int:
+        """Close stdin, as a host does to stop its server; how the server ended (0: cleanly)."""
+        raise NotImplementedError
+
+
+class ProcessHost(StdioHost):
+    """`mcp-tasks stdio ARGS` as a subprocess."""
+
+    def __init__(self, process: asyncio.subprocess.Process, log_path: Path) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        super().__init__(process.stdin, process.stdout, log_path)
+        self.process = process
+
+    @classmethod
+    async def start(cls, *args: str, env: dict[str, str], log_path: Path) -> ProcessHost:
+        with log_path.open("ab") as log:
+            process = await asyncio.create_subprocess_exec(
+                MCP_TASKS, "stdio", *args, env=env, stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, stderr=log, limit=16 * 1024 * 1024,
+                start_new_session=True,
+            )  # fmt: skip
+        return cls(process, log_path)
+
+    async def close(self, within: float = 30) -> int:
         """Close stdin, as a host does to stop its server; the exit code."""
-        assert self.process.stdin is not None
-        self.process.stdin.close()
+        self.stdin.close()
         async with asyncio.timeout(within):
             return await self.process.wait()
 
@@ -154,6 +179,56 @@ class StdioHost:
         for pid in [self.process.pid, *descendants(self.process.pid)]:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+class InProcessHost(StdioHost):
+    """The StdioServer of `mcp-tasks stdio`, in this process on OS pipes, serving the session
+    stack's settings, tools and Temporal client (the stack's worker runs its tasks)."""
+
+    def __init__(
+        self,
+        stdin: asyncio.StreamWriter,
+        stdout: asyncio.StreamReader,
+        serving: asyncio.Task[None],
+        log_path: Path,
+    ) -> None:
+        super().__init__(stdin, stdout, log_path)
+        self.serving = serving
+
+    @classmethod
+    async def start(cls, stack: Stack, log_path: Path) -> InProcessHost:
+        loop = asyncio.get_running_loop()
+        stdin_read, stdin_write = os.pipe()
+        stdout_read, stdout_write = os.pipe()
+        reader, writer = os.fdopen(stdin_read, "rb"), os.fdopen(stdout_write, "wb")
+        server = StdioServer(stack.settings, stack.registry, stack.client, reader, writer)
+
+        async def serve() -> None:
+            try:
+                await server.serve()
+            finally:
+                writer.close()  # the host reads EOF on stdout
+                reader.close()
+
+        serving = asyncio.create_task(serve())
+        stdout = asyncio.StreamReader(limit=16 * 1024 * 1024, loop=loop)
+        await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(stdout, loop=loop), os.fdopen(stdout_read, "rb")
+        )
+        transport, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader(loop=loop), loop=loop),
+            os.fdopen(stdin_write, "wb"),
+        )
+        stdin = asyncio.StreamWriter(transport, protocol, None, loop)
+        return cls(stdin, stdout, serving, log_path)
+
+    async def close(self, within: float = 30) -> int:
+        """Close stdin; 0 once the server has served its last message and returned."""
+        if not self.stdin.is_closing():
+            self.stdin.close()
+        async with asyncio.timeout(within):
+            await self.serving
+        return 0
 
 
 @pytest.fixture
@@ -170,8 +245,21 @@ def stdio_env(temporal: TemporalDevServer) -> dict[str, str]:
 
 
 @pytest.fixture
-async def host(stdio_env: dict[str, str], tmp_path: Path) -> AsyncIterator[StdioHost]:
-    running = await StdioHost.start(env=stdio_env, log_path=tmp_path / "stdio.log")
+async def host(stack: Stack, tmp_path: Path) -> AsyncIterator[StdioHost]:
+    running = await InProcessHost.start(stack, tmp_path / "stdio.log")
+    try:
+        yield running
+    finally:
+        if not running.serving.done():
+            try:
+                await running.close()
+            finally:
+                running.serving.cancel()
+
+
+@pytest.fixture
+async def process_host(stdio_env: dict[str, str], tmp_path: Path) -> AsyncIterator[ProcessHost]:
+    running = await ProcessHost.start(env=stdio_env, log_path=tmp_path / "stdio.log")
     try:
         yield running
     finally:
@@ -202,9 +290,11 @@ async def _wait_task(
 # ----- 2026-07-28 ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_2026_request_on_stdin_is_answered_on_stdout_and_eof_ends_the_process(
-    host: StdioHost,
+    process_host: ProcessHost,
 ) -> None:
+    host = process_host
     reply = await host.request("tools/list", {"_meta": meta()})
     assert_valid("tools/list", reply.body)
     names = {tool["name"] for tool in reply.result["tools"]}
@@ -214,9 +304,11 @@ async def test_a_2026_request_on_stdin_is_answered_on_stdout_and_eof_ends_the_pr
     assert await host.close() == 0
 
 
-async def test_a_2026_task_runs_to_completion_and_tasks_get_reads_its_result(
-    host: StdioHost,
+@pytest.mark.slow
+async def test_a_2026_task_runs_on_the_stdio_process_own_worker_to_completion(
+    process_host: ProcessHost,
 ) -> None:
+    host = process_host  # the task queue is the process's own: only its embedded worker polls it
     arguments = {"seconds": 0.3, "label": "stdio"}
     created = await host.request(
         "tools/call", {"name": "slow_compute", "arguments": arguments, "_meta": meta(TASKS)}
@@ -241,7 +333,7 @@ async def test_a_long_call_does_not_hold_up_a_tasks_get(host: StdioHost) -> None
     )  # fmt: skip
     got = await host.request("tasks/get", {"taskId": task_id, "_meta": meta(TASKS)}, within=10)
     assert got.result["taskId"] == task_id
-    assert not host._early, "the long call answered before the tasks/get it should not block"
+    assert not host.early, "the long call answered before the tasks/get it should not block"
     long = await host.response("long", within=30)
     assert "long" in long.result["content"][0]["text"]
 
@@ -274,7 +366,7 @@ async def test_a_listen_stream_is_acknowledged_on_stdout_and_ended_by_cancelled(
     assert acknowledged["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "listen-1"
     await host.notify("notifications/cancelled", {"requestId": "listen-1"})
     listed = await host.request("tools/list", {"_meta": meta()})
-    assert listed.result["tools"] and not listed.messages and not host._early
+    assert listed.result["tools"] and not listed.messages and not host.early
 
 
 async def test_protocol_errors_are_answered_with_their_codes_and_the_connection_goes_on(
@@ -282,8 +374,7 @@ async def test_protocol_errors_are_answered_with_their_codes_and_the_connection_
 ) -> None:
     await host.send({"jsonrpc": "2.0", "id": "raw", "method": "tools/list"})  # no _meta
     assert (await host.response("raw")).error["code"] == errors.INVALID_PARAMS
-    assert host.process.stdin is not None
-    host.process.stdin.write(b"{not json\n")
+    host.write(b"{not json\n")
     parse_error = await host.next_message()
     assert parse_error["error"]["code"] == errors.PARSE_ERROR and "id" not in parse_error
     unknown = await host.request("ping", {"_meta": meta()})
@@ -296,7 +387,7 @@ async def test_protocol_errors_are_answered_with_their_codes_and_the_connection_
     too_large = b'{"jsonrpc":"2.0","id":"big","method":"tools/list","params":{"x":"' + b"x" * (
         2 * 1024 * 1024
     )
-    host.process.stdin.write(too_large + b'"}}\n')
+    host.write(too_large + b'"}}\n')
     dropped = await host.next_message()
     assert dropped["error"]["code"] == errors.INVALID_REQUEST and "id" not in dropped
     await host.send(
@@ -392,7 +483,7 @@ async def test_cancelled_stops_the_request_and_never_its_task(host: StdioHost) -
     await host.notify("notifications/cancelled", {"requestId": "doomed", "reason": "user"})
     # No response to the cancelled request ever comes: the next message answers the ping.
     pong = await host.request("ping")
-    assert pong.result == {} and not pong.messages and not host._early
+    assert pong.result == {} and not pong.messages and not host.early
     waiting = await host.request("tasks/get", {"taskId": task_id})
     assert waiting.result["status"] == "input_required"
     await host.send({"jsonrpc": "2.0", "id": asked["id"], "result": ACCEPT_CONFIRM})
@@ -453,12 +544,12 @@ async def test_a_second_stdio_dev_joins_the_first_ones_temporal_and_leaves_it_ru
 ) -> None:
     data_dir, env = tmp_path / "data", _dev_env(stdio_env)
     args = ("--dev", "--data-dir", str(data_dir), "--temporal-port", str(free_port()))
-    first = await StdioHost.start(*args, env=env, log_path=tmp_path / "first.log")
-    second: StdioHost | None = None
+    first = await ProcessHost.start(*args, env=env, log_path=tmp_path / "first.log")
+    second: ProcessHost | None = None
     try:
         await _greets(first, "first")
         (temporal_pid,) = _temporal_pids(first.process.pid)
-        second = await StdioHost.start(*args, env=env, log_path=tmp_path / "second.log")
+        second = await ProcessHost.start(*args, env=env, log_path=tmp_path / "second.log")
         created = await second.request(
             "tools/call",
             {"name": "slow_compute", "arguments": {"seconds": 0}, "_meta": meta(TASKS)},
@@ -486,7 +577,8 @@ async def test_two_stdio_dev_started_at_once_share_one_temporal(
     data_dir, env = tmp_path / "data", _dev_env(stdio_env)
     args = ("--dev", "--data-dir", str(data_dir), "--temporal-port", str(free_port()))
     hosts = [
-        await StdioHost.start(*args, env=env, log_path=tmp_path / f"host-{n}.log") for n in range(2)
+        await ProcessHost.start(*args, env=env, log_path=tmp_path / f"host-{n}.log")
+        for n in range(2)
     ]
     try:
         await asyncio.gather(*(_greets(host, f"host {n}") for n, host in enumerate(hosts)))
@@ -504,11 +596,11 @@ async def test_when_the_stdio_dev_that_started_temporal_exits_the_one_that_joine
 ) -> None:
     data_dir, env = tmp_path / "data", _dev_env(stdio_env)
     args = ("--dev", "--data-dir", str(data_dir), "--temporal-port", str(free_port()))
-    first = await StdioHost.start(*args, env=env, log_path=tmp_path / "first.log")
-    second: StdioHost | None = None
+    first = await ProcessHost.start(*args, env=env, log_path=tmp_path / "first.log")
+    second: ProcessHost | None = None
     try:
         await _greets(first, "first")
-        second = await StdioHost.start(*args, env=env, log_path=tmp_path / "second.log")
+        second = await ProcessHost.start(*args, env=env, log_path=tmp_path / "second.log")
         created = await second.request(
             "tools/call",
             {

@@ -93,11 +93,10 @@ def test_the_server_never_encodes_nan_again() -> None:
 async def test_nan_on_stdin_is_a_parse_error_and_the_connection_goes_on(
     host: StdioHost,  # noqa: F811 (the fixture)
 ) -> None:
-    assert host.process.stdin is not None
     call = {"jsonrpc": "2.0", "id": "nan", "method": "tools/call",
             "params": {"name": "echo", "arguments": {"text": "x"}, "_meta": meta()}}  # fmt: skip
     line = json.dumps(call).replace('"text": "x"', '"text": "x", "n": NaN')
-    host.process.stdin.write(line.encode() + b"\n")
+    host.write(line.encode() + b"\n")
     parse_error = await host.next_message()
     assert parse_error["error"]["code"] == errors.PARSE_ERROR and "NaN" in str(parse_error)
     echoed = await host.request(

@@ -76,7 +76,7 @@ async def test_a_task_only_listener_does_not_follow_tool_changes(
     listeners: list[int] = []
 
     async def change_tools_and_count() -> None:
-        listeners.append(len(stack.registry._listeners))  # the stream is open now
+        listeners.append(stack.registry.listener_count)  # the stream is open now
         await mcp.call_tool("test_trigger_tool_change")
         await mcp.call_tool("test_trigger_tool_change")
 

@@ -225,6 +225,12 @@ class ToolRegistry:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)
 
+    @property
+    def listener_count(self) -> int:
+        """How many `on_change` listeners are subscribed now (a listen stream that asked for
+        tool changes holds one while it is open)."""
+        return len(self._listeners)
+
     def _changed(self) -> None:
         for listener in list(self._listeners):
             listener()

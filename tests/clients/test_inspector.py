@@ -1,6 +1,8 @@
 """The MCP Inspector's CLI (@modelcontextprotocol/inspector 2.x, `mcp-inspector --cli`) against
 the real server, in each `--protocol-era`: `modern` (2026-07-28), `auto` (discover, falling
-back to initialize) and `legacy` (2025-11-25; the CLI's default for an ad-hoc URL).
+back to initialize) and `legacy` (2025-11-25; the CLI's default for an ad-hoc URL). Every
+invocation of the module runs in one Node process (js/inspector_cli.mjs calls the CLI's runCli
+as the launcher does), each with its own exit code, stdout and stderr.
 
 One invocation is one connection and one method. The CLI drives tasks through ext-tasks to
 their end, but it has no way to answer a question (it declares no elicitation capability) nor
@@ -15,13 +17,14 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.clients.node_runner import INSPECTOR, NodeRun, run_node
+from tests.clients.node_runner import NodeRun, NodeSession
 from tests.conftest import Stack
 from workflows.task_state import SEARCH_ATTRIBUTE_TOOL
 
@@ -33,17 +36,25 @@ LEGACY = pytest.param("legacy", id="legacy")
 ALL_ERAS = [MODERN, AUTO, LEGACY]
 
 
-async def inspector(stack: Stack, home: Path, era: str | None, *args: str) -> NodeRun:
+@pytest.fixture(scope="module")
+async def cli(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[NodeSession]:
+    """The Inspector's CLI, every invocation of this module in one process with its own HOME."""
+    session = NodeSession("inspector_cli.mjs", home=tmp_path_factory.mktemp("inspector-home"))
+    yield session
+    await session.close()
+
+
+async def inspector(stack: Stack, cli: NodeSession, era: str | None, *args: str) -> NodeRun:
     era_flag = [] if era is None else ["--protocol-era", era]
-    return await run_node(
-        INSPECTOR, "--cli", stack.url, *era_flag, *args, "--format", "json", home=home
-    )
+    return await cli.run({"argv": [stack.url, *era_flag, *args, "--format", "json"]})
 
 
-async def call(stack: Stack, home: Path, era: str | None, tool: str, arguments: Any) -> NodeRun:
+async def call(
+    stack: Stack, cli: NodeSession, era: str | None, tool: str, arguments: Any
+) -> NodeRun:
     return await inspector(
         stack,
-        home,
+        cli,
         era,
         "--method",
         "tools/call",
@@ -62,45 +73,45 @@ def succeeded(run: NodeRun) -> dict[str, Any]:
 
 @pytest.mark.parametrize("era", ALL_ERAS)
 async def test_the_inspector_lists_the_conformance_and_demo_tools(
-    stack: Stack, tmp_path: Path, era: str
+    stack: Stack, cli: NodeSession, era: str
 ) -> None:
-    listed = succeeded(await inspector(stack, tmp_path, era, "--method", "tools/list"))
+    listed = succeeded(await inspector(stack, cli, era, "--method", "tools/list"))
     names = {tool["name"] for tool in listed["tools"]}
     assert {"greet", "slow_compute", "confirm_delete", "request_approval", "echo"} <= names
 
 
 async def test_the_inspector_by_default_speaks_2025_11_25_to_a_url(
-    stack: Stack, tmp_path: Path
+    stack: Stack, cli: NodeSession
 ) -> None:
-    shown = succeeded(await inspector(stack, tmp_path, None, "--method", "initialize"))
+    shown = succeeded(await inspector(stack, cli, None, "--method", "initialize"))
     assert shown["protocolVersion"] == "2025-11-25"
     assert shown["serverInfo"]["name"] == "mcp-tasks-temporal"
 
 
 @pytest.mark.parametrize("era", ALL_ERAS)
 async def test_the_inspector_calls_greet_synchronously(
-    stack: Stack, tmp_path: Path, era: str
+    stack: Stack, cli: NodeSession, era: str
 ) -> None:
-    result = succeeded(await call(stack, tmp_path, era, "greet", {"name": "Kay"}))
+    result = succeeded(await call(stack, cli, era, "greet", {"name": "Kay"}))
     assert result["content"][0]["text"] == "Hello, Kay!"
     assert result["isError"] is False
 
 
 @pytest.mark.parametrize("era", ALL_ERAS)
 async def test_the_inspector_runs_slow_compute_to_its_result(
-    stack: Stack, tmp_path: Path, era: str
+    stack: Stack, cli: NodeSession, era: str
 ) -> None:
     # At 2026-07-28 the CLI declares the tasks extension and polls the task ext-tasks gets back.
-    result = succeeded(await call(stack, tmp_path, era, "slow_compute", {"seconds": 1}))
+    result = succeeded(await call(stack, cli, era, "slow_compute", {"seconds": 1}))
     assert result["content"][0]["text"] == "Computed '' in 1 s"
     assert result["structuredContent"] == {"label": "", "seconds": 1}
 
 
 @pytest.mark.parametrize("era", [MODERN, AUTO])
 async def test_a_tool_that_asks_is_refused_to_the_inspector_which_cannot_answer(
-    stack: Stack, tmp_path: Path, era: str
+    stack: Stack, cli: NodeSession, era: str
 ) -> None:
-    run = await call(stack, tmp_path, era, "confirm_delete", {"filename": "i.txt"})
+    run = await call(stack, cli, era, "confirm_delete", {"filename": "i.txt"})
     assert run.exit_code == 1
     error = run.error_json()["error"]
     assert error["message"] == (
@@ -109,25 +120,23 @@ async def test_a_tool_that_asks_is_refused_to_the_inspector_which_cannot_answer(
 
 
 async def test_at_2025_11_25_a_tool_that_asks_the_inspector_ends_in_the_follow_up(
-    stack: Stack, tmp_path: Path
+    stack: Stack, cli: NodeSession
 ) -> None:
-    started = succeeded(
-        await call(stack, tmp_path, "legacy", "confirm_delete", {"filename": "i.txt"})
-    )
+    started = succeeded(await call(stack, cli, "legacy", "confirm_delete", {"filename": "i.txt"}))
     follow_up = started["structuredContent"]
     assert follow_up["status"] == "input_required"
     assert follow_up["followUpTools"] == ["task_status", "task_respond", "task_cancel"]
     task_id = follow_up["taskId"]
 
-    waiting = succeeded(await call(stack, tmp_path, "legacy", "task_status", {"taskId": task_id}))
+    waiting = succeeded(await call(stack, cli, "legacy", "task_status", {"taskId": task_id}))
     assert 'key "confirm": Delete i.txt?' in waiting["content"][0]["text"]
 
     answer = {"taskId": task_id, "action": "accept", "content": {"confirm": True}}
-    answered = succeeded(await call(stack, tmp_path, "legacy", "task_respond", answer))
+    answered = succeeded(await call(stack, cli, "legacy", "task_respond", answer))
     assert answered["structuredContent"] == {"key": "confirm"}
 
     await stack.mcp.wait_status(task_id, "completed", within=15)
-    done = succeeded(await call(stack, tmp_path, "legacy", "task_status", {"taskId": task_id}))
+    done = succeeded(await call(stack, cli, "legacy", "task_status", {"taskId": task_id}))
     assert done["content"][0]["text"] == "Deleted i.txt"
     assert done["structuredContent"] == {"deleted": True}
 
@@ -163,60 +172,58 @@ def still_running(result: dict[str, Any], tool: str) -> str:
     return task_id
 
 
-async def finished(stack: Stack, home: Path, task_id: str) -> dict[str, Any]:
+async def finished(stack: Stack, cli: NodeSession, task_id: str) -> dict[str, Any]:
     """`task_status` through the Inspector once the task has completed."""
     await stack.mcp.wait_status(task_id, "completed", within=20)
-    return succeeded(await call(stack, home, None, "task_status", {"taskId": task_id}))
+    return succeeded(await call(stack, cli, None, "task_status", {"taskId": task_id}))
 
 
 async def test_at_its_default_era_request_approval_shows_the_task_and_is_finished_by_follow_ups(
-    stack: Stack, tmp_path: Path
+    stack: Stack, cli: NodeSession
 ) -> None:
-    started = succeeded(await call(stack, tmp_path, None, "request_approval", {"message": "Go?"}))
+    started = succeeded(await call(stack, cli, None, "request_approval", {"message": "Go?"}))
     task_id = still_running(started, "request_approval")
     answer = {"taskId": task_id, "action": "accept", "content": {"decision": "approve"}}
-    answered = succeeded(await call(stack, tmp_path, None, "task_respond", answer))
+    answered = succeeded(await call(stack, cli, None, "task_respond", answer))
     assert answered["isError"] is False, answered
-    done = await finished(stack, tmp_path, task_id)
+    done = await finished(stack, cli, task_id)
     assert done["isError"] is False
     assert done["structuredContent"]["decision"] == "approved"
 
 
 async def test_at_its_default_era_deploy_shows_the_task_and_is_finished_by_follow_ups(
-    stack: Stack, tmp_path: Path, pipelines_dir: Path
+    stack: Stack, cli: NodeSession, pipelines_dir: Path
 ) -> None:
     arguments = {"pipeline": gated_pipeline(pipelines_dir)}
-    started = succeeded(await call(stack, tmp_path, None, "deploy", arguments))
+    started = succeeded(await call(stack, cli, None, "deploy", arguments))
     task_id = still_running(started, "deploy")
-    waiting = succeeded(await call(stack, tmp_path, None, "task_status", {"taskId": task_id}))
+    waiting = succeeded(await call(stack, cli, None, "task_status", {"taskId": task_id}))
     assert "Ship it?" in waiting["content"][0]["text"]
     answer = {"taskId": task_id, "action": "accept", "content": {"approve": True}}
-    succeeded(await call(stack, tmp_path, None, "task_respond", answer))
-    done = await finished(stack, tmp_path, task_id)
+    succeeded(await call(stack, cli, None, "task_respond", answer))
+    done = await finished(stack, cli, task_id)
     assert done["isError"] is False
     assert [step["name"] for step in done["structuredContent"]["steps"]] == ["build", "ship"]
 
 
 async def test_at_its_default_era_every_other_demo_tool_ends_in_its_result(
-    stack: Stack, tmp_path: Path, import_dir: Path
+    stack: Stack, cli: NodeSession, import_dir: Path
 ) -> None:
     source = import_dir / f"rows-{uuid.uuid4().hex[:8]}.csv"
     source.write_text("id,name\n1,a\n2,b\n")
     imported = succeeded(
         await call(
             stack,
-            tmp_path,
+            cli,
             None,
             "import_records",
             {"source": source.name, "database": "i.db", "table": "rows", "key": "id"},
         )
     )
     assert imported["structuredContent"]["imported"] == 2
-    echoed = succeeded(await call(stack, tmp_path, None, "echo", {"text": "hi"}))
+    echoed = succeeded(await call(stack, cli, None, "echo", {"text": "hi"}))
     assert echoed["structuredContent"] == {"text": "hi", "length": 2}
-    job = succeeded(
-        await call(stack, tmp_path, None, "multi_step_job", {"steps": 1, "step_seconds": 0})
-    )
+    job = succeeded(await call(stack, cli, None, "multi_step_job", {"steps": 1, "step_seconds": 0}))
     assert job["isError"] is False
     assert len(job["structuredContent"]["steps"]) == 1
 
@@ -225,9 +232,9 @@ async def test_at_its_default_era_every_other_demo_tool_ends_in_its_result(
 
 
 async def test_at_modern_request_approval_is_refused_naming_the_missing_elicitation(
-    stack: Stack, tmp_path: Path
+    stack: Stack, cli: NodeSession
 ) -> None:
-    run = await call(stack, tmp_path, "modern", "request_approval", {"message": "Go?"})
+    run = await call(stack, cli, "modern", "request_approval", {"message": "Go?"})
     assert run.exit_code == 1
     error = run.error_json()["error"]
     assert error["message"] == (
@@ -236,13 +243,13 @@ async def test_at_modern_request_approval_is_refused_naming_the_missing_elicitat
 
 
 async def test_at_modern_deploy_runs_as_a_task_whose_approval_gate_rolls_back_saying_why(
-    stack: Stack, tmp_path: Path, pipelines_dir: Path
+    stack: Stack, cli: NodeSession, pipelines_dir: Path
 ) -> None:
     # The CLI declares the tasks extension but no elicitation: the gate cannot be asked, so the
     # task rolls the first step back and completes with an isError result saying why, which
     # the CLI prints before it exits 5 ("tool_is_error").
     arguments = {"pipeline": gated_pipeline(pipelines_dir)}
-    run = await call(stack, tmp_path, "modern", "deploy", arguments)
+    run = await call(stack, cli, "modern", "deploy", arguments)
     assert run.exit_code == 5
     assert run.error_json()["error"]["code"] == "tool_is_error"
     result = run.json()["result"]
@@ -265,7 +272,7 @@ async def waiting_approval(stack: Stack, message: str) -> str:
 
 
 async def test_at_modern_a_request_approval_with_approvers_waits_for_them_then_shows_the_result(
-    stack: Stack, tmp_path: Path
+    stack: Stack, cli: NodeSession
 ) -> None:
     # With approvers the CLI's own elicitation is not needed: the task runs, the CLI polls it
     # (printing nothing meanwhile), and shows the result once an approver decided.
@@ -275,7 +282,7 @@ async def test_at_modern_a_request_approval_with_approvers_waits_for_them_then_s
         runs: list[NodeRun] = []
 
         async def run_cli() -> None:
-            runs.append(await call(stack, tmp_path, "modern", "request_approval", arguments))
+            runs.append(await call(stack, cli, "modern", "request_approval", arguments))
 
         group.start_soon(run_cli)
         task_id = await waiting_approval(stack, message)

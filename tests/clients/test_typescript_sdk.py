@@ -1,4 +1,5 @@
-"""The official TypeScript clients against the real server, as Node 22 subprocesses:
+"""The official TypeScript clients against the real server, each in one Node 22 process that runs
+every case of this module (tests/clients/js/line_server.mjs), one test per case:
 
 - @modelcontextprotocol/client 2.x (js/sdk_client.mjs) in each `versionNegotiation` mode:
   `{pin: "2026-07-28"}`, `"auto"` (discover, falling back to initialize) and `"legacy"`;
@@ -14,14 +15,14 @@ attached to the call, its progress and questions on the call's SSE stream.
 
 from __future__ import annotations
 
-import json
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.clients.node_runner import run_node
+from tests.clients.node_runner import NodeSession
 from tests.conftest import Stack
 
 pytestmark = pytest.mark.clients
@@ -33,20 +34,53 @@ ALL_ERAS = [MODERN, AUTO, LEGACY]
 EXPECTED_VERSION = {"modern": "2026-07-28", "auto": "2026-07-28", "legacy": "2025-11-25"}
 
 
-async def sdk(stack: Stack, era: str, scenario: str, *args: Any) -> dict[str, Any]:
-    """Run js/sdk_client.mjs; `args` are TOOL, ARGUMENTS and the elicitation ANSWER."""
-    encoded = [a if isinstance(a, str) else json.dumps(a) for a in args]
-    run = await run_node("sdk_client.mjs", stack.url, era, scenario, *encoded)
+@pytest.fixture(scope="module")
+async def ts_client() -> AsyncIterator[NodeSession]:
+    """js/sdk_client.mjs: @modelcontextprotocol/client 2.x, every era in one process."""
+    session = NodeSession("sdk_client.mjs")
+    yield session
+    await session.close()
+
+
+@pytest.fixture(scope="module")
+async def ts_v1_client() -> AsyncIterator[NodeSession]:
+    """js/sdk_v1_client.mjs: @modelcontextprotocol/sdk 1.x."""
+    session = NodeSession("sdk_v1_client.mjs")
+    yield session
+    await session.close()
+
+
+def case(scenario: str, tool: str | None, args: Any, answer: Any) -> dict[str, Any]:
+    return {"scenario": scenario, "tool": tool, "args": args or {}, "answer": answer}
+
+
+async def sdk(
+    client: NodeSession,
+    stack: Stack,
+    era: str,
+    scenario: str,
+    tool: str | None = None,
+    args: Any = None,
+    answer: Any = None,
+) -> dict[str, Any]:
+    """One case of js/sdk_client.mjs: SCENARIO with TOOL, its ARGS and the elicitation ANSWER."""
+    run = await client.run({"url": stack.url, "era": era, **case(scenario, tool, args, answer)})
     output: dict[str, Any] = run.json()
     assert run.exit_code == 0, output
     assert output["protocolVersion"] == EXPECTED_VERSION[era]
     return output
 
 
-async def sdk_v1(stack: Stack, scenario: str, *args: Any) -> dict[str, Any]:
-    """Run js/sdk_v1_client.mjs (2025-11-25 only)."""
-    encoded = [a if isinstance(a, str) else json.dumps(a) for a in args]
-    run = await run_node("sdk_v1_client.mjs", stack.url, scenario, *encoded)
+async def sdk_v1(
+    client: NodeSession,
+    stack: Stack,
+    scenario: str,
+    tool: str | None = None,
+    args: Any = None,
+    answer: Any = None,
+) -> dict[str, Any]:
+    """One case of js/sdk_v1_client.mjs (2025-11-25 only)."""
+    run = await client.run({"url": stack.url, **case(scenario, tool, args, answer)})
     output: dict[str, Any] = run.json()
     assert run.exit_code == 0, output
     assert output["protocolVersion"] == "2025-11-25"
@@ -69,29 +103,35 @@ DEMO_TOOLS = {"greet", "slow_compute", "confirm_delete", "request_approval", "ec
 
 
 @pytest.mark.parametrize("era", ALL_ERAS)
-async def test_the_ts_client_lists_the_conformance_and_demo_tools(stack: Stack, era: str) -> None:
-    output = await sdk(stack, era, "list")
+async def test_the_ts_client_lists_the_conformance_and_demo_tools(
+    ts_client: NodeSession, stack: Stack, era: str
+) -> None:
+    output = await sdk(ts_client, stack, era, "list")
     assert DEMO_TOOLS <= {tool["name"] for tool in output["tools"]}
 
 
 @pytest.mark.parametrize("era", ALL_ERAS)
-async def test_the_ts_client_calls_greet_synchronously(stack: Stack, era: str) -> None:
-    output = await sdk(stack, era, "call", "greet", {"name": "Lin"})
+async def test_the_ts_client_calls_greet_synchronously(
+    ts_client: NodeSession, stack: Stack, era: str
+) -> None:
+    output = await sdk(ts_client, stack, era, "call", "greet", {"name": "Lin"})
     assert text_of(output["result"]) == "Hello, Lin!"
 
 
 @pytest.mark.parametrize("era", ALL_ERAS)
 async def test_the_ts_client_answers_a_synchronous_elicitation_through_its_handler(
-    stack: Stack, era: str
+    ts_client: NodeSession, stack: Stack, era: str
 ) -> None:
-    output = await sdk(stack, era, "call", "test_streaming_elicitation", {}, COLOUR)
+    output = await sdk(ts_client, stack, era, "call", "test_streaming_elicitation", {}, COLOUR)
     assert [asked["message"] for asked in output["asked"]] == ["Pick a colour"]
     assert text_of(output["result"]) == "Elicitation answered: accept {'colour': 'violet'}"
 
 
 @pytest.mark.parametrize("era", ALL_ERAS)
-async def test_ext_tasks_runs_slow_compute_as_a_task_to_completion(stack: Stack, era: str) -> None:
-    output = await sdk(stack, era, "task", "slow_compute", {"seconds": 1, "label": "ts"})
+async def test_ext_tasks_runs_slow_compute_as_a_task_to_completion(
+    ts_client: NodeSession, stack: Stack, era: str
+) -> None:
+    output = await sdk(ts_client, stack, era, "task", "slow_compute", {"seconds": 1, "label": "ts"})
     assert output["kind"] == "task"
     assert output["outcome"] == "completed"
     assert text_of(output["result"]) == "Computed 'ts' in 1 s"
@@ -101,25 +141,33 @@ async def test_ext_tasks_runs_slow_compute_as_a_task_to_completion(stack: Stack,
 
 @pytest.mark.parametrize("era", ALL_ERAS)
 async def test_ext_tasks_answers_a_task_question_through_on_input_request(
-    stack: Stack, era: str
+    ts_client: NodeSession, stack: Stack, era: str
 ) -> None:
-    output = await sdk(stack, era, "task", "confirm_delete", {"filename": "ts.txt"}, ACCEPT_CONFIRM)
+    output = await sdk(
+        ts_client, stack, era, "task", "confirm_delete", {"filename": "ts.txt"}, ACCEPT_CONFIRM
+    )
     assert {asked["message"] for asked in output["asked"]} == {"Delete ts.txt?"}
     assert output["outcome"] == "completed"
     assert text_of(output["result"]) == "Deleted ts.txt"
 
 
 @pytest.mark.parametrize("era", ALL_ERAS)
-async def test_ext_tasks_delivers_a_rejection_to_request_approval(stack: Stack, era: str) -> None:
-    output = await sdk(stack, era, "task", "request_approval", {"message": "Merge?"}, REJECT)
+async def test_ext_tasks_delivers_a_rejection_to_request_approval(
+    ts_client: NodeSession, stack: Stack, era: str
+) -> None:
+    output = await sdk(
+        ts_client, stack, era, "task", "request_approval", {"message": "Merge?"}, REJECT
+    )
     assert {asked["message"] for asked in output["asked"]} == {"Merge?"}
     assert output["result"]["structuredContent"]["decision"] == "rejected"
     assert output["result"]["structuredContent"]["reason"] == "out of budget"
 
 
 @pytest.mark.parametrize("era", ALL_ERAS)
-async def test_ext_tasks_cancels_a_running_task(stack: Stack, era: str) -> None:
-    output = await sdk(stack, era, "cancel", "slow_compute", {"seconds": 60})
+async def test_ext_tasks_cancels_a_running_task(
+    ts_client: NodeSession, stack: Stack, era: str
+) -> None:
+    output = await sdk(ts_client, stack, era, "cancel", "slow_compute", {"seconds": 60})
     assert output["kind"] == "task"
     assert output["outcome"] == "cancelled"
     assert output["status"] == "cancelled"
@@ -127,13 +175,19 @@ async def test_ext_tasks_cancels_a_running_task(stack: Stack, era: str) -> None:
 
 
 async def test_the_ts_client_in_legacy_mode_runs_a_task_tool_attached_to_call_tool(
-    stack: Stack,
+    ts_client: NodeSession, stack: Stack
 ) -> None:
     # A plain callTool at 2025-11-25: the task runs attached, its statusMessage comes back as
     # progress, its question as elicitation/create on the call's stream (to the client's own
     # handler), related to the task.
     output = await sdk(
-        stack, "legacy", "call", "confirm_delete", {"filename": "ts2.txt"}, ACCEPT_CONFIRM
+        ts_client,
+        stack,
+        "legacy",
+        "call",
+        "confirm_delete",
+        {"filename": "ts2.txt"},
+        ACCEPT_CONFIRM,
     )
     assert [asked["message"] for asked in output["asked"]] == ["Delete ts2.txt?"]
     task_id = output["asked"][0]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"]
@@ -148,8 +202,10 @@ async def test_the_ts_client_in_legacy_mode_runs_a_task_tool_attached_to_call_to
 # --- @modelcontextprotocol/sdk 1.x: the 2025-11-25 era only -----------------------------------
 
 
-async def test_the_v1_sdk_lists_tools_with_their_task_support(stack: Stack) -> None:
-    output = await sdk_v1(stack, "list")
+async def test_the_v1_sdk_lists_tools_with_their_task_support(
+    ts_v1_client: NodeSession, stack: Stack
+) -> None:
+    output = await sdk_v1(ts_v1_client, stack, "list")
     tools = {tool["name"]: tool for tool in output["tools"]}
     assert DEMO_TOOLS <= set(tools)
     # At 2025-11-25 every task tool is task-optional (run attached when called without `task`),
@@ -159,21 +215,27 @@ async def test_the_v1_sdk_lists_tools_with_their_task_support(stack: Stack) -> N
     assert tools["greet"].get("execution", {}).get("taskSupport", "forbidden") == "forbidden"
 
 
-async def test_the_v1_sdk_calls_greet_synchronously(stack: Stack) -> None:
-    output = await sdk_v1(stack, "call", "greet", {"name": "Lin"})
+async def test_the_v1_sdk_calls_greet_synchronously(
+    ts_v1_client: NodeSession, stack: Stack
+) -> None:
+    output = await sdk_v1(ts_v1_client, stack, "call", "greet", {"name": "Lin"})
     assert text_of(output["result"]) == "Hello, Lin!"
 
 
-async def test_the_v1_sdk_answers_an_elicitation_sent_on_the_call_stream(stack: Stack) -> None:
-    output = await sdk_v1(stack, "call", "test_streaming_elicitation", {}, COLOUR)
+async def test_the_v1_sdk_answers_an_elicitation_sent_on_the_call_stream(
+    ts_v1_client: NodeSession, stack: Stack
+) -> None:
+    output = await sdk_v1(ts_v1_client, stack, "call", "test_streaming_elicitation", {}, COLOUR)
     assert [asked["message"] for asked in output["asked"]] == ["Pick a colour"]
     assert text_of(output["result"]) == "Elicitation answered: accept {'colour': 'violet'}"
 
 
 async def test_the_v1_sdk_calls_slow_compute_without_a_task_and_gets_progress(
-    stack: Stack,
+    ts_v1_client: NodeSession, stack: Stack
 ) -> None:
-    output = await sdk_v1(stack, "call", "slow_compute", {"seconds": 1, "label": "v1 plain"})
+    output = await sdk_v1(
+        ts_v1_client, stack, "call", "slow_compute", {"seconds": 1, "label": "v1 plain"}
+    )
     assert text_of(output["result"]) == "Computed 'v1 plain' in 1 s"
     messages = [p["message"] for p in output["progress"]]
     assert messages in (
@@ -183,11 +245,15 @@ async def test_the_v1_sdk_calls_slow_compute_without_a_task_and_gets_progress(
     assert [p["progress"] for p in output["progress"]] == list(range(1, len(messages) + 1))
 
 
-async def test_the_v1_sdk_approves_request_approval_on_the_call_stream(stack: Stack) -> None:
+async def test_the_v1_sdk_approves_request_approval_on_the_call_stream(
+    ts_v1_client: NodeSession, stack: Stack
+) -> None:
     # The issue's scenario with the 1.x SDK: a plain callTool, the approval asked as
     # elicitation/create on the call's stream and answered by the client's own handler.
     approve = {"action": "accept", "content": {"decision": "approve"}}
-    output = await sdk_v1(stack, "call", "request_approval", {"message": "Release?"}, approve)
+    output = await sdk_v1(
+        ts_v1_client, stack, "call", "request_approval", {"message": "Release?"}, approve
+    )
     assert [asked["message"] for asked in output["asked"]] == ["Release?"]
     assert text_of(output["result"]) == "Decision: approved"
     assert output["result"]["structuredContent"]["decision"] == "approved"
@@ -196,31 +262,39 @@ async def test_the_v1_sdk_approves_request_approval_on_the_call_stream(stack: St
 
 
 async def test_the_v1_sdk_runs_slow_compute_as_a_task_and_fetches_its_result(
-    stack: Stack,
+    ts_v1_client: NodeSession, stack: Stack
 ) -> None:
-    output = await sdk_v1(stack, "task", "slow_compute", {"seconds": 1, "label": "v1"})
+    output = await sdk_v1(
+        ts_v1_client, stack, "task", "slow_compute", {"seconds": 1, "label": "v1"}
+    )
     assert output["statuses"][-1] == "completed"
     assert text_of(output["result"]) == "Computed 'v1' in 1 s"
 
 
 async def test_the_v1_sdk_answers_a_task_question_sent_on_the_tasks_result_stream(
-    stack: Stack,
+    ts_v1_client: NodeSession, stack: Stack
 ) -> None:
-    output = await sdk_v1(stack, "task", "confirm_delete", {"filename": "v1.txt"}, ACCEPT_CONFIRM)
+    output = await sdk_v1(
+        ts_v1_client, stack, "task", "confirm_delete", {"filename": "v1.txt"}, ACCEPT_CONFIRM
+    )
     assert [asked["message"] for asked in output["asked"]] == ["Delete v1.txt?"]
     related = output["asked"][0]["_meta"]["io.modelcontextprotocol/related-task"]
     assert related == {"taskId": output["taskId"]}
     assert text_of(output["result"]) == "Deleted v1.txt"
 
 
-async def test_the_v1_sdk_delivers_a_rejection_to_request_approval(stack: Stack) -> None:
-    output = await sdk_v1(stack, "task", "request_approval", {"message": "Tag it?"}, REJECT)
+async def test_the_v1_sdk_delivers_a_rejection_to_request_approval(
+    ts_v1_client: NodeSession, stack: Stack
+) -> None:
+    output = await sdk_v1(
+        ts_v1_client, stack, "task", "request_approval", {"message": "Tag it?"}, REJECT
+    )
     assert [asked["message"] for asked in output["asked"]] == ["Tag it?"]
     assert output["result"]["structuredContent"]["decision"] == "rejected"
 
 
-async def test_the_v1_sdk_cancels_a_running_task(stack: Stack) -> None:
-    output = await sdk_v1(stack, "cancel", "slow_compute", {"seconds": 60})
+async def test_the_v1_sdk_cancels_a_running_task(ts_v1_client: NodeSession, stack: Stack) -> None:
+    output = await sdk_v1(ts_v1_client, stack, "cancel", "slow_compute", {"seconds": 60})
     assert output["status"] == "cancelled"
     await stack.mcp.wait_status(output["taskId"], "cancelled", within=5)
 
@@ -251,10 +325,10 @@ def step_names(result: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("era", ALL_ERAS)
 async def test_ext_tasks_approves_a_deploy_gate_through_on_input_request(
-    stack: Stack, era: str, pipelines_dir: Path
+    ts_client: NodeSession, stack: Stack, era: str, pipelines_dir: Path
 ) -> None:
     arguments = {"pipeline": gated_pipeline(pipelines_dir)}
-    output = await sdk(stack, era, "task", "deploy", arguments, APPROVE_STEP)
+    output = await sdk(ts_client, stack, era, "task", "deploy", arguments, APPROVE_STEP)
     assert len(output["asked"]) == 1 and "Ship it?" in output["asked"][0]["message"]
     assert output["outcome"] == "completed"
     assert output["result"]["isError"] is False
@@ -262,10 +336,10 @@ async def test_ext_tasks_approves_a_deploy_gate_through_on_input_request(
 
 
 async def test_the_v1_sdk_approves_a_deploy_gate_on_the_call_stream(
-    stack: Stack, pipelines_dir: Path
+    ts_v1_client: NodeSession, stack: Stack, pipelines_dir: Path
 ) -> None:
     arguments = {"pipeline": gated_pipeline(pipelines_dir)}
-    output = await sdk_v1(stack, "call", "deploy", arguments, APPROVE_STEP)
+    output = await sdk_v1(ts_v1_client, stack, "call", "deploy", arguments, APPROVE_STEP)
     assert len(output["asked"]) == 1 and "Ship it?" in output["asked"][0]["message"]
     assert output["result"]["isError"] is False
     assert step_names(output["result"]) == ["build", "ship"]
@@ -285,17 +359,19 @@ def followed_up(output: dict[str, Any], tool: str) -> dict[str, Any]:
 
 
 async def test_the_v1_sdk_without_elicitation_finishes_request_approval_through_follow_ups(
-    stack: Stack,
+    ts_v1_client: NodeSession, stack: Stack
 ) -> None:
     answer = {"action": "accept", "content": {"decision": "approve"}}
-    output = await sdk_v1(stack, "follow", "request_approval", {"message": "Cut it?"}, answer)
+    output = await sdk_v1(
+        ts_v1_client, stack, "follow", "request_approval", {"message": "Cut it?"}, answer
+    )
     final = followed_up(output, "request_approval")
     assert final["structuredContent"]["decision"] == "approved"
 
 
 async def test_the_v1_sdk_without_elicitation_finishes_deploy_through_follow_ups(
-    stack: Stack, pipelines_dir: Path
+    ts_v1_client: NodeSession, stack: Stack, pipelines_dir: Path
 ) -> None:
     arguments = {"pipeline": gated_pipeline(pipelines_dir)}
-    output = await sdk_v1(stack, "follow", "deploy", arguments, APPROVE_STEP)
+    output = await sdk_v1(ts_v1_client, stack, "follow", "deploy", arguments, APPROVE_STEP)
     assert step_names(followed_up(output, "deploy")) == ["build", "ship"]

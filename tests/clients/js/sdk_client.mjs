@@ -1,34 +1,33 @@
 // The official TypeScript client (@modelcontextprotocol/client 2.x) with the official tasks
 // package (@modelcontextprotocol/ext-tasks), driven by tests/clients/test_typescript_sdk.py.
+// One Node process runs every case, one JSON line on stdin each (line_server.mjs):
 //
-//   node sdk_client.mjs URL ERA list
-//   node sdk_client.mjs URL ERA call   TOOL ARGS_JSON [ANSWER_JSON]   plain client.callTool
-//   node sdk_client.mjs URL ERA task   TOOL ARGS_JSON [ANSWER_JSON]   ext-tasks session.callTool
-//   node sdk_client.mjs URL ERA cancel TOOL ARGS_JSON                 ext-tasks call, then cancel
+//   {"url": URL, "era": ERA, "scenario": "list"}
+//   {"url": URL, "era": ERA, "scenario": "call",   "tool": T, "args": {...}, "answer": {...}}
+//   {"url": URL, "era": ERA, "scenario": "task",   "tool": T, "args": {...}, "answer": {...}}
+//   {"url": URL, "era": ERA, "scenario": "cancel", "tool": T, "args": {...}}
 //
-// ERA is the client's own versionNegotiation: legacy (2025-11-25 initialize), auto (discover,
-// falling back to initialize) or modern (pinned to 2026-07-28). Elicitations are answered with
-// ANSWER_JSON ({action: "accept", content: ...}) by the client's own handler: the Client's
-// elicitation/create request handler for `call`, ext-tasks' onInputRequest for `task`.
-// Prints one JSON object: what the client returned, every elicitation it was asked, and (for
-// `call`, whose onprogress callback makes the SDK send a progressToken) its progress.
+// `call` is a plain client.callTool, `task` ext-tasks' session.callTool, `cancel` an ext-tasks
+// call then its cancel. ERA is the client's own versionNegotiation: legacy (2025-11-25
+// initialize), auto (discover, falling back to initialize) or modern (pinned to 2026-07-28).
+// Elicitations are answered with `answer` ({action: "accept", content: ...}) by the client's own
+// handler: the Client's elicitation/create request handler for `call`, ext-tasks'
+// onInputRequest for `task`. Each case prints one JSON object: what the client returned, every
+// elicitation it was asked, and (for `call`, whose onprogress callback makes the SDK send a
+// progressToken) its progress; it exits 1 (its answer's exitCode) if the client threw.
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import {
   createApplicationInputHandler,
   createTaskSessionFromClient,
   toolDeclarationFromMcpTool,
 } from "@modelcontextprotocol/ext-tasks/client";
+import { serveLines } from "./line_server.mjs";
 
-const [url, era, scenario, tool, argsJson = "{}", answerJson = "null"] = process.argv.slice(2);
 const MODERN = "2026-07-28";
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
 const clientInfo = { name: "mcp-tasks-tests-ts-sdk", version: "1.0.0" };
 const capabilities = { elicitation: {}, extensions: { "io.modelcontextprotocol/tasks": {} } };
-const negotiation = { legacy: "legacy", auto: "auto", modern: { pin: MODERN } }[era];
-const args = JSON.parse(argsJson);
-const answer = JSON.parse(answerJson);
-const asked = [];
-const progress = [];
+const NEGOTIATION = { legacy: "legacy", auto: "auto", modern: { pin: MODERN } };
 
 function errorJson(error) {
   return { name: error?.constructor?.name, code: error?.code, message: String(error?.message ?? error), data: error?.data };
@@ -61,7 +60,7 @@ function rawDispatcher(transport) {
     });
 }
 
-async function taskSession(client, transport) {
+async function taskSession(client, transport, asked, answer) {
   const { tools } = await client.listTools();
   const declarations = new Map(tools.map((t) => [t.name, toolDeclarationFromMcpTool(t)]));
   const modern = client.getProtocolEra() === "modern";
@@ -97,46 +96,52 @@ async function untilTerminal(session, taskId, deadlineMs) {
   }
 }
 
-const client = new Client(clientInfo, { capabilities, versionNegotiation: { mode: negotiation } });
-const transport = new StreamableHTTPClientTransport(new URL(url));
-const out = { asked, progress };
-let session;
-try {
-  await client.connect(transport);
-  out.era = client.getProtocolEra();
-  out.protocolVersion = client.getNegotiatedProtocolVersion();
-  if (scenario === "list") {
-    out.tools = (await client.listTools()).tools;
-  } else if (scenario === "call") {
-    client.setRequestHandler("elicitation/create", async (request) => {
-      asked.push(request.params);
-      return answer;
-    });
-    out.result = await client.callTool(
-      { name: tool, arguments: args },
-      { onprogress: (notification) => progress.push(notification) },
-    );
-  } else if (scenario === "task" || scenario === "cancel") {
-    session = await taskSession(client, transport);
-    const execution = await session.callTool(tool, args, { task: { preference: "prefer" } });
-    out.kind = execution.kind;
-    out.taskId = execution.handle?.taskId;
-    if (scenario === "cancel") await execution.cancel();
-    const { outcome } = await execution.settle();
-    out.outcome = outcome.status;
-    if (outcome.status === "completed") out.result = outcome.result;
-    if (outcome.status === "failed") out.error = errorJson(outcome.error);
-    if (scenario === "cancel" && out.taskId) {
-      out.status = (await untilTerminal(session, out.taskId, Date.now() + 15000)).status;
+async function runCase({ url, era, scenario, tool, args = {}, answer = null }) {
+  const asked = [];
+  const progress = [];
+  const client = new Client(clientInfo, { capabilities, versionNegotiation: { mode: NEGOTIATION[era] } });
+  const transport = new StreamableHTTPClientTransport(new URL(url));
+  const out = { asked, progress };
+  let session;
+  try {
+    await client.connect(transport);
+    out.era = client.getProtocolEra();
+    out.protocolVersion = client.getNegotiatedProtocolVersion();
+    if (scenario === "list") {
+      out.tools = (await client.listTools()).tools;
+    } else if (scenario === "call") {
+      client.setRequestHandler("elicitation/create", async (request) => {
+        asked.push(request.params);
+        return answer;
+      });
+      out.result = await client.callTool(
+        { name: tool, arguments: args },
+        { onprogress: (notification) => progress.push(notification) },
+      );
+    } else if (scenario === "task" || scenario === "cancel") {
+      session = await taskSession(client, transport, asked, answer);
+      const execution = await session.callTool(tool, args, { task: { preference: "prefer" } });
+      out.kind = execution.kind;
+      out.taskId = execution.handle?.taskId;
+      if (scenario === "cancel") await execution.cancel();
+      const { outcome } = await execution.settle();
+      out.outcome = outcome.status;
+      if (outcome.status === "completed") out.result = outcome.result;
+      if (outcome.status === "failed") out.error = errorJson(outcome.error);
+      if (scenario === "cancel" && out.taskId) {
+        out.status = (await untilTerminal(session, out.taskId, Date.now() + 15000)).status;
+      }
+    } else {
+      throw new Error(`unknown scenario ${scenario}`);
     }
-  } else {
-    throw new Error(`unknown scenario ${scenario}`);
+  } catch (error) {
+    out.error = errorJson(error);
+    process.exitCode = 1;
+  } finally {
+    await session?.close();
+    await client.close();
   }
-} catch (error) {
-  out.error = errorJson(error);
-  process.exitCode = 1;
-} finally {
-  await session?.close();
-  await client.close();
+  process.stdout.write(JSON.stringify(out));
 }
-process.stdout.write(JSON.stringify(out));
+
+await serveLines(runCase);
