@@ -25,6 +25,7 @@ import anyio
 import pytest
 
 from tests.clients.node_runner import NodeRun, NodeSession
+from tests.clients.pipelines import gated_pipeline
 from tests.conftest import Stack
 from workflows.task_state import SEARCH_ATTRIBUTE_TOOL
 
@@ -142,22 +143,6 @@ async def test_at_2025_11_25_a_tool_that_asks_the_inspector_ends_in_the_follow_u
 
 
 # --- every demo tool at the CLI's default era (2025-11-25 for a URL) --------------------------
-
-GATED = """
-[[steps]]
-name = "build"
-run = "true"
-[[steps]]
-name = "ship"
-run = "true"
-approval = "Ship it?"
-"""
-
-
-def gated_pipeline(pipelines_dir: Path) -> str:
-    name = f"p-{uuid.uuid4().hex[:12]}"
-    (pipelines_dir / f"{name}.toml").write_text(GATED)
-    return name
 
 
 def still_running(result: dict[str, Any], tool: str) -> str:

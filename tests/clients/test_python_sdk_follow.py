@@ -14,7 +14,6 @@ and in `mode="legacy"` (2025-11-25), with and without an elicitation callback.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -26,6 +25,7 @@ import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext, ElicitationFnT
 
+from tests.clients.pipelines import gated_pipeline
 from tests.clients.test_python_sdk import text_of, until_done
 from tests.conftest import Stack
 
@@ -34,16 +34,6 @@ pytestmark = pytest.mark.clients
 DEFAULT = pytest.param(None, id="default-mode")
 LEGACY = pytest.param("legacy", id="legacy")
 BOTH = [DEFAULT, LEGACY]
-
-GATED = """
-[[steps]]
-name = "build"
-run = "true"
-[[steps]]
-name = "ship"
-run = "true"
-approval = "Ship it?"
-"""
 
 
 @asynccontextmanager
@@ -68,12 +58,6 @@ def answers(*contents: dict[str, Any], asked: list[str]) -> ElicitationFnT:
         return types.ElicitResult(action="accept", content=content)
 
     return callback
-
-
-def gated_pipeline(pipelines_dir: Path) -> str:
-    name = f"p-{uuid.uuid4().hex[:12]}"
-    (pipelines_dir / f"{name}.toml").write_text(GATED)
-    return name
 
 
 def still_running(result: types.CallToolResult, tool: str) -> str:

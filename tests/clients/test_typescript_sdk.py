@@ -15,7 +15,6 @@ attached to the call, its progress and questions on the call's SSE stream.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.clients.node_runner import NodeSession
+from tests.clients.pipelines import gated_pipeline
 from tests.conftest import Stack
 
 pytestmark = pytest.mark.clients
@@ -301,22 +301,7 @@ async def test_the_v1_sdk_cancels_a_running_task(ts_v1_client: NodeSession, stac
 
 # --- request_approval and deploy followed to their end ---------------------------------------
 
-GATED = """
-[[steps]]
-name = "build"
-run = "true"
-[[steps]]
-name = "ship"
-run = "true"
-approval = "Ship it?"
-"""
 APPROVE_STEP = {"action": "accept", "content": {"approve": True}}
-
-
-def gated_pipeline(pipelines_dir: Path) -> str:
-    name = f"p-{uuid.uuid4().hex[:12]}"
-    (pipelines_dir / f"{name}.toml").write_text(GATED)
-    return name
 
 
 def step_names(result: dict[str, Any]) -> list[str]:
