@@ -155,3 +155,7 @@ async def fresh_stack(
         return running_stack(temporal_client, registry, **overrides)
 
     yield make
+
+
+# ----- time skipping (tests/time_skipping.py): the `time_skipping_env` fixture --------------
+pytest_plugins = ["tests.time_skipping"]

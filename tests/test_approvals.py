@@ -5,15 +5,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
+from temporalio.testing import WorkflowEnvironment
 
 from mcp_server.http.auth import ANONYMOUS
 from mcp_server.tools.demo import MAX_DEADLINE_S
 from tests.conftest import Stack
 from tests.mcp_client import NO_CAPABILITIES, McpClient
+from tests.time_skipping import task_input, worker_of_its_own
+from workflows.approvals import RequestApprovalWorkflow
 
 StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 
@@ -123,3 +127,23 @@ async def test_a_2026_host_without_tasks_gets_the_approval_done_through_the_foll
         await asyncio.sleep(0.1)
     assert done.result["structuredContent"]["decision"] == "approved"
     assert (await output_schema(mcp)).is_valid(done.result["structuredContent"])
+
+
+# ----- the deadline under time skipping: days of waiting in no wall-clock time ---------------
+
+
+async def test_a_deadline_of_days_expires_the_approval_when_nobody_decides(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    three_days = 3 * 24 * 3600
+    task = task_input("request_approval", {"message": "Ship?", "deadline_seconds": three_days})
+    async with worker_of_its_own(time_skipping_env, [RequestApprovalWorkflow]) as queue:
+        outcome = await time_skipping_env.client.execute_workflow(
+            RequestApprovalWorkflow.run,  # type: ignore[attr-defined]
+            task,
+            id=task.task_id,
+            task_queue=queue,
+            execution_timeout=timedelta(seconds=60 + three_days),
+        )
+    assert outcome["structuredContent"]["decision"] == "expired"
+    assert outcome["structuredContent"]["waitedSeconds"] >= three_days

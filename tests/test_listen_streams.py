@@ -71,7 +71,7 @@ async def test_a_stream_on_a_parked_task_costs_no_reads_while_it_stays_open(
             # The watcher has read the history once and waits in its second long-poll.
             await eventually(lambda: store.long_polls >= 2)
             reads, polls = store.gets, store.long_polls
-            await asyncio.sleep(3)  # six rounds of reads for the former 0.5 s polling
+            await asyncio.sleep(1.5)  # three rounds of reads for the former 0.5 s polling
             assert (store.gets, store.long_polls) == (reads, polls)
             # ... and it still hears the next change.
             approve = {"action": "accept", "content": {"decision": "approve"}}

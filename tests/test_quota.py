@@ -6,18 +6,22 @@ Each test runs on stacks of its own task queue, so its quota workflow is its own
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from temporalio.client import Client, WithStartWorkflowOperation, WorkflowExecutionStatus
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
+from temporalio.testing import WorkflowEnvironment
 
+from activities.quota import find_closed
 from mcp_server.http.auth import ANONYMOUS
 from mcp_server.protocol import errors
 from mcp_server.runtime.devserver import TemporalDevServer
@@ -25,11 +29,16 @@ from mcp_server.tools.registry import ToolRegistry
 from tests.conftest import Stack, running_stack
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient, Reply
+from tests.time_skipping import worker_of_its_own
 from workflows.quota import (
+    GRACE,
+    IDLE,
     QUOTA_WORKFLOW,
+    RECLAIM_EVERY,
     RELEASE_SIGNAL,
     RESERVE_UPDATE,
     QuotaInput,
+    QuotaWorkflow,
     ReserveAnswer,
     ReserveRequest,
     quota_workflow_id,
@@ -315,25 +324,35 @@ async def reserve(
     return answer
 
 
+@contextlib.asynccontextmanager
+async def quota_worker(env: WorkflowEnvironment) -> AsyncIterator[tuple[Client, str]]:
+    """The quota workflow and its real `find_closed` (the subject) on a worker of its own.
+
+    Its workflows start with no time skipping (the idle timer would end them between two
+    reservations); a test moves one's clock on with `env.fast_forward`."""
+    with env.with_time_skipping_disabled():
+        async with worker_of_its_own(env, [QuotaWorkflow], [find_closed]) as queue:
+            yield env.client, queue
+
+
 async def test_the_quota_workflow_continues_as_new_with_its_slots_and_stays_exact(
-    fresh_stack: StackFactory, temporal_client: Client
+    time_skipping_env: WorkflowEnvironment,
 ) -> None:
-    async with fresh_stack() as stack:
-        queue = stack.settings.task_queue
+    async with quota_worker(time_skipping_env) as (client, queue):
         start = QuotaInput(f"owner-{uuid.uuid4().hex}", max_updates=3)
-        handle = temporal_client.get_workflow_handle(quota_workflow_id(queue, start.owner))
+        handle = client.get_workflow_handle(quota_workflow_id(queue, start.owner))
         # 8 at a time: concurrent, and under Temporal's cap of 10 updates in flight per
         # workflow (a server replica sends one at a time per principal: tasks/quota.py).
         gate = asyncio.Semaphore(8)
 
         async def gated(task_id: str) -> ReserveAnswer:
             async with gate:
-                return await reserve(temporal_client, queue, start, [task_id], 20)
+                return await reserve(client, queue, start, [task_id], 20)
 
         answers = await asyncio.gather(*(gated(f"t{i}") for i in range(30)))
         granted = [task_id for answer in answers for task_id in answer.granted]
         assert len(granted) == 20 == len(set(granted))
-        again = await reserve(temporal_client, queue, start, [granted[0], "late"], 20)
+        again = await reserve(client, queue, start, [granted[0], "late"], 20)
         assert (again.granted, again.open_tasks) == ([granted[0]], 20)
         # Each run takes 3 reservations, then hands its slots on: this run continues another.
         history = await handle.fetch_history()
@@ -342,15 +361,19 @@ async def test_the_quota_workflow_continues_as_new_with_its_slots_and_stays_exac
 
 
 async def test_a_slot_of_a_task_that_never_started_is_reclaimed_after_the_grace(
-    fresh_stack: StackFactory, temporal_client: Client
+    time_skipping_env: WorkflowEnvironment,
 ) -> None:
-    async with fresh_stack() as stack:
-        queue = stack.settings.task_queue
-        start = QuotaInput(f"owner-{uuid.uuid4().hex}", grace_s=0)
-        first = await reserve(temporal_client, queue, start, ["mcp-task-never-started"], 1)
+    async with quota_worker(time_skipping_env) as (client, queue):
+        start = QuotaInput(f"owner-{uuid.uuid4().hex}")  # the default grace: a minute
+        handle = client.get_workflow_handle(quota_workflow_id(queue, start.owner))
+        first = await reserve(client, queue, start, ["mcp-task-never-started"], 1)
         assert first.granted == ["mcp-task-never-started"]
+        # Within the grace, the one it holds (unknown to Temporal) still counts.
+        early = await reserve(client, queue, start, ["mcp-task-early"], 1)
+        assert (early.granted, early.open_tasks) == ([], 1)
+        await time_skipping_env.fast_forward(handle, GRACE + RECLAIM_EVERY + timedelta(seconds=1))
         # The quota is full; the one it holds is not known to Temporal, past the grace.
-        second = await reserve(temporal_client, queue, start, ["mcp-task-next"], 1)
+        second = await reserve(client, queue, start, ["mcp-task-next"], 1)
         assert (second.granted, second.open_tasks) == (["mcp-task-next"], 1)
 
 
@@ -360,39 +383,38 @@ async def activities_completed(client: Client, workflow_id: str) -> int:
 
 
 async def test_lazy_slots_are_checked_in_the_background_every_lazy_batch(
-    fresh_stack: StackFactory, temporal_client: Client
+    time_skipping_env: WorkflowEnvironment,
 ) -> None:
     """Two lazy slots of tasks Temporal does not know (past a grace of 0): the quota workflow
     checks them on its own once `lazy_batch` (2) were granted, with no refusal to prompt it."""
-    async with fresh_stack() as stack:
-        queue = stack.settings.task_queue
+    async with quota_worker(time_skipping_env) as (client, queue):
         start = QuotaInput(f"owner-{uuid.uuid4().hex}", grace_s=0, lazy_batch=2)
         quota = quota_workflow_id(queue, start.owner)
-        first = await reserve(temporal_client, queue, start, ["lazy-a"], 10, lazy_below=10)
+        first = await reserve(client, queue, start, ["lazy-a"], 10, lazy_below=10)
         assert (first.granted, first.lazy, first.open_tasks) == (["lazy-a"], ["lazy-a"], 1)
         await asyncio.sleep(0.5)
-        assert await activities_completed(temporal_client, quota) == 0  # one is not a batch
-        second = await reserve(temporal_client, queue, start, ["lazy-b"], 10, lazy_below=10)
+        assert await activities_completed(client, quota) == 0  # one is not a batch
+        second = await reserve(client, queue, start, ["lazy-b"], 10, lazy_below=10)
         assert second.lazy == ["lazy-b"]
         deadline = time.monotonic() + 15
-        while await activities_completed(temporal_client, quota) < 1:
+        while await activities_completed(client, quota) < 1:
             assert time.monotonic() < deadline, "the lazy slots were never checked"
             await asyncio.sleep(0.05)
-        third = await reserve(temporal_client, queue, start, ["eager-c"], 10, lazy_below=0)
+        third = await reserve(client, queue, start, ["eager-c"], 10, lazy_below=0)
         assert (third.granted, third.lazy, third.open_tasks) == (["eager-c"], [], 1)
 
 
 async def test_lazy_slots_survive_continue_as_new_and_an_idle_workflow_checks_them_and_closes(
-    fresh_stack: StackFactory, temporal_client: Client
+    time_skipping_env: WorkflowEnvironment,
 ) -> None:
-    async with fresh_stack() as stack:
-        queue = stack.settings.task_queue
-        start = QuotaInput(f"owner-{uuid.uuid4().hex}", max_updates=2, idle_s=1, grace_s=0)
-        handle = temporal_client.get_workflow_handle(quota_workflow_id(queue, start.owner))
+    async with quota_worker(time_skipping_env) as (client, queue):
+        start = QuotaInput(f"owner-{uuid.uuid4().hex}", max_updates=2)  # idle: an hour
+        handle = client.get_workflow_handle(quota_workflow_id(queue, start.owner))
         for task_id in ("lazy-a", "lazy-b"):
-            await reserve(temporal_client, queue, start, [task_id], 10, lazy_below=10)
+            await reserve(client, queue, start, [task_id], 10, lazy_below=10)
         # Two reservations: the run continued as new, handing on both lazy slots; then, idle
-        # for a second, it checked them (unknown to Temporal, past the grace), and closed.
+        # for an hour, it checked them (unknown to Temporal, past the grace), and closed.
+        await time_skipping_env.fast_forward(handle, IDLE + timedelta(minutes=1))
         result = await asyncio.wait_for(handle.result(), timeout=20)
         assert result is None
         history = await handle.fetch_history()
@@ -404,34 +426,39 @@ async def test_lazy_slots_survive_continue_as_new_and_an_idle_workflow_checks_th
 
 
 async def test_a_slot_granted_again_gets_the_grace_again(
-    fresh_stack: StackFactory, temporal_client: Client
+    time_skipping_env: WorkflowEnvironment,
 ) -> None:
     """A keyed call's new run of its expired task reserves the task id its lazy slot still
     holds: granted again, the id must not be reclaimed as never started while the new run's
     start is on its way, however old the first reservation."""
-    async with fresh_stack() as stack:
-        queue = stack.settings.task_queue
-        start = QuotaInput(f"owner-{uuid.uuid4().hex}", grace_s=2)
-        first = await reserve(temporal_client, queue, start, ["mcp-task-keyed"], 1, lazy_below=1)
+    async with quota_worker(time_skipping_env) as (client, queue):
+        start = QuotaInput(f"owner-{uuid.uuid4().hex}")  # the default grace: a minute
+        handle = client.get_workflow_handle(quota_workflow_id(queue, start.owner))
+        first = await reserve(client, queue, start, ["mcp-task-keyed"], 1, lazy_below=1)
         assert first.lazy == ["mcp-task-keyed"]
-        await asyncio.sleep(2.5)  # past the grace of the first reservation
-        again = await reserve(temporal_client, queue, start, ["mcp-task-keyed"], 1, lazy_below=1)
+        # Past the grace of the first reservation (and within the idle time).
+        before = await time_skipping_env.get_current_time(handle)
+        await time_skipping_env.fast_forward(handle, GRACE + timedelta(seconds=30))
+        assert await time_skipping_env.get_current_time(handle) - before > GRACE
+        again = await reserve(client, queue, start, ["mcp-task-keyed"], 1, lazy_below=1)
         assert (again.granted, again.lazy) == (["mcp-task-keyed"], ["mcp-task-keyed"])
         # The refusal runs the reclaim: the id is not known to Temporal, but within its grace.
-        refused = await reserve(temporal_client, queue, start, ["mcp-task-other"], 1)
+        refused = await reserve(client, queue, start, ["mcp-task-other"], 1)
         assert (refused.granted, refused.open_tasks) == ([], 1)
 
 
 async def test_an_idle_quota_workflow_closes_and_the_next_reservation_starts_it_again(
-    fresh_stack: StackFactory, temporal_client: Client
+    time_skipping_env: WorkflowEnvironment,
 ) -> None:
-    async with fresh_stack() as stack:
-        queue = stack.settings.task_queue
-        start = QuotaInput(f"owner-{uuid.uuid4().hex}", idle_s=1)
-        await reserve(temporal_client, queue, start, ["mcp-task-a"], 1)
-        handle = temporal_client.get_workflow_handle(quota_workflow_id(queue, start.owner))
+    async with quota_worker(time_skipping_env) as (client, queue):
+        start = QuotaInput(f"owner-{uuid.uuid4().hex}")  # idle: an hour
+        await reserve(client, queue, start, ["mcp-task-a"], 1)
+        handle = client.get_workflow_handle(quota_workflow_id(queue, start.owner))
+        started = await time_skipping_env.get_current_time(handle)
         await handle.signal(RELEASE_SIGNAL, "mcp-task-a")
-        result = await asyncio.wait_for(handle.result(), timeout=20)  # idle: it returns
-        assert result is None
-        again = await reserve(temporal_client, queue, start, ["mcp-task-b"], 1)
+        # Its clock runs on (unbounded) until it returns: an hour idle after the release.
+        await asyncio.wait_for(time_skipping_env.fast_forward(handle), timeout=20)
+        assert await handle.result() is None
+        assert await time_skipping_env.get_current_time(handle) >= started + IDLE
+        again = await reserve(client, queue, start, ["mcp-task-b"], 1)
         assert (again.granted, again.open_tasks) == (["mcp-task-b"], 1)

@@ -4,20 +4,22 @@ verifies every POST (tests/webhook_receiver.py); the signature and the endpoints
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.exceptions import ApplicationError
-from temporalio.testing import ActivityEnvironment
+from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from activities import webhooks as webhook_activities
 from activities.webhooks import MAX_BODY_BYTES, WebhookSender, encoded, slack_body
@@ -40,8 +42,14 @@ from mcp_server.webhooks.signature import (
 )
 from tests.conftest import Stack
 from tests.dev_process import MCP_TASKS
+from tests.time_skipping import worker_of_its_own
 from tests.webhook_receiver import WebhookReceiver
-from workflows.webhooks import REJECTED_ERROR, UNKNOWN_ENDPOINT_ERROR, WebhookDelivery
+from workflows.webhooks import (
+    REJECTED_ERROR,
+    UNKNOWN_ENDPOINT_ERROR,
+    WebhookDelivery,
+    WebhookDeliveryWorkflow,
+)
 
 StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 SECRET = "a-webhook-secret-of-the-tests"
@@ -291,22 +299,6 @@ async def test_only_the_tools_and_events_an_endpoint_names_notify_it(
         assert only.body["event"] == "completed"  # no input_required: not among its events
 
 
-async def test_a_failing_receiver_is_retried_with_the_same_delivery_id(
-    fresh_stack: StackFactory, tmp_path: Path, receiver: WebhookReceiver
-) -> None:
-    receiver.status = 503
-    hooks = write_endpoints(tmp_path, [endpoint(receiver.url, ["input_required"])])
-    async with fresh_stack(webhooks_file=hooks) as stack:
-        task_id = await stack.mcp.create_task("request_approval", {"message": "Again?"})
-        await receiver.wait_for(lambda r: len(r.deliveries) >= 2, 15, "a retry")
-        receiver.status = 200
-        attempts = len(receiver.deliveries)
-        await receiver.wait_for(lambda r: len(r.deliveries) > attempts, 15, "a later retry")
-        assert len(receiver.unique()) == 1
-        assert {d.headers[TIMESTAMP_HEADER] for d in receiver.deliveries} != {""}
-        await stack.mcp.cancel_task(task_id)
-
-
 async def test_a_refusal_is_not_retried_and_the_delivery_ends_failed(
     fresh_stack: StackFactory, tmp_path: Path, receiver: WebhookReceiver, temporal_client: Client
 ) -> None:
@@ -364,23 +356,6 @@ def test_a_worker_without_its_webhook_secret_stops_at_once_with_one_line(
     )
 
 
-async def test_a_redirect_is_not_followed_but_retried_at_the_configured_url(
-    fresh_stack: StackFactory, tmp_path: Path, receiver: WebhookReceiver
-) -> None:
-    elsewhere = WebhookReceiver(free_port(), SECRET)
-    elsewhere.start()
-    receiver.status, receiver.location = 307, elsewhere.url
-    hooks = write_endpoints(tmp_path, [endpoint(receiver.url, ["input_required"])])
-    try:
-        async with fresh_stack(webhooks_file=hooks) as stack:
-            task_id = await stack.mcp.create_task("request_approval", {"message": "Moved?"})
-            await receiver.wait_for(lambda r: len(r.deliveries) >= 2, 15, "a retry")
-            assert not elsewhere.deliveries and not elsewhere.refused
-            await stack.mcp.cancel_task(task_id)
-    finally:
-        elsewhere.stop()
-
-
 TWO_GATES = """
 [[steps]]
 name = "canary"
@@ -431,23 +406,6 @@ def test_a_body_over_the_cap_is_refused_for_good() -> None:
     assert raised.value.non_retryable and raised.value.type == REJECTED_ERROR
 
 
-async def test_a_receiver_that_does_not_answer_in_time_is_tried_again(
-    fresh_stack: StackFactory,
-    tmp_path: Path,
-    receiver: WebhookReceiver,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(webhook_activities, "TIMEOUT_S", 0.5)  # the worker runs in this process
-    receiver.answer_after.clear()
-    hooks = write_endpoints(tmp_path, [endpoint(receiver.url, ["input_required"])])
-    async with fresh_stack(webhooks_file=hooks) as stack:
-        task_id = await stack.mcp.create_task("request_approval", {"message": "Slow?"})
-        await receiver.wait_for(lambda r: len(r.deliveries) >= 2, 15, "a retry after a time-out")
-        receiver.answer_after.set()
-        assert len(receiver.unique()) == 1
-        await stack.mcp.cancel_task(task_id)
-
-
 async def test_a_slack_endpoint_gets_its_text_form_unsigned(
     fresh_stack: StackFactory, tmp_path: Path
 ) -> None:
@@ -496,3 +454,80 @@ async def test_a_question_for_approvers_names_them_and_who_asked(
         ]  # fmt: skip
         assert task["requestedBy"] == "anonymous"
         await stack.mcp.cancel_task(task_id)
+
+
+# ----- retries and back-off, under time skipping ----------------------------------------------
+
+
+def delivery_to(endpoint_id: str) -> WebhookDelivery:
+    task = {"taskId": "mcp-task-1", "tool": "request_approval", "status": "input_required"}
+    return WebhookDelivery(
+        delivery_id=f"mcp-task-1.webhook.{uuid.uuid4().hex}",
+        endpoint=endpoint_id,
+        event="input_required",
+        occurred_at=datetime.now(UTC).isoformat(),
+        task=task,
+    )
+
+
+@contextlib.asynccontextmanager
+async def delivering(
+    env: WorkflowEnvironment, deliver: Callable[..., Any], delivery: WebhookDelivery
+) -> AsyncIterator[WorkflowHandle[Any, Any]]:
+    """The delivery workflow started on a worker of its own whose clock skips the back-off."""
+    async with worker_of_its_own(env, [WebhookDeliveryWorkflow], [deliver]) as queue:
+        yield await env.client.start_workflow(
+            WebhookDeliveryWorkflow.run, delivery, id=delivery.delivery_id, task_queue=queue
+        )
+
+
+def sender(tmp_path: Path, *endpoints: dict[str, Any]) -> WebhookSender:
+    hooks = write_endpoints(tmp_path, list(endpoints))
+    return WebhookSender(load_endpoints(hooks, resolve_secrets=True), None)
+
+
+async def test_a_failing_receiver_is_retried_with_the_same_delivery_id(
+    time_skipping_env: WorkflowEnvironment, tmp_path: Path, receiver: WebhookReceiver
+) -> None:
+    receiver.status = 503
+    deliver = sender(tmp_path, endpoint(receiver.url, ["input_required"])).deliver
+    delivery = delivery_to("ops")
+    async with delivering(time_skipping_env, deliver, delivery) as handle:
+        await receiver.wait_for(lambda r: len(r.deliveries) >= 3, 15, "retries")
+        receiver.status = 200
+        done = await asyncio.wait_for(handle.result(), timeout=15)
+    assert done["status"] == 200 and done["attempt"] >= 3
+    assert list(receiver.unique()) == [delivery.delivery_id]
+    assert "" not in {d.headers[TIMESTAMP_HEADER] for d in receiver.deliveries}
+
+
+async def test_a_redirect_is_not_followed_but_retried_at_the_configured_url(
+    time_skipping_env: WorkflowEnvironment, tmp_path: Path, receiver: WebhookReceiver
+) -> None:
+    elsewhere = WebhookReceiver(free_port(), SECRET)
+    elsewhere.start()
+    receiver.status, receiver.location = 307, elsewhere.url
+    deliver = sender(tmp_path, endpoint(receiver.url, ["input_required"])).deliver
+    try:
+        async with delivering(time_skipping_env, deliver, delivery_to("ops")) as handle:
+            await receiver.wait_for(lambda r: len(r.deliveries) >= 2, 15, "a retry")
+            await handle.terminate("the test has seen the retry")
+        assert not elsewhere.deliveries and not elsewhere.refused
+    finally:
+        elsewhere.stop()
+
+
+async def test_a_receiver_that_does_not_answer_in_time_is_tried_again(
+    time_skipping_env: WorkflowEnvironment,
+    tmp_path: Path,
+    receiver: WebhookReceiver,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(webhook_activities, "TIMEOUT_S", 0.5)  # the worker runs in this process
+    receiver.answer_after.clear()
+    deliver = sender(tmp_path, endpoint(receiver.url, ["input_required"])).deliver
+    async with delivering(time_skipping_env, deliver, delivery_to("ops")) as handle:
+        await receiver.wait_for(lambda r: len(r.deliveries) >= 2, 15, "a retry after a time-out")
+        receiver.answer_after.set()
+        done = await asyncio.wait_for(handle.result(), timeout=15)
+    assert done["attempt"] >= 2 and len(receiver.unique()) == 1
