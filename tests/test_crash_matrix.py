@@ -155,7 +155,7 @@ IN_FLIGHT = 200
 JOB = {"steps": 1, "step_seconds": 30}
 
 
-@pytest.mark.timeout(180)  # 25-55 s measured alone; more than the default 90 s leaves under load
+@pytest.mark.timeout(180)  # 25-55 s measured alone: too close to the default 90 s under load
 async def test_200_tasks_in_flight_all_complete_after_kill_9_of_the_worker(tmp_path: Path) -> None:
     # No open-task quota: under this burst its reservations (updates of one workflow per
     # principal) can wait past their 10 s on a loaded host, and a tools/call retried after
@@ -217,7 +217,7 @@ async def wait_started(client: Client, task_id: str, attempt: int, within: float
 CRASHES = 5
 
 
-@pytest.mark.timeout(180)  # 25-55 s measured alone; more than the default 90 s leaves under load
+@pytest.mark.timeout(180)  # 25-55 s measured alone: too close to the default 90 s under load
 async def test_a_step_outlives_a_worker_that_crashes_again_and_again(tmp_path: Path) -> None:
     """A worker in a crash loop (kill -9 as each attempt of a step starts) used to fail the task
     for good after 5 attempts; a step that resumes from its heartbeat is retried until done."""

@@ -231,7 +231,7 @@ async def test_an_approval_gate_needs_a_client_that_can_answer(
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(180)  # 25-55 s measured alone; more than the default 90 s leaves under load
+@pytest.mark.timeout(180)  # 25-55 s measured alone: too close to the default 90 s under load
 async def test_a_worker_killed_mid_step_resumes_without_rerunning_completed_steps(
     fresh_stack: StackFactory, pipelines_dir: Path, temporal: TemporalDevServer
 ) -> None:

@@ -126,7 +126,7 @@ async def test_cancel_stops_between_chunks_and_says_how_many_rows_were_committed
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(180)  # 25-55 s measured alone; more than the default 90 s leaves under load
+@pytest.mark.timeout(180)  # 25-55 s measured alone: too close to the default 90 s under load
 async def test_a_worker_killed_mid_import_loses_and_duplicates_nothing(
     fresh_stack: StackFactory, import_dir: Path, temporal: TemporalDevServer
 ) -> None:
@@ -466,7 +466,7 @@ async def started_chunk(handle: WorkflowHandle[Any, Any], within: float) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(180)  # 25-55 s measured alone; more than the default 90 s leaves under load
+@pytest.mark.timeout(180)  # 25-55 s measured alone: too close to the default 90 s under load
 async def test_a_worker_killed_inside_a_chunk_is_noticed_by_its_missing_heartbeats(
     fresh_stack: StackFactory, import_dir: Path, temporal: TemporalDevServer
 ) -> None:

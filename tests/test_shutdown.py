@@ -92,7 +92,7 @@ async def test_sigterm_to_the_server_closes_listen_streams_within_its_grace(
                 await listening  # the stream was closed; the client listens again elsewhere
 
 
-@pytest.mark.timeout(180)  # 25-55 s measured alone; more than the default 90 s leaves under load
+@pytest.mark.timeout(180)  # 25-55 s measured alone: too close to the default 90 s under load
 async def test_sigterm_to_a_worker_mid_step_exits_0_and_the_task_completes_on_another(
     temporal: TemporalDevServer, pipelines_dir: Path, tmp_path: Path
 ) -> None:

@@ -59,7 +59,7 @@ def test_a_closed_task_expires_at_its_ttl_or_a_grace_after_a_late_close() -> Non
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(180)  # 25-55 s measured alone; more than the default 90 s leaves under load
+@pytest.mark.timeout(180)  # 25-55 s measured alone: too close to the default 90 s under load
 async def test_expired_tasks_are_deleted_from_temporal_when_read_or_by_the_sweeper(
     fresh_stack: StackFactory, temporal_client: Client
 ) -> None:
