@@ -154,3 +154,7 @@ async def fresh_stack(
         return running_stack(temporal_client, registry, **overrides)
 
     yield make
+
+
+# ----- the in-process tier (tests/asgi_stack.py): the app on the in-memory store ----------
+from tests.asgi_stack import asgi_mcp, asgi_stack, fresh_asgi_stack  # noqa: E402, F401
