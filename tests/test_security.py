@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import statistics
 import subprocess
 import sys
 import time
@@ -36,11 +35,6 @@ StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 NOT_FOUND = {"code": errors.INVALID_PARAMS, "message": errors.TASK_NOT_FOUND_MESSAGE}
 ISSUER = "https://auth.example.test"
 AUDIENCE = "https://mcp.example.test/mcp"
-# How far apart the median times of a foreign and a missing "not found" may be: a coarse bound.
-# Measured on this 2-core machine with the common deadline: 0.00-0.07 ms apart when quiet, up to
-# 1.4 ms in some runs. The deadline itself is checked exactly: no answer leaves before it.
-HTTP_TOLERANCE_S = 0.003
-STORE_TOLERANCE_S = 0.003
 
 
 def as_client(stack: Stack, token: str) -> McpClient:
@@ -98,13 +92,17 @@ async def token_stack(
 
 
 @pytest.mark.parametrize("header", [None, "Bearer wrong", "Basic YWxpY2U6cHc=", "Bearer"])
-async def test_a_missing_or_unknown_token_is_401(token_stack: Stack, header: str | None) -> None:
+async def test_a_missing_or_unknown_token_is_401_and_the_client_may_go_on(
+    token_stack: Stack, tokens: tuple[Path, str, str], header: str | None
+) -> None:
     client = McpClient(token_stack.http, token_stack.url)
     client.extra_headers = {"Authorization": header} if header else {}
     reply = await client.rpc("tools/list")
     assert reply.status == 401
-    assert token_stack.http  # the connection stays usable
     assert reply.headers["www-authenticate"].startswith("Bearer ")
+    # The same HTTP client (its pooled connection) is served once it sends a known token.
+    after = await as_client(token_stack, tokens[1]).rpc("tools/list")
+    assert after.status == 200 and after.result["tools"]
 
 
 async def test_a_known_token_is_served(token_stack: Stack, tokens: tuple[Path, str, str]) -> None:
@@ -146,7 +144,7 @@ async def test_another_principals_task_is_not_acknowledged_on_listen(
 
 
 @pytest.mark.parametrize("state", ["waiting", "completed"])
-async def test_a_foreign_task_answers_in_the_same_time_as_a_missing_one(
+async def test_neither_a_foreign_nor_a_missing_task_is_answered_before_the_deadline(
     token_stack: Stack, tokens: tuple[Path, str, str], state: str
 ) -> None:
     alice, bob = as_client(token_stack, tokens[1]), as_client(token_stack, tokens[2])
@@ -160,37 +158,27 @@ async def test_a_foreign_task_answers_in_the_same_time_as_a_missing_one(
     async def not_found(target: str) -> None:
         assert (await bob.rpc("tasks/get", {"taskId": target})).error == NOT_FOUND
 
-    gap, shortest = await median_gap(not_found, task_id, rounds=200)
-    # Every "not found" leaves at the common deadline, never sooner: that is what hides which
-    # kind it was (without the deadline, answers take 1-3 ms here). The median gap is a coarse
-    # check only: a loaded 2-core machine moves it by up to 1.4 ms (see HTTP_TOLERANCE_S).
+    # Every "not found", foreign or missing, leaves at the common deadline, never sooner: that
+    # is what hides which kind it was (without it, answers take 1-3 ms here). Only that hard
+    # floor is asserted; how close the two kinds' times are is the benchmark's to measure.
+    shortest = await shortest_not_found(not_found, task_id, rounds=50)
     assert shortest >= NOT_FOUND_FLOOR_S, f"{shortest * 1000:.3f} ms"
-    assert abs(gap) < HTTP_TOLERANCE_S, f"{gap * 1000:.3f} ms"
     await alice.cancel_task(task_id)
 
 
-async def median_gap(
+async def shortest_not_found(
     lookup: Callable[[str], Awaitable[None]], foreign_task: str, rounds: int
-) -> tuple[float, float]:
-    """The median, over `rounds` pairs, of (time of a foreign lookup - time of a missing one),
-    and the shortest time any of those "not found" answers took.
-
-    The two lookups of a pair run back to back, in an order that alternates, so that the load
-    of a busy machine weighs on both alike; 20 pairs first warm up the connection and caches.
-    """
-    gaps = []
+) -> float:
+    """The shortest time any of `rounds` pairs of "not found" lookups took (a foreign task and
+    a missing one, back to back, in alternating order)."""
     shortest = float("inf")
-    for round_ in range(-20, rounds):
-        took = {}
-        pair = [("foreign", foreign_task), ("missing", new_task_id())]
-        for kind, target in pair if round_ % 2 else reversed(pair):
+    for round_ in range(rounds):
+        pair = [foreign_task, new_task_id()]
+        for target in pair if round_ % 2 else reversed(pair):
             started = time.perf_counter()
             await lookup(target)
-            took[kind] = time.perf_counter() - started
-        if round_ >= 0:
-            gaps.append(took["foreign"] - took["missing"])
-            shortest = min(shortest, *took.values())
-    return statistics.median(gaps), shortest
+            shortest = min(shortest, time.perf_counter() - started)
+    return shortest
 
 
 # ----- jwt ---------------------------------------------------------------------------------
@@ -483,7 +471,7 @@ async def test_secret_arguments_never_reach_status_input_requests_memo_or_errors
     assert "[redacted]" in failed["statusMessage"]
 
 
-async def test_task_access_answers_foreign_and_missing_lookups_in_the_same_time(
+async def test_task_access_answers_no_not_found_before_the_deadline(
     mcp: McpClient, temporal_client: Client, stack: Stack
 ) -> None:
     """The same property without HTTP in between, where the difference is not drowned in noise."""
@@ -495,7 +483,6 @@ async def test_task_access_answers_foreign_and_missing_lookups_in_the_same_time(
     async def not_found(target: str) -> None:
         assert await find_task(store, target, stranger, lambda: datetime.now(UTC)) is None
 
-    gap, shortest = await median_gap(not_found, task_id, rounds=200)
+    shortest = await shortest_not_found(not_found, task_id, rounds=50)
     assert shortest >= NOT_FOUND_FLOOR_S, f"{shortest * 1000:.3f} ms"
-    assert abs(gap) < STORE_TOLERANCE_S, f"{gap * 1000:.3f} ms"
     await mcp.cancel_task(task_id)
