@@ -27,6 +27,7 @@ from mcp_server.runtime.config import Settings
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.access import NOT_FOUND_FLOOR_S, find_task
 from mcp_server.tasks.store import TemporalTaskStore, new_task_id
+from tests.asgi_stack import AsgiStack
 from tests.conftest import Stack
 from tests.jwks_server import JwksServer
 from tests.mcp_client import McpClient
@@ -37,7 +38,7 @@ ISSUER = "https://auth.example.test"
 AUDIENCE = "https://mcp.example.test/mcp"
 
 
-def as_client(stack: Stack, token: str) -> McpClient:
+def as_client(stack: Stack | AsgiStack, token: str) -> McpClient:
     client = McpClient(stack.http, stack.url)
     client.extra_headers = {"Authorization": f"Bearer {token}"}
     return client
