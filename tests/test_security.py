@@ -27,7 +27,7 @@ from mcp_server.runtime.config import Settings
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.access import NOT_FOUND_FLOOR_S, find_task
 from mcp_server.tasks.store import TemporalTaskStore, new_task_id
-from tests.asgi_stack import AsgiStack
+from tests.asgi_stack import AsgiStack, AsgiStackFactory
 from tests.conftest import Stack
 from tests.jwks_server import JwksServer
 from tests.mcp_client import McpClient
@@ -83,18 +83,18 @@ def test_the_tokens_file_keeps_hashes_never_tokens(tokens: tuple[Path, str, str]
 
 @pytest.fixture
 async def token_stack(
-    fresh_stack: StackFactory, tokens: tuple[Path, str, str]
-) -> AsyncIterator[Stack]:
+    fresh_asgi_stack: AsgiStackFactory, tokens: tuple[Path, str, str]
+) -> AsyncIterator[AsgiStack]:
     # Large bursts: the timing test polls one task back to back and gets hundreds of "not
     # found" answers (rate limits are tested apart, in test_rate_limits.py).
     bursts = {"poll_burst": 1000, "not_found_burst": 1000}
-    async with fresh_stack(auth="tokens", tokens_file=str(tokens[0]), **bursts) as stack:
+    async with fresh_asgi_stack(auth="tokens", tokens_file=str(tokens[0]), **bursts) as stack:
         yield stack
 
 
 @pytest.mark.parametrize("header", [None, "Bearer wrong", "Basic YWxpY2U6cHc=", "Bearer"])
 async def test_a_missing_or_unknown_token_is_401_and_the_client_may_go_on(
-    token_stack: Stack, tokens: tuple[Path, str, str], header: str | None
+    token_stack: AsgiStack, tokens: tuple[Path, str, str], header: str | None
 ) -> None:
     client = McpClient(token_stack.http, token_stack.url)
     client.extra_headers = {"Authorization": header} if header else {}
@@ -106,7 +106,9 @@ async def test_a_missing_or_unknown_token_is_401_and_the_client_may_go_on(
     assert after.status == 200 and after.result["tools"]
 
 
-async def test_a_known_token_is_served(token_stack: Stack, tokens: tuple[Path, str, str]) -> None:
+async def test_a_known_token_is_served(
+    token_stack: AsgiStack, tokens: tuple[Path, str, str]
+) -> None:
     reply = await as_client(token_stack, tokens[1]).rpc("tools/list")
     assert reply.status == 200 and reply.result["tools"]
 
@@ -120,7 +122,7 @@ async def test_a_known_token_is_served(token_stack: Stack, tokens: tuple[Path, s
     ],
 )
 async def test_another_principals_task_is_indistinguishable_from_a_missing_one(
-    token_stack: Stack, tokens: tuple[Path, str, str], method: str, params: dict[str, Any]
+    token_stack: AsgiStack, tokens: tuple[Path, str, str], method: str, params: dict[str, Any]
 ) -> None:
     alice, bob = as_client(token_stack, tokens[1]), as_client(token_stack, tokens[2])
     task_id = await alice.create_task("confirm_delete", {"filename": "alice.txt"})
@@ -135,7 +137,7 @@ async def test_another_principals_task_is_indistinguishable_from_a_missing_one(
 
 
 async def test_another_principals_task_is_not_acknowledged_on_listen(
-    token_stack: Stack, tokens: tuple[Path, str, str]
+    token_stack: AsgiStack, tokens: tuple[Path, str, str]
 ) -> None:
     alice, bob = as_client(token_stack, tokens[1]), as_client(token_stack, tokens[2])
     task_id = await alice.create_task("slow_compute", {"seconds": 30})
@@ -146,7 +148,7 @@ async def test_another_principals_task_is_not_acknowledged_on_listen(
 
 @pytest.mark.parametrize("state", ["waiting", "completed"])
 async def test_neither_a_foreign_nor_a_missing_task_is_answered_before_the_deadline(
-    token_stack: Stack, tokens: tuple[Path, str, str], state: str
+    token_stack: AsgiStack, tokens: tuple[Path, str, str], state: str
 ) -> None:
     alice, bob = as_client(token_stack, tokens[1]), as_client(token_stack, tokens[2])
     if state == "waiting":
