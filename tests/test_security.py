@@ -196,24 +196,39 @@ def signing_key() -> rsa.RSAPrivateKey:
     return _rsa()
 
 
-@pytest.fixture
-async def jwt_stack(
-    fresh_stack: StackFactory, signing_key: rsa.RSAPrivateKey, tmp_path: Path
-) -> AsyncIterator[Stack]:
-    public = tmp_path / "public.pem"
+def jwt_settings(signing_key: rsa.RSAPrivateKey, directory: Path) -> dict[str, Any]:
+    """Settings of `--auth jwt` with the public half of `signing_key`."""
+    public = directory / "public.pem"
     public.write_bytes(
         signing_key.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         )
     )
-    async with fresh_stack(
-        auth="jwt",
-        jwt_issuer=ISSUER,
-        jwt_audience=AUDIENCE,
-        jwt_public_key_path=str(public),
-        jwt_required_scopes=("mcp:tasks",),
-        jwt_leeway_s=5,
-    ) as stack:
+    return {
+        "auth": "jwt",
+        "jwt_issuer": ISSUER,
+        "jwt_audience": AUDIENCE,
+        "jwt_public_key_path": str(public),
+        "jwt_required_scopes": ("mcp:tasks",),
+        "jwt_leeway_s": 5,
+    }
+
+
+@pytest.fixture
+async def jwt_stack(
+    fresh_stack: StackFactory, signing_key: rsa.RSAPrivateKey, tmp_path: Path
+) -> AsyncIterator[Stack]:
+    """`--auth jwt` on uvicorn + Temporal (for journeys that need their workflows)."""
+    async with fresh_stack(**jwt_settings(signing_key, tmp_path)) as stack:
+        yield stack
+
+
+@pytest.fixture
+async def jwt_asgi_stack(
+    fresh_asgi_stack: AsgiStackFactory, signing_key: rsa.RSAPrivateKey, tmp_path: Path
+) -> AsyncIterator[AsgiStack]:
+    """`--auth jwt` in process (tests/asgi_stack.py): the authentication rules alone."""
+    async with fresh_asgi_stack(**jwt_settings(signing_key, tmp_path)) as stack:
         yield stack
 
 
@@ -254,8 +269,10 @@ async def test_a_jwt_is_verified_with_keys_from_a_jwks_url(
         assert (await as_client(stack, mint(_rsa())).rpc("tools/list")).status == 401
 
 
-async def test_a_valid_jwt_is_served(jwt_stack: Stack, signing_key: rsa.RSAPrivateKey) -> None:
-    reply = await as_client(jwt_stack, mint(signing_key)).rpc("tools/list")
+async def test_a_valid_jwt_is_served(
+    jwt_asgi_stack: AsgiStack, signing_key: rsa.RSAPrivateKey
+) -> None:
+    reply = await as_client(jwt_asgi_stack, mint(signing_key)).rpc("tools/list")
     assert reply.status == 200
 
 
@@ -270,11 +287,11 @@ async def test_a_valid_jwt_is_served(jwt_stack: Stack, signing_key: rsa.RSAPriva
     ],
 )
 async def test_an_invalid_jwt_is_401_naming_the_resource_metadata(
-    jwt_stack: Stack, signing_key: rsa.RSAPrivateKey, case: str, claims: dict[str, Any]
+    jwt_asgi_stack: AsgiStack, signing_key: rsa.RSAPrivateKey, case: str, claims: dict[str, Any]
 ) -> None:
     now = int(time.time())
     claims = {k: now + v if k in ("exp", "nbf") and v is not None else v for k, v in claims.items()}
-    reply = await as_client(jwt_stack, mint(signing_key, **claims)).rpc("tools/list")
+    reply = await as_client(jwt_asgi_stack, mint(signing_key, **claims)).rpc("tools/list")
     assert reply.status == 401, case
     challenge = reply.headers["www-authenticate"]
     # RFC 9728 §3.1: the well-known path between the host and the resource's path.
@@ -283,39 +300,39 @@ async def test_an_invalid_jwt_is_401_naming_the_resource_metadata(
     assert 'error="invalid_token"' in challenge
 
 
-async def test_a_jwt_signed_by_another_key_is_401(jwt_stack: Stack) -> None:
-    reply = await as_client(jwt_stack, mint(_rsa())).rpc("tools/list")
+async def test_a_jwt_signed_by_another_key_is_401(jwt_asgi_stack: AsgiStack) -> None:
+    reply = await as_client(jwt_asgi_stack, mint(_rsa())).rpc("tools/list")
     assert reply.status == 401 and "signature" in reply.error["message"]
 
 
-async def test_an_unsigned_alg_none_jwt_is_401(jwt_stack: Stack) -> None:
-    reply = await as_client(jwt_stack, mint(None, alg="none")).rpc("tools/list")
+async def test_an_unsigned_alg_none_jwt_is_401(jwt_asgi_stack: AsgiStack) -> None:
+    reply = await as_client(jwt_asgi_stack, mint(None, alg="none")).rpc("tools/list")
     assert reply.status == 401
 
 
 async def test_a_jwt_with_a_disallowed_algorithm_is_401(
-    jwt_stack: Stack, signing_key: rsa.RSAPrivateKey
+    jwt_asgi_stack: AsgiStack, signing_key: rsa.RSAPrivateKey
 ) -> None:
     token = mint("a-shared-secret-of-32-bytes-or-more!", alg="HS256")
-    reply = await as_client(jwt_stack, token).rpc("tools/list")
+    reply = await as_client(jwt_asgi_stack, token).rpc("tools/list")
     assert reply.status == 401 and "algorithm" in reply.error["message"]
 
 
 async def test_a_jwt_without_the_required_scope_is_403(
-    jwt_stack: Stack, signing_key: rsa.RSAPrivateKey
+    jwt_asgi_stack: AsgiStack, signing_key: rsa.RSAPrivateKey
 ) -> None:
-    reply = await as_client(jwt_stack, mint(signing_key, scope="other")).rpc("tools/list")
+    reply = await as_client(jwt_asgi_stack, mint(signing_key, scope="other")).rpc("tools/list")
     assert reply.status == 403
     assert 'error="insufficient_scope"' in reply.headers["www-authenticate"]
     assert 'scope="mcp:tasks"' in reply.headers["www-authenticate"]
 
 
-async def test_the_protected_resource_metadata_is_served(jwt_stack: Stack) -> None:
+async def test_the_protected_resource_metadata_is_served(jwt_asgi_stack: AsgiStack) -> None:
     for path in (
         "/.well-known/oauth-protected-resource",
         "/.well-known/oauth-protected-resource/mcp",
     ):
-        response = await jwt_stack.http.get(jwt_stack.url.replace("/mcp", path))
+        response = await jwt_asgi_stack.http.get(jwt_asgi_stack.url.replace("/mcp", path))
         assert response.json() == {
             "resource": AUDIENCE,
             "authorization_servers": [ISSUER],
@@ -326,10 +343,10 @@ async def test_the_protected_resource_metadata_is_served(jwt_stack: Stack) -> No
 
 
 async def test_jwt_principals_are_bound_to_their_tasks(
-    jwt_stack: Stack, signing_key: rsa.RSAPrivateKey
+    jwt_asgi_stack: AsgiStack, signing_key: rsa.RSAPrivateKey
 ) -> None:
-    alice = as_client(jwt_stack, mint(signing_key))
-    other_client = as_client(jwt_stack, mint(signing_key, client_id="other-app"))
+    alice = as_client(jwt_asgi_stack, mint(signing_key))
+    other_client = as_client(jwt_asgi_stack, mint(signing_key, client_id="other-app"))
     task_id = await alice.create_task("slow_compute", {"seconds": 30})
     assert (await other_client.get_task(task_id)).error == NOT_FOUND
     await alice.cancel_task(task_id)
