@@ -159,3 +159,7 @@ async def fresh_stack(
 
 # ----- time skipping (tests/time_skipping.py): the `time_skipping_env` fixture --------------
 pytest_plugins = ["tests.time_skipping"]
+
+
+# ----- the in-process tier (tests/asgi_stack.py): the app on the in-memory store ----------
+from tests.asgi_stack import asgi_mcp, asgi_stack, fresh_asgi_stack  # noqa: E402, F401

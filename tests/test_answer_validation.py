@@ -191,18 +191,19 @@ async def test_the_follow_up_tool_refuses_an_invalid_answer_and_the_task_keeps_w
     assert done["result"]["structuredContent"]["decision"] == "rejected"
 
 
-async def test_an_mrtr_round_answer_is_checked_against_its_form(mcp: McpClient) -> None:
-    first = (await mcp.call_tool("test_tool_with_task")).result
+async def test_an_mrtr_round_answer_is_checked_against_its_form(asgi_mcp: McpClient) -> None:
+    """In process (tests/asgi_stack.py): the check is the protocol layer's."""
+    first = (await asgi_mcp.call_tool("test_tool_with_task")).result
     wrong = {"name": {"action": "accept", "content": {"name": 42}}}
     extra = {"inputResponses": wrong, "requestState": first["requestState"]}
-    reply = await mcp.call_tool("test_tool_with_task", extra=extra)
+    reply = await asgi_mcp.call_tool("test_tool_with_task", extra=extra)
     assert reply.error["code"] == errors.INVALID_PARAMS
     assert (
         reply.error["message"] == 'inputResponses.name: field "name" must be a string, got number'
     )
     right = {"name": {"action": "accept", "content": {"name": "Alice"}}}
     extra = {"inputResponses": right, "requestState": first["requestState"]}
-    created = (await mcp.call_tool("test_tool_with_task", extra=extra)).result
+    created = (await asgi_mcp.call_tool("test_tool_with_task", extra=extra)).result
     assert created["resultType"] == "task"
 
 

@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp_server.http.auth import Principal, build_authenticator
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import free_port
+from tests.asgi_stack import AsgiStack
 from tests.conftest import Stack
 from tests.jwks_server import JwksServer
 from tests.mcp_client import McpClient
@@ -33,7 +34,7 @@ from tests.test_security import (  # noqa: F401 (fixtures)
     NOT_FOUND,
     _rsa,
     as_client,
-    jwt_stack,
+    jwt_asgi_stack,
     mint,
     signing_key,
 )
@@ -51,13 +52,13 @@ def challenge_params(challenge: str) -> dict[str, str]:
 
 
 async def test_the_challenge_names_the_metadata_where_rfc_9728_puts_it(
-    jwt_stack: Stack,  # noqa: F811
+    jwt_asgi_stack: AsgiStack,  # noqa: F811
 ) -> None:
-    reply = await as_client(jwt_stack, "not-a-jwt").rpc("tools/list")
+    reply = await as_client(jwt_asgi_stack, "not-a-jwt").rpc("tools/list")
     url = challenge_params(reply.headers["www-authenticate"])["resource_metadata"]
     assert url == "https://mcp.example.test/.well-known/oauth-protected-resource/mcp"
     # ... which this server serves (the old URL, <audience>/.well-known/..., was a 404).
-    served = await jwt_stack.http.get(jwt_stack.url.replace("/mcp", urlsplit(url).path))
+    served = await jwt_asgi_stack.http.get(jwt_asgi_stack.url.replace("/mcp", urlsplit(url).path))
     assert served.status_code == 200 and served.json()["resource"] == AUDIENCE
 
 
@@ -86,14 +87,14 @@ def _pem(key: rsa.RSAPrivateKey) -> str:
 
 
 async def test_a_subject_with_a_bar_is_not_another_subject_and_client(
-    jwt_stack: Stack,  # noqa: F811
+    jwt_asgi_stack: AsgiStack,  # noqa: F811
     signing_key: rsa.RSAPrivateKey,  # noqa: F811
 ) -> None:
     # "alice|app" used to be read as sub=alice, client_id=app: the same principal.
-    owner = as_client(jwt_stack, mint(signing_key, sub="alice", client_id="app"))
+    owner = as_client(jwt_asgi_stack, mint(signing_key, sub="alice", client_id="app"))
     task_id = await owner.create_task("slow_compute", {"seconds": 30})
     for claims in ({"sub": "alice|app"}, {"sub": '["alice","app"]'}, {"sub": "alice"}):
-        intruder = as_client(jwt_stack, mint(signing_key, **claims))
+        intruder = as_client(jwt_asgi_stack, mint(signing_key, **claims))
         assert (await intruder.get_task(task_id)).error == NOT_FOUND, claims
     assert (await owner.get_task(task_id)).result["taskId"] == task_id
     await owner.cancel_task(task_id)
@@ -104,24 +105,24 @@ async def test_a_subject_with_a_bar_is_not_another_subject_and_client(
 
 @pytest.mark.parametrize("subject", ["", "   "])
 async def test_an_empty_subject_is_401(
-    jwt_stack: Stack,  # noqa: F811
+    jwt_asgi_stack: AsgiStack,  # noqa: F811
     signing_key: rsa.RSAPrivateKey,  # noqa: F811
     subject: str,
 ) -> None:
-    reply = await as_client(jwt_stack, mint(signing_key, sub=subject)).rpc("tools/list")
+    reply = await as_client(jwt_asgi_stack, mint(signing_key, sub=subject)).rpc("tools/list")
     assert reply.status == 401
     assert challenge_params(reply.headers["www-authenticate"])["error"] == "invalid_token"
 
 
 async def test_two_authorization_headers_are_400_whichever_comes_first(
-    jwt_stack: Stack,  # noqa: F811
+    jwt_asgi_stack: AsgiStack,  # noqa: F811
     signing_key: rsa.RSAPrivateKey,  # noqa: F811
 ) -> None:
     good, bad = f"Bearer {mint(signing_key)}", "Bearer not-a-token"
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     for pair in ((good, bad), (bad, good), (good, good)):
         headers = [("Content-Type", "application/json")] + [("Authorization", v) for v in pair]
-        response = await jwt_stack.http.post(jwt_stack.url, json=body, headers=headers)
+        response = await jwt_asgi_stack.http.post(jwt_asgi_stack.url, json=body, headers=headers)
         assert response.status_code == 400, pair
         assert "exactly one Authorization header" in response.json()["error"]["message"]
 
@@ -137,7 +138,7 @@ async def test_two_authorization_headers_are_400_whichever_comes_first(
     ],
 )
 async def test_error_description_is_a_fixed_phrase_without_library_text(
-    jwt_stack: Stack,  # noqa: F811
+    jwt_asgi_stack: AsgiStack,  # noqa: F811
     signing_key: rsa.RSAPrivateKey,  # noqa: F811
     token: str,
     phrase: str,
@@ -149,7 +150,7 @@ async def test_error_description_is_a_fixed_phrase_without_library_text(
         "garbage": lambda: "abc.def.ghi",
         "no-exp": lambda: mint(signing_key, exp=None),
     }
-    reply = await as_client(jwt_stack, tokens[token]()).rpc("tools/list")
+    reply = await as_client(jwt_asgi_stack, tokens[token]()).rpc("tools/list")
     assert reply.status == 401
     assert challenge_params(reply.headers["www-authenticate"])["error_description"] == phrase
     assert reply.error["message"] == f"Unauthorized: {phrase}"

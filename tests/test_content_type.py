@@ -9,7 +9,7 @@ import pytest
 
 from mcp_server.http.media_type import is_json
 from mcp_server.protocol.errors import INVALID_REQUEST
-from tests.conftest import Stack
+from tests.asgi_stack import AsgiStack
 from tests.test_transport import raw_post
 
 REFUSED = [
@@ -52,10 +52,10 @@ def test_two_content_type_headers_are_not_one_json_body() -> None:
 
 @pytest.mark.parametrize("value", ["application/jsonx", "text/plain; application/json"])
 async def test_the_server_refuses_a_lookalike_content_type_with_415(
-    stack: Stack, value: str
+    asgi_stack: AsgiStack, value: str
 ) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-    response = await raw_post(stack, body, {"Mcp-Method": "tools/list", "Content-Type": value})
+    response = await raw_post(asgi_stack, body, {"Mcp-Method": "tools/list", "Content-Type": value})
     assert response.status_code == 415
     error = response.json()["error"]
     assert error["code"] == INVALID_REQUEST

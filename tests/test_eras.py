@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from mcp_server.protocol import errors
+from tests.asgi_stack import AsgiStack
 from tests.conftest import Stack
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient
@@ -20,14 +21,14 @@ async def _confirm(request: dict[str, Any]) -> dict[str, Any]:
     return ACCEPT_CONFIRM
 
 
-async def legacy(stack: Stack, **kwargs: Any) -> LegacyClient:
-    client = LegacyClient(stack.http, stack.url, **kwargs)
+async def legacy(asgi_stack: AsgiStack | Stack, **kwargs: Any) -> LegacyClient:
+    client = LegacyClient(asgi_stack.http, asgi_stack.url, **kwargs)
     await client.initialize()
     return client
 
 
-async def test_initialize_negotiates_2025_11_25_and_mints_a_session(stack: Stack) -> None:
-    client = LegacyClient(stack.http, stack.url)
+async def test_initialize_negotiates_2025_11_25_and_mints_a_session(asgi_stack: AsgiStack) -> None:
+    client = LegacyClient(asgi_stack.http, asgi_stack.url)
     result = await client.initialize()
     assert result["protocolVersion"] == "2025-11-25"
     assert result["capabilities"]["tasks"]["requests"]["tools"]["call"] == {}
@@ -36,16 +37,16 @@ async def test_initialize_negotiates_2025_11_25_and_mints_a_session(stack: Stack
 
 
 async def test_an_unknown_version_is_answered_with_the_newest_handshake_version(
-    stack: Stack,
+    asgi_stack: AsgiStack,
 ) -> None:
-    client = LegacyClient(stack.http, stack.url)
+    client = LegacyClient(asgi_stack.http, asgi_stack.url)
     assert (await client.initialize("2024-01-01"))["protocolVersion"] == "2025-11-25"
-    older = LegacyClient(stack.http, stack.url)
+    older = LegacyClient(asgi_stack.http, asgi_stack.url)
     assert (await older.initialize("2025-06-18"))["protocolVersion"] == "2025-06-18"
 
 
-async def test_ping_list_and_a_synchronous_call_work_in_a_session(stack: Stack) -> None:
-    client = await legacy(stack)
+async def test_ping_list_and_a_synchronous_call_work_in_a_session(asgi_stack: AsgiStack) -> None:
+    client = await legacy(asgi_stack)
     assert (await client.request("ping")).result == {}
     assert (await client.request("logging/setLevel", {"level": "info"})).result == {}
     tools = {t["name"]: t for t in (await client.request("tools/list")).result["tools"]}
@@ -55,36 +56,40 @@ async def test_ping_list_and_a_synchronous_call_work_in_a_session(stack: Stack) 
     assert reply.result["content"][0]["text"] == "Hello, Ada!"
 
 
-async def test_a_request_without_a_session_or_with_a_forged_one_is_refused(stack: Stack) -> None:
+async def test_a_request_without_a_session_or_with_a_forged_one_is_refused(
+    asgi_stack: AsgiStack,
+) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     headers = {"Content-Type": "application/json", "MCP-Protocol-Version": "2025-11-25"}
-    missing = await stack.http.post(stack.url, json=body, headers=headers)
+    missing = await asgi_stack.http.post(asgi_stack.url, json=body, headers=headers)
     assert missing.status_code == 400
-    forged = await stack.http.post(
-        stack.url, json=body, headers={**headers, "Mcp-Session-Id": "eyJ2IjoiMSJ9.AAAA"}
+    forged = await asgi_stack.http.post(
+        asgi_stack.url, json=body, headers={**headers, "Mcp-Session-Id": "eyJ2IjoiMSJ9.AAAA"}
     )
     assert forged.status_code == 404
 
 
-async def test_a_session_is_not_terminated_by_delete_and_keeps_serving(stack: Stack) -> None:
-    client = await legacy(stack)
-    response = await stack.http.delete(stack.url, headers=client.headers())
+async def test_a_session_is_not_terminated_by_delete_and_keeps_serving(
+    asgi_stack: AsgiStack,
+) -> None:
+    client = await legacy(asgi_stack)
+    response = await asgi_stack.http.delete(asgi_stack.url, headers=client.headers())
     assert response.status_code == 405 and response.headers["allow"] == "POST"
     assert (await client.request("ping")).result == {}
 
 
 async def test_a_2026_request_is_unaffected_and_initialize_with_meta_is_not_found(
-    mcp: McpClient,
+    asgi_mcp: McpClient,
 ) -> None:
-    reply = await mcp.rpc("initialize", {"protocolVersion": "2025-11-25"})
+    reply = await asgi_mcp.rpc("initialize", {"protocolVersion": "2025-11-25"})
     assert (reply.status, reply.error["code"]) == (404, errors.METHOD_NOT_FOUND)
-    assert (await mcp.call_tool("greet", {"name": "Bo"})).result["content"][0]["text"] == (
+    assert (await asgi_mcp.call_tool("greet", {"name": "Bo"})).result["content"][0]["text"] == (
         "Hello, Bo!"
     )
 
 
-async def test_2026_only_methods_are_not_found_in_a_session(stack: Stack) -> None:
-    client = await legacy(stack)
+async def test_2026_only_methods_are_not_found_in_a_session(asgi_stack: AsgiStack) -> None:
+    client = await legacy(asgi_stack)
     for method in ("server/discover", "tasks/update", "subscriptions/listen"):
         reply = await client.request(method, {})
         assert reply.error["code"] == errors.METHOD_NOT_FOUND
@@ -93,8 +98,10 @@ async def test_2026_only_methods_are_not_found_in_a_session(stack: Stack) -> Non
 # ----- 2025-11-25 tasks ------------------------------------------------------------------
 
 
-async def test_a_2025_task_is_created_read_listed_and_its_result_awaited(stack: Stack) -> None:
-    client = await legacy(stack)
+async def test_a_2025_task_is_created_read_listed_and_its_result_awaited(
+    asgi_stack: AsgiStack,
+) -> None:
+    client = await legacy(asgi_stack)
     created = await client.request(
         "tools/call",
         {"name": "slow_compute", "arguments": {"seconds": 0.5, "label": "old"}, "task": {}},
@@ -125,8 +132,8 @@ async def test_tasks_result_sends_the_question_as_elicitation_and_routes_the_ans
     assert asked["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"] == task_id
 
 
-async def test_tasks_list_pages_through_the_callers_tasks(stack: Stack) -> None:
-    client = await legacy(stack)
+async def test_tasks_list_pages_through_the_callers_tasks(asgi_stack: AsgiStack) -> None:
+    client = await legacy(asgi_stack)
     created = await client.request(
         "tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}, "task": {}}
     )
@@ -134,8 +141,8 @@ async def test_tasks_list_pages_through_the_callers_tasks(stack: Stack) -> None:
     assert created.result["task"]["taskId"] in ids
 
 
-async def test_a_2025_cancel_answers_the_cancelled_task(stack: Stack) -> None:
-    client = await legacy(stack)
+async def test_a_2025_cancel_answers_the_cancelled_task(asgi_stack: AsgiStack) -> None:
+    client = await legacy(asgi_stack)
     created = await client.request(
         "tools/call", {"name": "slow_compute", "arguments": {"seconds": 60}, "task": {}}
     )
@@ -160,8 +167,8 @@ async def test_a_host_without_tasks_gets_the_result_and_its_questions_as_elicita
     assert [m["method"] for m in reply.messages if "id" in m] == ["elicitation/create"]
 
 
-async def test_progress_is_streamed_from_status_messages_when_asked(stack: Stack) -> None:
-    client = await legacy(stack)
+async def test_progress_is_streamed_from_status_messages_when_asked(asgi_stack: AsgiStack) -> None:
+    client = await legacy(asgi_stack)
     reply = await client.request(
         "tools/call",
         {
@@ -176,27 +183,29 @@ async def test_progress_is_streamed_from_status_messages_when_asked(stack: Stack
     assert "p" in reply.result["content"][0]["text"]
 
 
-async def test_the_docs_routes_are_gone(stack: Stack) -> None:
+async def test_the_docs_routes_are_gone(asgi_stack: AsgiStack) -> None:
     for path in ("/docs", "/redoc", "/openapi.json"):
-        response = await stack.http.get(stack.url.replace("/mcp", path))
+        response = await asgi_stack.http.get(asgi_stack.url.replace("/mcp", path))
         assert response.status_code == 404, path
 
 
-async def test_every_response_carries_a_request_id(stack: Stack) -> None:
-    response = await stack.http.get(
-        stack.url.replace("/mcp", "/healthz"), headers={"X-Request-Id": "abc-123"}
+async def test_every_response_carries_a_request_id(asgi_stack: AsgiStack) -> None:
+    response = await asgi_stack.http.get(
+        asgi_stack.url.replace("/mcp", "/healthz"), headers={"X-Request-Id": "abc-123"}
     )
     assert response.headers["x-request-id"] == "abc-123"
-    fresh = await stack.http.post(stack.url, content=b"{}", headers={"Content-Type": "text/plain"})
+    fresh = await asgi_stack.http.post(
+        asgi_stack.url, content=b"{}", headers={"Content-Type": "text/plain"}
+    )
     assert len(fresh.headers["x-request-id"]) == 16
 
 
-async def test_a_json_only_client_still_gets_a_plain_answer(stack: Stack) -> None:
-    client = await legacy(stack)
+async def test_a_json_only_client_still_gets_a_plain_answer(asgi_stack: AsgiStack) -> None:
+    client = await legacy(asgi_stack)
     body = {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
             "params": {"name": "slow_compute", "arguments": {"seconds": 0.2}}}  # fmt: skip
     headers = {**client.headers(), "Accept": "application/json"}
-    response = await stack.http.post(stack.url, json=body, headers=headers)
+    response = await asgi_stack.http.post(asgi_stack.url, json=body, headers=headers)
     assert response.headers["content-type"].startswith("application/json")
     assert isinstance(response.json()["result"]["content"], list)
 
@@ -219,7 +228,9 @@ async def test_a_question_asked_before_the_tool_runs_goes_to_the_client_on_the_c
     assert "text/event-stream" in refused.error["message"]
 
 
-async def test_a_sessions_get_stream_relays_the_questions_of_its_own_tasks(stack: Stack) -> None:
+async def test_a_sessions_get_stream_relays_the_questions_of_its_own_tasks(
+    stack: Stack,
+) -> None:
     """For clients that poll tasks/get and never call tasks/result while input is needed."""
     client = await legacy(stack)
     other = await legacy(stack)
@@ -250,11 +261,13 @@ async def test_a_sessions_get_stream_relays_the_questions_of_its_own_tasks(stack
     assert done.result["content"][0]["text"] == "Deleted g.txt" and done.messages == []
 
 
-async def test_a_get_without_a_session_is_405(stack: Stack) -> None:
-    response = await stack.http.get(stack.url, headers={"Accept": "text/event-stream"})
+async def test_a_get_without_a_session_is_405(asgi_stack: AsgiStack) -> None:
+    response = await asgi_stack.http.get(asgi_stack.url, headers={"Accept": "text/event-stream"})
     assert response.status_code == 405
 
 
-async def test_two_sessions_of_one_principal_opened_at_once_are_distinct(stack: Stack) -> None:
-    first, second = await legacy(stack), await legacy(stack)
+async def test_two_sessions_of_one_principal_opened_at_once_are_distinct(
+    asgi_stack: AsgiStack,
+) -> None:
+    first, second = await legacy(asgi_stack), await legacy(asgi_stack)
     assert first.session_id != second.session_id

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from mcp_server.protocol import errors
-from tests.conftest import Stack
+from mcp_server.tools.registry import ToolRegistry
+from tests.asgi_stack import AsgiStack, asgi_running
 from tests.mcp_client import McpClient, header_safe
 
 ALLOWED_STATUS = {200, 202, 400, 403, 404, 405, 413, 415, 429, 503}
@@ -78,18 +80,29 @@ META = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-async def bystander(stack: Stack) -> dict[str, Any]:
-    """A task waiting for input, created before the module's first test whatever the order or
-    selection (autouse), so the storm runs around it; test_existing_tasks_are_unharmed checks it."""
-    task_id = await stack.mcp.create_task("confirm_delete", {"filename": "bystander.txt"})
-    return await stack.mcp.wait_status(task_id, "input_required", within=5)
+@pytest.fixture(scope="module")
+async def asgi_stack(registry: ToolRegistry) -> AsyncIterator[AsgiStack]:
+    """One in-process stack for the whole module: the bystander outlives the storm."""
+    async with asgi_running(registry) as running:
+        yield running
 
 
-async def post(stack: Stack, body: bytes, headers: dict[str, str]) -> None:
+# Every test asks for the bystander, so it exists before the first request of the storm and
+# test_existing_tasks_are_unharmed (last) checks it after all of them.
+pytestmark = pytest.mark.usefixtures("bystander")
+
+
+@pytest.fixture(scope="module")
+async def bystander(asgi_stack: AsgiStack) -> dict[str, Any]:
+    """A task waiting for input, created before the storm; checked after it."""
+    task_id = await asgi_stack.mcp.create_task("confirm_delete", {"filename": "bystander.txt"})
+    return await asgi_stack.mcp.wait_status(task_id, "input_required", within=5)
+
+
+async def post(asgi_stack: AsgiStack, body: bytes, headers: dict[str, str]) -> None:
     raw = {key: value.encode("latin-1") for key, value in headers.items()}  # bytes go out as-is
-    response = await stack.http.post(
-        stack.url,
+    response = await asgi_stack.http.post(
+        asgi_stack.url,
         content=body,
         # httpx takes str and bytes values mixed; its HeaderTypes cannot say so.
         headers={"Content-Type": "application/json", **raw},  # type: ignore[arg-type]
@@ -107,14 +120,14 @@ async def post(stack: Stack, body: bytes, headers: dict[str, str]) -> None:
 
 @FUZZ
 @given(body=st.binary(max_size=3000))
-async def test_arbitrary_bytes(stack: Stack, body: bytes) -> None:
-    await post(stack, body, {"Mcp-Method": "tools/list", "MCP-Protocol-Version": "2026-07-28"})
+async def test_arbitrary_bytes(asgi_stack: AsgiStack, body: bytes) -> None:
+    await post(asgi_stack, body, {"Mcp-Method": "tools/list", "MCP-Protocol-Version": "2026-07-28"})
 
 
 @FUZZ
 @given(message=json_values)
-async def test_arbitrary_json(stack: Stack, message: Any) -> None:
-    await post(stack, json.dumps(message).encode(), {"Mcp-Method": "tools/call"})
+async def test_arbitrary_json(asgi_stack: AsgiStack, message: Any) -> None:
+    await post(asgi_stack, json.dumps(message).encode(), {"Mcp-Method": "tools/call"})
 
 
 @FUZZ
@@ -140,7 +153,7 @@ async def test_arbitrary_json(stack: Stack, message: Any) -> None:
     with_meta=st.booleans(),
 )
 async def test_arbitrary_requests(
-    stack: Stack, method: str, request_id: Any, params: dict[str, Any], with_meta: bool
+    asgi_stack: AsgiStack, method: str, request_id: Any, params: dict[str, Any], with_meta: bool
 ) -> None:
     if with_meta:
         params = {**params, "_meta": META}
@@ -151,7 +164,7 @@ async def test_arbitrary_requests(
             headers["Mcp-Name"] = header_safe(params[key])
     if method == "subscriptions/listen":
         return  # streams; covered by test_subscriptions
-    await post(stack, json.dumps(body).encode(), headers)
+    await post(asgi_stack, json.dumps(body).encode(), headers)
 
 
 @FUZZ
@@ -161,7 +174,9 @@ async def test_arbitrary_requests(
     name=header_values,
     param=header_values,
 )
-async def test_odd_headers(stack: Stack, version: str, method: str, name: str, param: str) -> None:
+async def test_odd_headers(
+    asgi_stack: AsgiStack, version: str, method: str, name: str, param: str
+) -> None:
     params = {"name": "test_header_param", "arguments": {"region": "é"}, "_meta": META}
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
     headers = {
@@ -170,14 +185,14 @@ async def test_odd_headers(stack: Stack, version: str, method: str, name: str, p
         "Mcp-Name": name,
         "Mcp-Param-Region": param,
     }
-    await post(stack, json.dumps(body).encode(), headers)
+    await post(asgi_stack, json.dumps(body).encode(), headers)
 
 
 @FUZZ
 @given(state=st.text(max_size=200) | st.binary(max_size=100).map(lambda b: b.hex() + "." + b.hex()))
-async def test_bogus_request_state(mcp: McpClient, state: str) -> None:
+async def test_bogus_request_state(asgi_mcp: McpClient, state: str) -> None:
     extra = {"requestState": state, "inputResponses": {"name": {"action": "accept"}}}
-    reply = await mcp.call_tool("test_tool_with_task", extra=extra)
+    reply = await asgi_mcp.call_tool("test_tool_with_task", extra=extra)
     assert reply.error["code"] == errors.INVALID_PARAMS
 
 
@@ -186,7 +201,7 @@ async def test_bogus_request_state(mcp: McpClient, state: str) -> None:
     name=st.sampled_from(["Mcp-Method", "MCP-Protocol-Version", "Mcp-Name", "Mcp-Param-Region"]),
     values=st.lists(header_values, min_size=2, max_size=4),
 )
-async def test_duplicated_headers(stack: Stack, name: str, values: list[str]) -> None:
+async def test_duplicated_headers(asgi_stack: AsgiStack, name: str, values: list[str]) -> None:
     params = {"name": "test_header_param", "arguments": {"region": "eu"}, "_meta": META}
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
     base = {"Mcp-Method": "tools/call", "MCP-Protocol-Version": "2026-07-28",
@@ -194,7 +209,9 @@ async def test_duplicated_headers(stack: Stack, name: str, values: list[str]) ->
     headers = [(k.encode(), v.encode()) for k, v in base.items() if k != name]
     headers += [(name.encode(), value.encode("latin-1")) for value in values]
     headers.append((b"Content-Type", b"application/json"))
-    response = await stack.http.post(stack.url, content=json.dumps(body).encode(), headers=headers)
+    response = await asgi_stack.http.post(
+        asgi_stack.url, content=json.dumps(body).encode(), headers=headers
+    )
     assert response.status_code == 400
     assert response.json()["error"]["code"] == errors.HEADER_MISMATCH
 
@@ -207,7 +224,9 @@ async def test_duplicated_headers(stack: Stack, name: str, values: list[str]) ->
 @example(where="arguments", value=Deep(600, "0", as_object=False))
 @example(where="arguments", value=Deep(900, '"x"', as_object=True))
 @example(where="arguments", value=math.nan)
-async def test_non_finite_and_deep_values_anywhere(stack: Stack, where: str, value: Any) -> None:
+async def test_non_finite_and_deep_values_anywhere(
+    asgi_stack: AsgiStack, where: str, value: Any
+) -> None:
     # A task tool that finishes at once: whatever gets through the checks reaches Temporal.
     params: dict[str, Any] = {"name": "slow_compute", "arguments": {"seconds": 0}, "_meta": META}
     body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
@@ -225,34 +244,36 @@ async def test_non_finite_and_deep_values_anywhere(stack: Stack, where: str, val
     text = json.dumps(body)
     if isinstance(value, Deep):
         text = text.replace(json.dumps(PLACEHOLDER), value.text())
-    await post(stack, text.encode(), headers)
+    await post(asgi_stack, text.encode(), headers)
 
 
 @pytest.mark.parametrize("depth", [100, 5_000, 200_000])
-async def test_deep_nesting(stack: Stack, depth: int) -> None:
+async def test_deep_nesting(asgi_stack: AsgiStack, depth: int) -> None:
     body = (
         b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":'
         + b"[" * depth
         + b"]" * depth
         + b"}"
     )
-    await post(stack, body, {"Mcp-Method": "tools/list", "MCP-Protocol-Version": "2026-07-28"})
+    await post(asgi_stack, body, {"Mcp-Method": "tools/list", "MCP-Protocol-Version": "2026-07-28"})
 
 
 @pytest.mark.parametrize(
     "number", [b"1e999", b"-1e999", b"9" * 5000, b"123456789012345678901234567890"]
 )
-async def test_huge_numbers(stack: Stack, number: bytes) -> None:
+async def test_huge_numbers(asgi_stack: AsgiStack, number: bytes) -> None:
     body = b'{"jsonrpc":"2.0","id":' + number + b',"method":"tools/list","params":{}}'
-    await post(stack, body, {"Mcp-Method": "tools/list", "MCP-Protocol-Version": "2026-07-28"})
+    await post(asgi_stack, body, {"Mcp-Method": "tools/list", "MCP-Protocol-Version": "2026-07-28"})
 
 
-async def test_existing_tasks_are_unharmed(mcp: McpClient, bystander: dict[str, Any]) -> None:
+async def test_existing_tasks_are_unharmed(asgi_mcp: McpClient, bystander: dict[str, Any]) -> None:
     task_id = bystander["taskId"]
-    after = (await mcp.get_task(task_id)).result
+    after = (await asgi_mcp.get_task(task_id)).result
     assert (
         after["status"] == "input_required" and after["inputRequests"] == bystander["inputRequests"]
     )
-    await mcp.update_task(task_id, {"confirm": {"action": "accept", "content": {"confirm": True}}})
-    done = await mcp.wait_terminal(task_id)
+    await asgi_mcp.update_task(
+        task_id, {"confirm": {"action": "accept", "content": {"confirm": True}}}
+    )
+    done = await asgi_mcp.wait_terminal(task_id)
     assert done["result"]["content"][0]["text"] == "Deleted bystander.txt"

@@ -10,13 +10,30 @@ from mcp_server.protocol import errors
 from mcp_server.protocol.errors import McpError
 from mcp_server.protocol.request_state import PendingRound, RequestStateCodec
 from mcp_server.tools.registry import InputRequests, PreludeRound, Tool, ToolCall
+from tests.conftest import Stack
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, McpClient
+
+
+@pytest.fixture
+def mcp(asgi_mcp: McpClient) -> McpClient:
+    """In process (tests/asgi_stack.py): input rounds are the protocol layer's."""
+    return asgi_mcp
+
 
 ALICE = {"name": {"action": "accept", "content": {"name": "Alice"}}}
 EVERY_INPUT: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
 
 
 async def test_input_is_gathered_synchronously_then_the_task_is_created(mcp: McpClient) -> None:
+    await gather_then_create(mcp)
+
+
+async def test_input_rounds_then_a_task_on_the_real_stack(stack: Stack) -> None:
+    """The journey end to end once: uvicorn, Temporal and the TestToolWithTask workflow."""
+    await gather_then_create(stack.mcp)
+
+
+async def gather_then_create(mcp: McpClient) -> None:
     first = (await mcp.call_tool("test_tool_with_task")).result
     assert first["resultType"] == "input_required" and "taskId" not in first
     assert first["inputRequests"]["name"]["method"] == "elicitation/create"

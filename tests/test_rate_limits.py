@@ -14,10 +14,10 @@ from mcp_server.protocol import errors
 from mcp_server.protocol.rate_limits import PrincipalLimiter
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.store import new_task_id
-from tests.conftest import Stack
+from tests.asgi_stack import AsgiStack
 from tests.mcp_client import NO_CAPABILITIES, McpClient, Reply
 
-StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
+StackFactory = Callable[..., AbstractAsyncContextManager[AsgiStack]]
 NOT_FOUND = {"code": errors.INVALID_PARAMS, "message": errors.TASK_NOT_FOUND_MESSAGE}
 
 
@@ -56,18 +56,18 @@ def test_a_client_within_the_rate_is_never_limited() -> None:
 
 @pytest.fixture
 async def callers(
-    fresh_stack: StackFactory, tmp_path: Path
+    fresh_asgi_stack: StackFactory, tmp_path: Path
 ) -> AsyncIterator[tuple[McpClient, McpClient]]:
     tokens = tmp_path / "tokens.json"
     alice, bob = add_token(tokens, "alice", []), add_token(tokens, "bob", [])
     limits = {"update_burst": 3, "cancel_burst": 3, "not_found_burst": 4, "poll_burst": 1000}
     rates = {"update_rate_per_minute": 1, "cancel_rate_per_minute": 1,
              "not_found_rate_per_minute": 1}  # fmt: skip
-    async with fresh_stack(auth="tokens", tokens_file=str(tokens), **limits, **rates) as stack:
+    async with fresh_asgi_stack(auth="tokens", tokens_file=str(tokens), **limits, **rates) as stack:
         yield as_client(stack, alice), as_client(stack, bob)
 
 
-def as_client(stack: Stack, token: str) -> McpClient:
+def as_client(stack: AsgiStack, token: str) -> McpClient:
     client = McpClient(stack.http, stack.url)
     client.extra_headers = {"Authorization": f"Bearer {token}"}
     return client

@@ -19,13 +19,14 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp_server.protocol import errors
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tools.registry import Tool, ToolCall
+from tests.asgi_stack import AsgiStack
 from tests.conftest import Stack
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import NO_CAPABILITIES, TASKS
 from tests.test_auth_details import challenge_params
 from tests.test_security import as_client, jwt_stack, mint, signing_key  # noqa: F401 (fixtures)
 
-StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
+StackFactory = Callable[..., AbstractAsyncContextManager[AsgiStack]]
 DEPLOY = {"pipeline": "no-such-pipeline"}
 
 
@@ -37,9 +38,9 @@ def tokens(tmp_path: Path) -> tuple[Path, str, str]:
 
 @pytest.fixture
 async def token_stack(
-    fresh_stack: StackFactory, tokens: tuple[Path, str, str]
-) -> AsyncIterator[Stack]:
-    async with fresh_stack(auth="tokens", tokens_file=str(tokens[0])) as stack:
+    fresh_asgi_stack: StackFactory, tokens: tuple[Path, str, str]
+) -> AsyncIterator[AsgiStack]:
+    async with fresh_asgi_stack(auth="tokens", tokens_file=str(tokens[0])) as stack:
         yield stack
 
 
@@ -52,7 +53,7 @@ def assert_step_up(status: int, headers: httpx.Headers, body: dict[str, Any], sc
 
 
 async def test_a_2026_call_without_the_tools_scope_is_403_as_a_task_and_attached(
-    token_stack: Stack, tokens: tuple[Path, str, str]
+    token_stack: AsgiStack, tokens: tuple[Path, str, str]
 ) -> None:
     bob, alice = as_client(token_stack, tokens[2]), as_client(token_stack, tokens[1])
     for capabilities in (TASKS, NO_CAPABILITIES):  # a task, and the attached run (fallback)
@@ -75,7 +76,7 @@ class AuthorizedLegacyClient(LegacyClient):
 
 
 async def test_a_2025_call_without_the_tools_scope_is_403_with_or_without_task(
-    token_stack: Stack, tokens: tuple[Path, str, str]
+    token_stack: AsgiStack, tokens: tuple[Path, str, str]
 ) -> None:
     client = AuthorizedLegacyClient(token_stack.http, token_stack.url)
     client.token = tokens[2]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import statistics
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from mcp_server.runtime.config import Settings
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.access import NOT_FOUND_FLOOR_S, find_task
 from mcp_server.tasks.store import TemporalTaskStore, new_task_id
+from tests.asgi_stack import AsgiStack, AsgiStackFactory
 from tests.conftest import Stack
 from tests.jwks_server import JwksServer
 from tests.mcp_client import McpClient
@@ -36,14 +36,9 @@ StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 NOT_FOUND = {"code": errors.INVALID_PARAMS, "message": errors.TASK_NOT_FOUND_MESSAGE}
 ISSUER = "https://auth.example.test"
 AUDIENCE = "https://mcp.example.test/mcp"
-# How far apart the median times of a foreign and a missing "not found" may be: a coarse bound.
-# Measured on this 2-core machine with the common deadline: 0.00-0.07 ms apart when quiet, up to
-# 1.4 ms in some runs. The deadline itself is checked exactly: no answer leaves before it.
-HTTP_TOLERANCE_S = 0.003
-STORE_TOLERANCE_S = 0.003
 
 
-def as_client(stack: Stack, token: str) -> McpClient:
+def as_client(stack: Stack | AsgiStack, token: str) -> McpClient:
     client = McpClient(stack.http, stack.url)
     client.extra_headers = {"Authorization": f"Bearer {token}"}
     return client
@@ -88,26 +83,32 @@ def test_the_tokens_file_keeps_hashes_never_tokens(tokens: tuple[Path, str, str]
 
 @pytest.fixture
 async def token_stack(
-    fresh_stack: StackFactory, tokens: tuple[Path, str, str]
-) -> AsyncIterator[Stack]:
+    fresh_asgi_stack: AsgiStackFactory, tokens: tuple[Path, str, str]
+) -> AsyncIterator[AsgiStack]:
     # Large bursts: the timing test polls one task back to back and gets hundreds of "not
     # found" answers (rate limits are tested apart, in test_rate_limits.py).
     bursts = {"poll_burst": 1000, "not_found_burst": 1000}
-    async with fresh_stack(auth="tokens", tokens_file=str(tokens[0]), **bursts) as stack:
+    async with fresh_asgi_stack(auth="tokens", tokens_file=str(tokens[0]), **bursts) as stack:
         yield stack
 
 
 @pytest.mark.parametrize("header", [None, "Bearer wrong", "Basic YWxpY2U6cHc=", "Bearer"])
-async def test_a_missing_or_unknown_token_is_401(token_stack: Stack, header: str | None) -> None:
+async def test_a_missing_or_unknown_token_is_401_and_the_client_may_go_on(
+    token_stack: AsgiStack, tokens: tuple[Path, str, str], header: str | None
+) -> None:
     client = McpClient(token_stack.http, token_stack.url)
     client.extra_headers = {"Authorization": header} if header else {}
     reply = await client.rpc("tools/list")
     assert reply.status == 401
-    assert token_stack.http  # the connection stays usable
     assert reply.headers["www-authenticate"].startswith("Bearer ")
+    # The same HTTP client (its pooled connection) is served once it sends a known token.
+    after = await as_client(token_stack, tokens[1]).rpc("tools/list")
+    assert after.status == 200 and after.result["tools"]
 
 
-async def test_a_known_token_is_served(token_stack: Stack, tokens: tuple[Path, str, str]) -> None:
+async def test_a_known_token_is_served(
+    token_stack: AsgiStack, tokens: tuple[Path, str, str]
+) -> None:
     reply = await as_client(token_stack, tokens[1]).rpc("tools/list")
     assert reply.status == 200 and reply.result["tools"]
 
@@ -121,7 +122,7 @@ async def test_a_known_token_is_served(token_stack: Stack, tokens: tuple[Path, s
     ],
 )
 async def test_another_principals_task_is_indistinguishable_from_a_missing_one(
-    token_stack: Stack, tokens: tuple[Path, str, str], method: str, params: dict[str, Any]
+    token_stack: AsgiStack, tokens: tuple[Path, str, str], method: str, params: dict[str, Any]
 ) -> None:
     alice, bob = as_client(token_stack, tokens[1]), as_client(token_stack, tokens[2])
     task_id = await alice.create_task("confirm_delete", {"filename": "alice.txt"})
@@ -136,7 +137,7 @@ async def test_another_principals_task_is_indistinguishable_from_a_missing_one(
 
 
 async def test_another_principals_task_is_not_acknowledged_on_listen(
-    token_stack: Stack, tokens: tuple[Path, str, str]
+    token_stack: AsgiStack, tokens: tuple[Path, str, str]
 ) -> None:
     alice, bob = as_client(token_stack, tokens[1]), as_client(token_stack, tokens[2])
     task_id = await alice.create_task("slow_compute", {"seconds": 30})
@@ -146,8 +147,8 @@ async def test_another_principals_task_is_not_acknowledged_on_listen(
 
 
 @pytest.mark.parametrize("state", ["waiting", "completed"])
-async def test_a_foreign_task_answers_in_the_same_time_as_a_missing_one(
-    token_stack: Stack, tokens: tuple[Path, str, str], state: str
+async def test_neither_a_foreign_nor_a_missing_task_is_answered_before_the_deadline(
+    token_stack: AsgiStack, tokens: tuple[Path, str, str], state: str
 ) -> None:
     alice, bob = as_client(token_stack, tokens[1]), as_client(token_stack, tokens[2])
     if state == "waiting":
@@ -160,37 +161,27 @@ async def test_a_foreign_task_answers_in_the_same_time_as_a_missing_one(
     async def not_found(target: str) -> None:
         assert (await bob.rpc("tasks/get", {"taskId": target})).error == NOT_FOUND
 
-    gap, shortest = await median_gap(not_found, task_id, rounds=200)
-    # Every "not found" leaves at the common deadline, never sooner: that is what hides which
-    # kind it was (without the deadline, answers take 1-3 ms here). The median gap is a coarse
-    # check only: a loaded 2-core machine moves it by up to 1.4 ms (see HTTP_TOLERANCE_S).
+    # Every "not found", foreign or missing, leaves at the common deadline, never sooner: that
+    # is what hides which kind it was (without it, answers take 1-3 ms here). Only that hard
+    # floor is asserted; how close the two kinds' times are is the benchmark's to measure.
+    shortest = await shortest_not_found(not_found, task_id, rounds=50)
     assert shortest >= NOT_FOUND_FLOOR_S, f"{shortest * 1000:.3f} ms"
-    assert abs(gap) < HTTP_TOLERANCE_S, f"{gap * 1000:.3f} ms"
     await alice.cancel_task(task_id)
 
 
-async def median_gap(
+async def shortest_not_found(
     lookup: Callable[[str], Awaitable[None]], foreign_task: str, rounds: int
-) -> tuple[float, float]:
-    """The median, over `rounds` pairs, of (time of a foreign lookup - time of a missing one),
-    and the shortest time any of those "not found" answers took.
-
-    The two lookups of a pair run back to back, in an order that alternates, so that the load
-    of a busy machine weighs on both alike; 20 pairs first warm up the connection and caches.
-    """
-    gaps = []
+) -> float:
+    """The shortest time any of `rounds` pairs of "not found" lookups took (a foreign task and
+    a missing one, back to back, in alternating order)."""
     shortest = float("inf")
-    for round_ in range(-20, rounds):
-        took = {}
-        pair = [("foreign", foreign_task), ("missing", new_task_id())]
-        for kind, target in pair if round_ % 2 else reversed(pair):
+    for round_ in range(rounds):
+        pair = [foreign_task, new_task_id()]
+        for target in pair if round_ % 2 else reversed(pair):
             started = time.perf_counter()
             await lookup(target)
-            took[kind] = time.perf_counter() - started
-        if round_ >= 0:
-            gaps.append(took["foreign"] - took["missing"])
-            shortest = min(shortest, *took.values())
-    return statistics.median(gaps), shortest
+            shortest = min(shortest, time.perf_counter() - started)
+    return shortest
 
 
 # ----- jwt ---------------------------------------------------------------------------------
@@ -205,24 +196,39 @@ def signing_key() -> rsa.RSAPrivateKey:
     return _rsa()
 
 
-@pytest.fixture
-async def jwt_stack(
-    fresh_stack: StackFactory, signing_key: rsa.RSAPrivateKey, tmp_path: Path
-) -> AsyncIterator[Stack]:
-    public = tmp_path / "public.pem"
+def jwt_settings(signing_key: rsa.RSAPrivateKey, directory: Path) -> dict[str, Any]:
+    """Settings of `--auth jwt` with the public half of `signing_key`."""
+    public = directory / "public.pem"
     public.write_bytes(
         signing_key.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         )
     )
-    async with fresh_stack(
-        auth="jwt",
-        jwt_issuer=ISSUER,
-        jwt_audience=AUDIENCE,
-        jwt_public_key_path=str(public),
-        jwt_required_scopes=("mcp:tasks",),
-        jwt_leeway_s=5,
-    ) as stack:
+    return {
+        "auth": "jwt",
+        "jwt_issuer": ISSUER,
+        "jwt_audience": AUDIENCE,
+        "jwt_public_key_path": str(public),
+        "jwt_required_scopes": ("mcp:tasks",),
+        "jwt_leeway_s": 5,
+    }
+
+
+@pytest.fixture
+async def jwt_stack(
+    fresh_stack: StackFactory, signing_key: rsa.RSAPrivateKey, tmp_path: Path
+) -> AsyncIterator[Stack]:
+    """`--auth jwt` on uvicorn + Temporal (for journeys that need their workflows)."""
+    async with fresh_stack(**jwt_settings(signing_key, tmp_path)) as stack:
+        yield stack
+
+
+@pytest.fixture
+async def jwt_asgi_stack(
+    fresh_asgi_stack: AsgiStackFactory, signing_key: rsa.RSAPrivateKey, tmp_path: Path
+) -> AsyncIterator[AsgiStack]:
+    """`--auth jwt` in process (tests/asgi_stack.py): the authentication rules alone."""
+    async with fresh_asgi_stack(**jwt_settings(signing_key, tmp_path)) as stack:
         yield stack
 
 
@@ -263,8 +269,10 @@ async def test_a_jwt_is_verified_with_keys_from_a_jwks_url(
         assert (await as_client(stack, mint(_rsa())).rpc("tools/list")).status == 401
 
 
-async def test_a_valid_jwt_is_served(jwt_stack: Stack, signing_key: rsa.RSAPrivateKey) -> None:
-    reply = await as_client(jwt_stack, mint(signing_key)).rpc("tools/list")
+async def test_a_valid_jwt_is_served(
+    jwt_asgi_stack: AsgiStack, signing_key: rsa.RSAPrivateKey
+) -> None:
+    reply = await as_client(jwt_asgi_stack, mint(signing_key)).rpc("tools/list")
     assert reply.status == 200
 
 
@@ -279,11 +287,11 @@ async def test_a_valid_jwt_is_served(jwt_stack: Stack, signing_key: rsa.RSAPriva
     ],
 )
 async def test_an_invalid_jwt_is_401_naming_the_resource_metadata(
-    jwt_stack: Stack, signing_key: rsa.RSAPrivateKey, case: str, claims: dict[str, Any]
+    jwt_asgi_stack: AsgiStack, signing_key: rsa.RSAPrivateKey, case: str, claims: dict[str, Any]
 ) -> None:
     now = int(time.time())
     claims = {k: now + v if k in ("exp", "nbf") and v is not None else v for k, v in claims.items()}
-    reply = await as_client(jwt_stack, mint(signing_key, **claims)).rpc("tools/list")
+    reply = await as_client(jwt_asgi_stack, mint(signing_key, **claims)).rpc("tools/list")
     assert reply.status == 401, case
     challenge = reply.headers["www-authenticate"]
     # RFC 9728 §3.1: the well-known path between the host and the resource's path.
@@ -292,39 +300,39 @@ async def test_an_invalid_jwt_is_401_naming_the_resource_metadata(
     assert 'error="invalid_token"' in challenge
 
 
-async def test_a_jwt_signed_by_another_key_is_401(jwt_stack: Stack) -> None:
-    reply = await as_client(jwt_stack, mint(_rsa())).rpc("tools/list")
+async def test_a_jwt_signed_by_another_key_is_401(jwt_asgi_stack: AsgiStack) -> None:
+    reply = await as_client(jwt_asgi_stack, mint(_rsa())).rpc("tools/list")
     assert reply.status == 401 and "signature" in reply.error["message"]
 
 
-async def test_an_unsigned_alg_none_jwt_is_401(jwt_stack: Stack) -> None:
-    reply = await as_client(jwt_stack, mint(None, alg="none")).rpc("tools/list")
+async def test_an_unsigned_alg_none_jwt_is_401(jwt_asgi_stack: AsgiStack) -> None:
+    reply = await as_client(jwt_asgi_stack, mint(None, alg="none")).rpc("tools/list")
     assert reply.status == 401
 
 
 async def test_a_jwt_with_a_disallowed_algorithm_is_401(
-    jwt_stack: Stack, signing_key: rsa.RSAPrivateKey
+    jwt_asgi_stack: AsgiStack, signing_key: rsa.RSAPrivateKey
 ) -> None:
     token = mint("a-shared-secret-of-32-bytes-or-more!", alg="HS256")
-    reply = await as_client(jwt_stack, token).rpc("tools/list")
+    reply = await as_client(jwt_asgi_stack, token).rpc("tools/list")
     assert reply.status == 401 and "algorithm" in reply.error["message"]
 
 
 async def test_a_jwt_without_the_required_scope_is_403(
-    jwt_stack: Stack, signing_key: rsa.RSAPrivateKey
+    jwt_asgi_stack: AsgiStack, signing_key: rsa.RSAPrivateKey
 ) -> None:
-    reply = await as_client(jwt_stack, mint(signing_key, scope="other")).rpc("tools/list")
+    reply = await as_client(jwt_asgi_stack, mint(signing_key, scope="other")).rpc("tools/list")
     assert reply.status == 403
     assert 'error="insufficient_scope"' in reply.headers["www-authenticate"]
     assert 'scope="mcp:tasks"' in reply.headers["www-authenticate"]
 
 
-async def test_the_protected_resource_metadata_is_served(jwt_stack: Stack) -> None:
+async def test_the_protected_resource_metadata_is_served(jwt_asgi_stack: AsgiStack) -> None:
     for path in (
         "/.well-known/oauth-protected-resource",
         "/.well-known/oauth-protected-resource/mcp",
     ):
-        response = await jwt_stack.http.get(jwt_stack.url.replace("/mcp", path))
+        response = await jwt_asgi_stack.http.get(jwt_asgi_stack.url.replace("/mcp", path))
         assert response.json() == {
             "resource": AUDIENCE,
             "authorization_servers": [ISSUER],
@@ -335,10 +343,10 @@ async def test_the_protected_resource_metadata_is_served(jwt_stack: Stack) -> No
 
 
 async def test_jwt_principals_are_bound_to_their_tasks(
-    jwt_stack: Stack, signing_key: rsa.RSAPrivateKey
+    jwt_asgi_stack: AsgiStack, signing_key: rsa.RSAPrivateKey
 ) -> None:
-    alice = as_client(jwt_stack, mint(signing_key))
-    other_client = as_client(jwt_stack, mint(signing_key, client_id="other-app"))
+    alice = as_client(jwt_asgi_stack, mint(signing_key))
+    other_client = as_client(jwt_asgi_stack, mint(signing_key, client_id="other-app"))
     task_id = await alice.create_task("slow_compute", {"seconds": 30})
     assert (await other_client.get_task(task_id)).error == NOT_FOUND
     await alice.cancel_task(task_id)
@@ -483,7 +491,7 @@ async def test_secret_arguments_never_reach_status_input_requests_memo_or_errors
     assert "[redacted]" in failed["statusMessage"]
 
 
-async def test_task_access_answers_foreign_and_missing_lookups_in_the_same_time(
+async def test_task_access_answers_no_not_found_before_the_deadline(
     mcp: McpClient, temporal_client: Client, stack: Stack
 ) -> None:
     """The same property without HTTP in between, where the difference is not drowned in noise."""
@@ -495,7 +503,6 @@ async def test_task_access_answers_foreign_and_missing_lookups_in_the_same_time(
     async def not_found(target: str) -> None:
         assert await find_task(store, target, stranger, lambda: datetime.now(UTC)) is None
 
-    gap, shortest = await median_gap(not_found, task_id, rounds=200)
+    shortest = await shortest_not_found(not_found, task_id, rounds=50)
     assert shortest >= NOT_FOUND_FLOOR_S, f"{shortest * 1000:.3f} ms"
-    assert abs(gap) < STORE_TOLERANCE_S, f"{gap * 1000:.3f} ms"
     await mcp.cancel_task(task_id)

@@ -12,7 +12,7 @@ import mcp_types as core
 import pytest
 
 from mcp_server.http.sessions import CLOCK_SKEW_S, SESSION_LIFETIME_S, Session, SessionCodec
-from tests.conftest import Stack
+from tests.asgi_stack import AsgiStack
 from tests.legacy_client import LegacyClient
 
 SECRET = b"a-state-secret-of-the-session-tests"
@@ -65,9 +65,9 @@ def test_a_session_id_minted_by_a_clock_far_ahead_is_refused() -> None:
 
 @pytest.mark.parametrize("which", [0, 1])
 async def test_a_respelled_session_id_is_an_unknown_session_over_http(
-    stack: Stack, which: int
+    asgi_stack: AsgiStack, which: int
 ) -> None:
-    client = LegacyClient(stack.http, stack.url)
+    client = LegacyClient(asgi_stack.http, asgi_stack.url)
     await client.initialize()
     assert client.session_id is not None
     assert (await client.request("tools/list")).status == 200

@@ -12,7 +12,7 @@ import pytest
 from mcp_server.protocol import errors
 from mcp_server.protocol.request_state import PendingRound, RequestStateCodec, canonical_digest
 from mcp_server.protocol.strict_json import MAX_DEPTH
-from tests.conftest import Stack
+from tests.asgi_stack import AsgiStack
 from tests.mcp_client import VERSION
 from tests.test_stdio import StdioHost, host, meta, stdio_env  # noqa: F401 (fixtures)
 
@@ -25,7 +25,7 @@ TASKS_META = {
 
 
 async def post_call(
-    stack: Stack, arguments_json: bytes, tool: str
+    asgi_stack: AsgiStack, arguments_json: bytes, tool: str
 ) -> tuple[int, dict[str, object]]:
     """A tools/call whose arguments are the raw JSON text given (which json.dumps cannot
     write when it is not strict JSON)."""
@@ -45,18 +45,18 @@ async def post_call(
         "Mcp-Method": "tools/call",
         "Mcp-Name": tool,
     }
-    response = await stack.http.post(stack.url, content=body, headers=headers)
+    response = await asgi_stack.http.post(asgi_stack.url, content=body, headers=headers)
     return response.status_code, response.json()
 
 
 @pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e999"])
 async def test_a_non_finite_number_is_a_parse_error_and_creates_no_task(
-    stack: Stack, number: str
+    asgi_stack: AsgiStack, number: str
 ) -> None:
     # NaN passed every schema bound: this call used to create a task whose workflow task
     # failed forever (step_seconds NaN), until its 7-day TTL.
     arguments = f'{{"steps":1,"step_seconds":{number}}}'.encode()
-    status, payload = await post_call(stack, arguments, "multi_step_job")
+    status, payload = await post_call(asgi_stack, arguments, "multi_step_job")
     assert status == 400 and "result" not in payload, payload
     error = payload["error"]
     assert isinstance(error, dict) and error["code"] == errors.PARSE_ERROR
@@ -65,11 +65,13 @@ async def test_a_non_finite_number_is_a_parse_error_and_creates_no_task(
     assert "must be finite" in message or "out of range" in message
 
 
-async def test_arguments_nested_too_deep_are_refused_naming_the_limit(stack: Stack) -> None:
+async def test_arguments_nested_too_deep_are_refused_naming_the_limit(
+    asgi_stack: AsgiStack,
+) -> None:
     # 476 to 990 levels used to answer HTTP 500 (a recursion error encoding the workflow input).
     deep = b"[" * 600 + b"]" * 600
     status, payload = await post_call(
-        stack, b'{"steps":1,"nested":' + deep + b"}", "multi_step_job"
+        asgi_stack, b'{"steps":1,"nested":' + deep + b"}", "multi_step_job"
     )
     assert status == 400, payload
     error = payload["error"]
@@ -77,7 +79,7 @@ async def test_arguments_nested_too_deep_are_refused_naming_the_limit(stack: Sta
     assert str(MAX_DEPTH) in str(error["message"]) and error["data"] == {"maxDepth": MAX_DEPTH}
     # Within the limit (the message, params and arguments are 3 levels of it) it is served.
     fits = b"[" * (MAX_DEPTH - 4) + b"]" * (MAX_DEPTH - 4)
-    status, payload = await post_call(stack, b'{"text":"ok","nested":' + fits + b"}", "echo")
+    status, payload = await post_call(asgi_stack, b'{"text":"ok","nested":' + fits + b"}", "echo")
     assert status == 200 and "result" in payload, payload
 
 

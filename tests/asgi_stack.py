@@ -1,0 +1,79 @@
+"""The in-process tier: the whole app (`create_app`, every middleware, the endpoint) driven
+through `httpx.ASGITransport` on the in-memory store (tests/fakes/memory_store.py), which the
+contract suite holds to the Temporal store. No uvicorn, no Temporal, no worker: for the rules
+of the protocol layer (transport, headers, eras, input rounds, hostile input, auth, limits).
+What needs real Temporal or a real socket stays on `stack`/`fresh_stack` (conftest.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from mcp_server.http.app import create_app
+from mcp_server.runtime.config import Settings
+from mcp_server.tools.registry import ToolRegistry
+from tests.fakes.memory_store import MemoryTaskStore
+from tests.mcp_client import McpClient
+
+# The Host the default settings (127.0.0.1) accept, as a real client on the socket would send.
+BASE_URL = "http://127.0.0.1:8000"
+
+
+@dataclass
+class AsgiStack:
+    settings: Settings
+    registry: ToolRegistry
+    store: MemoryTaskStore
+    app: FastAPI
+    mcp: McpClient
+    http: httpx.AsyncClient
+    url: str
+
+
+@contextlib.asynccontextmanager
+async def asgi_running(registry: ToolRegistry, **overrides: Any) -> AsyncIterator[AsgiStack]:
+    """The app on a fresh in-memory store, its lifespan entered, and a client bound to it."""
+    settings = Settings(state_secret="s" * 32, port=8000).with_(**overrides)
+    store = MemoryTaskStore()
+    app = create_app(settings, registry, store=store)
+    transport = httpx.ASGITransport(app=app)
+    url = f"{BASE_URL}/mcp"
+    try:
+        async with app.router.lifespan_context(app):
+            async with httpx.AsyncClient(
+                transport=transport, base_url=BASE_URL, timeout=15
+            ) as http:
+                yield AsgiStack(settings, registry, store, app, McpClient(http, url), http, url)
+    finally:
+        await store.close()
+
+
+AsgiStackFactory = Callable[..., contextlib.AbstractAsyncContextManager[AsgiStack]]
+
+
+@pytest.fixture
+async def asgi_stack(registry: ToolRegistry) -> AsyncIterator[AsgiStack]:
+    async with asgi_running(registry) as running:
+        yield running
+
+
+@pytest.fixture
+def asgi_mcp(asgi_stack: AsgiStack) -> McpClient:
+    return asgi_stack.mcp
+
+
+@pytest.fixture
+def fresh_asgi_stack(registry: ToolRegistry) -> AsgiStackFactory:
+    """An in-process stack with settings of the test's own."""
+
+    def make(**overrides: Any) -> contextlib.AbstractAsyncContextManager[AsgiStack]:
+        return asgi_running(registry, **overrides)
+
+    return make

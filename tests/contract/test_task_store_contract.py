@@ -1,0 +1,228 @@
+"""The contract of a `TaskStore` (mcp_server/tasks/store.py): each test runs on the Temporal
+store (the session's dev server, a worker on a fresh task queue) and on the in-memory store of
+the in-process tier (tests/fakes/memory_store.py), so the fake cannot drift from the real one.
+
+A store says "not found" with None (task access turns it into `TaskNotFound`, access.py), and
+raises only task-layer errors: `IdempotencyConflict`, `QuotaExceeded`, ValueError for a
+malformed listing cursor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+
+from mcp_server.runtime.config import Settings
+from mcp_server.runtime.worker import build_worker
+from mcp_server.tasks.idempotency import IdempotencyConflict
+from mcp_server.tasks.quota import QuotaExceeded
+from mcp_server.tasks.snapshots import TaskSnapshot
+from mcp_server.tasks.store import TaskStore, TemporalTaskStore, new_task_id
+from mcp_server.tools.registry import ToolRegistry
+from tests.fakes.memory_store import MemoryTaskStore
+from workflows.task_state import AuditStamp, SubmitInput, TaskInput, iso_timestamp
+
+ELICIT: dict[str, Any] = {"elicitation": {}}
+ACCEPT = {"action": "accept", "content": {"confirm": True}}
+STAMP = AuditStamp(principal="someone")
+
+
+@pytest.fixture
+async def memory_store() -> AsyncIterator[MemoryTaskStore]:
+    memory = MemoryTaskStore()
+    yield memory
+    await memory.close()
+
+
+@pytest.fixture
+async def temporal_store(
+    temporal_client: Client, registry: ToolRegistry
+) -> AsyncIterator[TemporalTaskStore]:
+    """The Temporal store with a worker of its own, on a fresh task queue."""
+    settings = Settings(task_queue=f"contract-{uuid.uuid4()}")
+    temporal = TemporalTaskStore(temporal_client, settings.task_queue)
+    async with build_worker(temporal_client, settings, registry):
+        yield temporal
+        await temporal.close()
+
+
+@pytest.fixture(params=["temporal", "memory"])
+def store(request: pytest.FixtureRequest) -> TaskStore:
+    found: TaskStore = request.getfixturevalue(f"{request.param}_store")
+    return found
+
+
+def a_task(owner: str = "owner-a", tool: str = "confirm_delete", **fields: Any) -> TaskInput:
+    arguments = {"filename": "notes.txt"} if tool == "confirm_delete" else {}
+    values: dict[str, Any] = {
+        "task_id": new_task_id(),
+        "tool": tool,
+        "arguments": arguments,
+        "created_at": iso_timestamp(datetime.now(UTC)),
+        "ttl_ms": None,
+        "poll_interval_ms": 500,
+        "owner": owner,
+        "client_capabilities": ELICIT,
+        **fields,
+    }
+    return TaskInput(**values)
+
+
+async def until(
+    read: Callable[[], Awaitable[Any]], done: Callable[[Any], bool], within: float = 20
+) -> Any:
+    """`read()` again until `done` holds of its value (bounded)."""
+    async with asyncio.timeout(within):
+        while True:
+            value = await read()
+            if done(value):
+                return value
+            await asyncio.sleep(0.05)
+
+
+async def status_of(store: TaskStore, task_id: str, status: str) -> TaskSnapshot:
+    snapshot: TaskSnapshot = await until(
+        lambda: store.get(task_id), lambda s: s is not None and s.status == status
+    )
+    return snapshot
+
+
+async def test_a_created_task_is_working_and_readable_by_its_owner(store: TaskStore) -> None:
+    task = a_task()
+    created = await store.create(task, "ConfirmDelete")
+    assert (created.task_id, created.owner, created.status) == (task.task_id, "owner-a", "working")
+    read = await store.get(task.task_id, "owner-a")
+    assert read is not None and read.task_id == task.task_id and read.tool == "confirm_delete"
+    assert read.poll_interval_ms == 500 and read.created_at == task.created_at
+
+
+async def test_a_missing_task_and_someone_elses_read_as_none(store: TaskStore) -> None:
+    task = a_task()
+    await store.create(task, "ConfirmDelete")
+    assert await store.get(new_task_id()) is None
+    assert await store.get(task.task_id, "owner-b") is None
+
+
+async def test_a_question_is_listed_until_answered_then_the_task_completes(
+    store: TaskStore,
+) -> None:
+    task = a_task()
+    await store.create(task, "ConfirmDelete")
+    asking = await status_of(store, task.task_id, "input_required")
+    assert list(asking.input_requests) == ["confirm"]
+    assert asking.input_requests["confirm"]["method"] == "elicitation/create"
+    await store.submit_input(task.task_id, SubmitInput({"confirm": ACCEPT}, by="Ann"))
+    done = await status_of(store, task.task_id, "completed")
+    assert done.input_requests == {} and done.result is not None
+    assert done.result["structuredContent"] == {"deleted": True}
+    assert done.answered_by == {"confirm": "Ann"}
+
+
+async def test_an_answer_to_a_key_not_asked_is_ignored(store: TaskStore) -> None:
+    task = a_task()
+    await store.create(task, "ConfirmDelete")
+    await status_of(store, task.task_id, "input_required")
+    await store.submit_input(task.task_id, SubmitInput({"other": ACCEPT}))
+    await store.submit_input(task.task_id, SubmitInput({"confirm": ACCEPT}))
+    done = await status_of(store, task.task_id, "completed")
+    assert done.result is not None and done.result["structuredContent"] == {"deleted": True}
+
+
+async def test_a_tool_error_completes_and_a_protocol_error_fails_with_its_code(
+    store: TaskStore,
+) -> None:
+    tool_error, protocol_error = a_task(tool="failing_job"), a_task(tool="protocol_error_job")
+    await store.create(tool_error, "FailingJob")
+    await store.create(protocol_error, "ProtocolErrorJob")
+    completed = await status_of(store, tool_error.task_id, "completed")
+    assert completed.result is not None and completed.result["isError"] is True
+    failed = await status_of(store, protocol_error.task_id, "failed")
+    assert failed.error is not None and failed.error["code"] == -32603
+    assert failed.status_message == f"Task failed: {failed.error['message']}"
+
+
+async def test_cancel_stops_a_running_task_and_is_a_no_op_once_closed_or_missing(
+    store: TaskStore,
+) -> None:
+    task = a_task(tool="slow_compute", arguments={"seconds": 3600})
+    await store.create(task, "SlowCompute")
+    await store.cancel(task.task_id, STAMP)
+    cancelled = await status_of(store, task.task_id, "cancelled")
+    assert cancelled.status_message == "Cancelled" and cancelled.result is None
+    await store.cancel(task.task_id, STAMP)
+    await store.cancel(new_task_id(), STAMP)
+    await store.submit_input(new_task_id(), SubmitInput({"confirm": ACCEPT}))
+    again = await store.get(task.task_id)
+    assert again is not None and again.status == "cancelled"
+
+
+async def test_an_idempotency_key_returns_its_task_and_refuses_another_call(
+    store: TaskStore,
+) -> None:
+    task = a_task(call_digest="digest-1")
+    first = await store.create(task, "ConfirmDelete")
+    again = await store.create(task, "ConfirmDelete")
+    assert again.task_id == first.task_id
+    with pytest.raises(IdempotencyConflict):
+        await store.create(a_task(task_id=task.task_id, call_digest="digest-2"), "ConfirmDelete")
+
+
+async def test_a_full_quota_refuses_the_next_task(store: TaskStore) -> None:
+    owner = f"quota-{uuid.uuid4()}"
+    await store.create(a_task(owner), "ConfirmDelete", quota=1)
+    with pytest.raises(QuotaExceeded) as refused:
+        await store.create(a_task(owner), "ConfirmDelete", quota=1)
+    assert refused.value.limit == 1
+
+
+async def test_listing_pages_through_the_owners_tasks_only(store: TaskStore) -> None:
+    owner = f"lister-{uuid.uuid4()}"
+    mine = {(await store.create(a_task(owner), "ConfirmDelete")).task_id for _ in range(3)}
+    await store.create(a_task(f"other-{uuid.uuid4()}"), "ConfirmDelete")
+
+    async def every_page() -> set[str]:
+        seen: set[str] = set()
+        cursor: str | None = None
+        while True:
+            page, cursor = await store.list_owned(owner, 2, cursor)
+            assert len(page) <= 2 and all(s.owner == owner for s in page)
+            seen |= {s.task_id for s in page}
+            if cursor is None:
+                return seen
+
+    assert await until(every_page, lambda seen: seen == mine) == mine
+    with pytest.raises(ValueError):
+        await store.list_owned(owner, 2, "not base64!")
+
+
+async def test_tasks_waiting_for_input_are_found_by_their_session(store: TaskStore) -> None:
+    owner = f"session-{uuid.uuid4()}"
+    task = a_task(owner, session="session-1")
+    await store.create(task, "ConfirmDelete")
+    await store.create(a_task(owner, session="session-2"), "ConfirmDelete")
+    found = await until(
+        lambda: store.waiting_in_session(owner, "session-1"), lambda ids: ids == [task.task_id]
+    )
+    assert found == [task.task_id]
+    assert await store.waiting_in_session(f"nobody-{uuid.uuid4()}", "session-1") == []
+
+
+async def test_events_are_counted_until_the_task_closes(store: TaskStore) -> None:
+    assert await store.wait_for_events(new_task_id(), b"") is None
+    task = a_task()
+    await store.create(task, "ConfirmDelete")
+    count, cursor = await store.wait_for_events(task.task_id, b"") or (0, None)
+    assert count > 0 and cursor is not None
+    await status_of(store, task.task_id, "input_required")
+    await store.submit_input(task.task_id, SubmitInput({"confirm": ACCEPT}))
+    await status_of(store, task.task_id, "completed")
+    closed: tuple[int, bytes | None] | None = await until(
+        lambda: store.wait_for_events(task.task_id, cursor or b""), lambda r: r[1] is None
+    )
+    assert closed is not None and closed[0] > 0
