@@ -99,6 +99,10 @@ class Stack:
         self.worker_job = None
 
 
+# What `fresh_stack` yields: call it with settings overrides for a stack of the test's own.
+StackFactory = Callable[..., contextlib.AbstractAsyncContextManager[Stack]]
+
+
 @contextlib.asynccontextmanager
 async def running_stack(
     client: Client, registry: ToolRegistry, **overrides: Any
@@ -148,7 +152,7 @@ def mcp(stack: Stack) -> McpClient:
 @pytest.fixture
 async def fresh_stack(
     temporal_client: Client, registry: ToolRegistry
-) -> AsyncIterator[Callable[..., contextlib.AbstractAsyncContextManager[Stack]]]:
+) -> AsyncIterator[StackFactory]:
     """A stack of the test's own (its own task queue), for tests that stop its worker."""
 
     def make(**overrides: Any) -> contextlib.AbstractAsyncContextManager[Stack]:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any
 
@@ -14,12 +12,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from mcp_server.http.auth import ANONYMOUS
 from mcp_server.tools.demo import MAX_DEADLINE_S
-from tests.conftest import Stack
+from tests.conftest import StackFactory
 from tests.mcp_client import NO_CAPABILITIES, McpClient
 from tests.time_skipping import task_input, worker_of_its_own
 from workflows.approvals import RequestApprovalWorkflow
-
-StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 
 
 async def output_schema(mcp: McpClient) -> Draft202012Validator:

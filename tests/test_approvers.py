@@ -8,8 +8,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +20,10 @@ from mcp_server.runtime.config import ConfigError, Settings
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.loading import load_toolsets
-from tests.conftest import Stack, running_stack
+from tests.conftest import Stack, StackFactory, running_stack
 from tests.mcp_client import TASKS, McpClient
 from workflows.approvers import approver_id
 
-StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 NOT_FOUND = {"code": errors.INVALID_PARAMS, "message": errors.TASK_NOT_FOUND_MESSAGE}
 APPROVERS = ["release-manager", "scope:release"]
 APPROVE = {"action": "accept", "content": {"decision": "approve"}}

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,7 +24,7 @@ from mcp_server.http.auth import Principal, build_authenticator
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import free_port
 from tests.asgi_stack import AsgiStack
-from tests.conftest import Stack
+from tests.conftest import StackFactory
 from tests.jwks_server import JwksServer
 from tests.mcp_client import McpClient
 from tests.test_security import (  # noqa: F401 (fixtures)
@@ -38,8 +37,6 @@ from tests.test_security import (  # noqa: F401 (fixtures)
     mint,
     signing_key,
 )
-
-StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 
 
 def challenge_params(challenge: str) -> dict[str, str]:

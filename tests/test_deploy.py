@@ -6,8 +6,6 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +14,10 @@ from temporalio.exceptions import ApplicationError
 
 from activities.commands import INVALID_PIPELINE, parse_pipeline
 from mcp_server.runtime.devserver import TemporalDevServer
-from tests.conftest import Stack
+from tests.conftest import StackFactory
 from tests.dev_process import WorkerProcess, wait_gone
 from tests.mcp_client import TASKS, McpClient
 
-StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 APPROVE = {"action": "accept", "content": {"approve": True}}
 
 

@@ -7,8 +7,7 @@ against the sender's `tasks/update` limit (mcp_server/protocol/client_answers.py
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +17,10 @@ import pytest
 from mcp_server.protocol import errors
 from mcp_server.protocol.fallback import input_request_id
 from mcp_server.runtime.tokens import add_token
-from tests.conftest import Stack
+from tests.conftest import StackFactory
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient
 
-StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 APPROVE = {"action": "accept", "content": {"decision": "approve"}}
 
 

@@ -8,8 +8,7 @@ import json
 import logging
 import sqlite3
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +22,8 @@ from mcp_server.protocol import errors
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tools.patterns import ecma_to_python
 from mcp_server.tools.registry import ToolRegistry
-from tests.conftest import Stack
+from tests.conftest import Stack, StackFactory
 from tests.mcp_client import TASKS, McpClient
-
-StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 
 
 def text_of(task: dict[str, object]) -> str:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +15,12 @@ from temporalio.client import Client
 from mcp_server.protocol import errors
 from mcp_server.protocol.idempotency import META_IDEMPOTENCY_KEY
 from mcp_server.runtime.tokens import add_token
-from tests.conftest import Stack
+from tests.conftest import Stack, StackFactory
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, VERSION, McpClient, Reply
 from tests.test_stdio import StdioHost, host, stdio_env  # noqa: F401 (fixtures)
 from tests.test_stdio import meta as stdio_meta
 
-StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 ACCEPT = {"action": "accept", "content": {"confirm": True}}
 
 

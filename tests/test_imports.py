@@ -8,8 +8,6 @@ import re
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +22,12 @@ from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.tools.loading import load_toolsets
 from mcp_server.tools.registry import ToolRegistry
-from tests.conftest import Stack, running_stack
+from tests.conftest import Stack, StackFactory, running_stack
 from tests.dev_process import WorkerProcess
 from tests.legacy_client import LegacyClient
 from tests.listen_stream import ListenStream, task_status
 from tests.mcp_client import McpClient
 from tests.test_task_state import replay
-
-StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 
 
 def csv_file(directory: Path, rows: int, extra: str = "") -> str:

@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import httpx
@@ -19,11 +17,10 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp_server.http.auth import AuthError, TokenAuthentication
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.tokens import add_token, list_tokens, revoke_tokens
-from tests.conftest import Stack
+from tests.conftest import Stack, StackFactory
 from tests.mcp_client import McpClient
 from tests.test_security import AUDIENCE, ISSUER, _rsa, mint
 
-StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 APPROVE = {"key": "decision", "action": "choose:approve"}
 QUESTION = {"message": "Rotate the payments key?", "approvers": ["release-manager"]}
 

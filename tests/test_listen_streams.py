@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 
 import mcp_types as core
 from starlette.datastructures import Headers
@@ -21,11 +19,9 @@ from mcp_server.protocol.subscriptions import listen
 from mcp_server.runtime.config import Settings
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
-from tests.conftest import Stack
+from tests.conftest import StackFactory
 from tests.listen_stream import ListenStream, counted_stack, eventually, is_final, task_status
 from tests.mcp_client import McpClient
-
-StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 
 
 async def parked_approval(mcp: McpClient, message: str) -> str:

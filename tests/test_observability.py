@@ -10,7 +10,7 @@ import logging
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +20,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from mcp_server.http.auth import ANONYMOUS
 from mcp_server.observability import metrics
 from mcp_server.observability.logging import REQUEST_LOGGER, JsonFormatter
-from tests.conftest import Stack
+from tests.conftest import Stack, StackFactory
 from tests.mcp_client import McpClient
 
 ROOT = Path(__file__).resolve().parent.parent
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-StackFactory = Callable[..., contextlib.AbstractAsyncContextManager[Stack]]
 
 
 async def scrape(stack: Stack) -> tuple[str, Samples]:

@@ -10,8 +10,7 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -26,7 +25,7 @@ from mcp_server.http.auth import ANONYMOUS
 from mcp_server.protocol import errors
 from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.tools.registry import ToolRegistry
-from tests.conftest import Stack, running_stack
+from tests.conftest import Stack, StackFactory, running_stack
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient, Reply
 from tests.time_skipping import worker_of_its_own
@@ -45,7 +44,6 @@ from workflows.quota import (
 )
 from workflows.task_state import SEARCH_ATTRIBUTES
 
-StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 ACCEPT = {"action": "accept", "content": {"confirm": True}}
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 
 import pytest
@@ -17,7 +15,7 @@ from temporalio.client import Client
 from mcp_server.tasks.quota import QuotaExceeded, QuotaReservations
 from mcp_server.tasks.quota_prefetch import BATCH, PrefetchedSlots
 from mcp_server.tasks.store import TemporalTaskStore, new_task_id
-from tests.conftest import Stack
+from tests.conftest import StackFactory
 from tests.mcp_client import McpClient, Reply
 from tests.test_quota import (
     assert_quota_refusal,
@@ -27,8 +25,6 @@ from tests.test_quota import (
     running,
 )
 from workflows.task_state import TaskInput, iso_timestamp
-
-StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 
 
 async def updates_of(client: Client, workflow_id: str) -> int:

@@ -3,8 +3,7 @@ lookups that end "not found", counted alike whether the task is missing or someo
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +13,9 @@ from mcp_server.protocol import errors
 from mcp_server.protocol.rate_limits import PrincipalLimiter
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.store import new_task_id
-from tests.asgi_stack import AsgiStack
+from tests.asgi_stack import AsgiStack, AsgiStackFactory
 from tests.mcp_client import NO_CAPABILITIES, McpClient, Reply
 
-StackFactory = Callable[..., AbstractAsyncContextManager[AsgiStack]]
 NOT_FOUND = {"code": errors.INVALID_PARAMS, "message": errors.TASK_NOT_FOUND_MESSAGE}
 
 
@@ -56,7 +54,7 @@ def test_a_client_within_the_rate_is_never_limited() -> None:
 
 @pytest.fixture
 async def callers(
-    fresh_asgi_stack: StackFactory, tmp_path: Path
+    fresh_asgi_stack: AsgiStackFactory, tmp_path: Path
 ) -> AsyncIterator[tuple[McpClient, McpClient]]:
     tokens = tmp_path / "tokens.json"
     alice, bob = add_token(tokens, "alice", []), add_token(tokens, "bob", [])

@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +18,13 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp_server.protocol import errors
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tools.registry import Tool, ToolCall
-from tests.asgi_stack import AsgiStack
+from tests.asgi_stack import AsgiStack, AsgiStackFactory
 from tests.conftest import Stack
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import NO_CAPABILITIES, TASKS
 from tests.test_auth_details import challenge_params
 from tests.test_security import as_client, jwt_stack, mint, signing_key  # noqa: F401 (fixtures)
 
-StackFactory = Callable[..., AbstractAsyncContextManager[AsgiStack]]
 DEPLOY = {"pipeline": "no-such-pipeline"}
 
 
@@ -38,7 +36,7 @@ def tokens(tmp_path: Path) -> tuple[Path, str, str]:
 
 @pytest.fixture
 async def token_stack(
-    fresh_asgi_stack: StackFactory, tokens: tuple[Path, str, str]
+    fresh_asgi_stack: AsgiStackFactory, tokens: tuple[Path, str, str]
 ) -> AsyncIterator[AsgiStack]:
     async with fresh_asgi_stack(auth="tokens", tokens_file=str(tokens[0])) as stack:
         yield stack

@@ -9,7 +9,6 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,11 +27,10 @@ from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.access import NOT_FOUND_FLOOR_S, find_task
 from mcp_server.tasks.store import TemporalTaskStore, new_task_id
 from tests.asgi_stack import AsgiStack, AsgiStackFactory
-from tests.conftest import Stack
+from tests.conftest import Stack, StackFactory
 from tests.jwks_server import JwksServer
 from tests.mcp_client import McpClient
 
-StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 NOT_FOUND = {"code": errors.INVALID_PARAMS, "message": errors.TASK_NOT_FOUND_MESSAGE}
 ISSUER = "https://auth.example.test"
 AUDIENCE = "https://mcp.example.test/mcp"

@@ -8,18 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 
 from mcp_server.protocol import errors
-from tests.conftest import Stack
+from tests.conftest import Stack, StackFactory
 from tests.legacy_client import LegacyClient
 from tests.test_listen_streams import listen_refusal
-
-StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 
 
 async def session(stack: Stack) -> LegacyClient:

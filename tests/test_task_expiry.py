@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 
 import pytest
 from temporalio.client import Client
@@ -16,12 +14,10 @@ from temporalio.service import RPCError, RPCStatusCode
 from mcp_server.protocol import errors
 from mcp_server.tasks.expiry import run_sweeper
 from mcp_server.tasks.ttl import closed_expired
-from tests.conftest import Stack
+from tests.conftest import StackFactory
 from tests.fixture_tools import SHORT_TTL_MS
 from tests.mcp_client import McpClient
 from workflows.task_state import parse_timestamp
-
-StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 
 
 async def gone_from_temporal(client: Client, task_id: str, within: float) -> bool:

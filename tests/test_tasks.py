@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -18,12 +16,11 @@ from mcp_server.protocol.wire import parse_iso
 from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.tasks.description import describe
 from mcp_server.tasks.store import TemporalTaskStore
-from tests.conftest import Stack
+from tests.conftest import Stack, StackFactory
 from tests.fixture_tools import SHORT_TTL_MS
 from tests.mcp_client import NO_CAPABILITIES, TASKS, McpClient
 from workflows.task_state import MEMO_KEY, TaskState
 
-StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 ACCEPT = {"action": "accept", "content": {"confirm": True}}
 ENVELOPE_KEYS = {"taskId", "status", "result", "error", "inputRequests"}
 

@@ -11,7 +11,6 @@ import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,7 @@ from mcp_server.webhooks.signature import (
     signature,
     verify,
 )
-from tests.conftest import Stack
+from tests.conftest import StackFactory
 from tests.dev_process import MCP_TASKS
 from tests.time_skipping import worker_of_its_own
 from tests.webhook_receiver import WebhookReceiver
@@ -51,7 +50,6 @@ from workflows.webhooks import (
     WebhookDeliveryWorkflow,
 )
 
-StackFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 SECRET = "a-webhook-secret-of-the-tests"
 EVERY_EVENT = ["input_required", "completed", "failed", "cancelled"]
 PUBLIC_URL = "https://mcp.example.com"
