@@ -45,12 +45,16 @@ async def short_poll_temporal(tmp_path: Path) -> AsyncIterator[TemporalDevServer
         server.stop()
 
 
-async def wait_ready_status(stack: Stack, status: int, within: float) -> dict[str, Any]:
+async def wait_ready_status(
+    stack: Stack, status: int, within: float, missing: str | None = None
+) -> dict[str, Any]:
+    """The /readyz body once it answers `status` (and, if given, names `missing`): a probe
+    result is cached for a second, so the answer right after a change may be the one before."""
     deadline = time.monotonic() + within
     while True:
         response = await stack.http.get(stack.url.replace("/mcp", "/readyz"))
-        if response.status_code == status:
-            body: dict[str, Any] = response.json()
+        body: dict[str, Any] = response.json()
+        if response.status_code == status and (missing is None or missing in body["missing"]):
             return body
         assert time.monotonic() < deadline, (
             f"/readyz stayed {response.status_code}: {response.text}"
@@ -78,7 +82,7 @@ async def test_readyz_turns_503_once_the_only_worker_is_killed(
                 assert ready["missing"] == [] and ready["workers"] >= 1
                 worker.send_signal(signal.SIGKILL)
                 await worker.wait()
-                gone = await wait_ready_status(stack, 503, within=60)
+                gone = await wait_ready_status(stack, 503, within=60, missing="workers")
             finally:
                 if worker.returncode is None:
                     worker.kill()
@@ -89,7 +93,7 @@ async def test_readyz_turns_503_once_the_only_worker_is_killed(
             still_alive = await stack.http.get(stack.url.replace("/mcp", "/healthz"))
             assert still_alive.status_code == 200
             temporal.stop()
-            down = await wait_ready_status(stack, 503, within=5)
+            down = await wait_ready_status(stack, 503, within=5, missing="temporal")
             assert down["missing"] == ["temporal"] and down["temporal"].startswith("unreachable")
             live = await stack.http.get(stack.url.replace("/mcp", "/healthz"))
             assert live.status_code == 200  # liveness never asks Temporal
