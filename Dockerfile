@@ -1,15 +1,25 @@
 # One image for both roles: `mcp-tasks server` and `mcp-tasks worker` (see docker-compose.yml).
-FROM python:3.11-slim
-WORKDIR /app
+# Stage 1 builds the project's wheel; stage 2 installs only that wheel (no sources, no build tools).
+FROM python:3.11-slim AS build
+WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY mcp_server ./mcp_server
 COPY workflows ./workflows
 COPY activities ./activities
-RUN pip install --no-cache-dir . && useradd --create-home mcp
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+
+FROM python:3.11-slim
+WORKDIR /app
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels \
+    && useradd --create-home mcp && mkdir /tools && chown mcp:mcp /tools
 # What the demo's deploy and import_records read (and, for imports, write) at run time.
 COPY --chown=mcp:mcp pipelines ./pipelines
 COPY --chown=mcp:mcp imports ./imports
 USER mcp
+# A team's own tools without rebuilding: mount a folder on /tools and pass
+# `--tools /tools/my_tools.py` (or set MCP_TASKS_TOOL_MODULES=/tools/my_tools.py).
+VOLUME ["/tools"]
 ENV MCP_TASKS_HOST=0.0.0.0 MCP_TASKS_PORT=8000
 EXPOSE 8000
 CMD ["mcp-tasks", "server"]
