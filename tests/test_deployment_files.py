@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +147,27 @@ def test_the_server_command_names_the_missing_state_secret(tmp_path: Path) -> No
     last_line = done.stderr.strip().splitlines()[-1]
     assert done.returncode == 1
     assert last_line.startswith("mcp-tasks: MCP_TASKS_STATE_SECRET is required to serve on 0.0.0.0")
+
+
+@pytest.mark.skipif(
+    shutil.which("docker-compose") is None and not os.environ.get("CI"),
+    reason="docker-compose not installed (.ci/run installs it; in CI this test never skips)",
+)
+def test_the_documented_tools_override_mounts_the_tools_on_server_and_worker(
+    tmp_path: Path,
+) -> None:
+    """docs/operations/deploy.md's docker-compose.override.yml, validated with the file."""
+    page = (COMPOSE.parent / "docs" / "operations" / "deploy.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", page, re.S)
+    assert block, "the deploy page has no override block"
+    override = tmp_path / "docker-compose.override.yml"
+    override.write_text(textwrap.dedent(block.group(1)))
+    command = ["docker-compose", "-f", str(COMPOSE), "-f", str(override), "config"]
+    env = {**os.environ, "MCP_TASKS_STATE_SECRET": "x" * 64}
+    merged = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert merged.returncode == 0, merged.stderr
+    config = yaml.safe_load(merged.stdout)
+    for name in ("mcp-server", "mcp-worker"):
+        service = config["services"][name]
+        assert service["environment"]["MCP_TASKS_TOOL_MODULES"] == "/tools/my_tools.py"
+        assert any(str(volume).endswith(":/tools:ro") for volume in service["volumes"])
