@@ -43,7 +43,7 @@ from pydantic_core import ErrorDetails
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from workflows.approvers import invalid_approvers
+from mcp_tasks.contracts.approvers import invalid_approvers
 
 OUTPUT_TAIL_BYTES = 4096
 HEARTBEAT_EVERY_S = 1.0
@@ -155,7 +155,7 @@ class PipelineStep(BaseModel):
     rollback: str | None = None
     # An approval gate: this question is asked (an elicitation) before the step runs.
     approval: str | None = None
-    # Who answers it (workflows/approvers.py); None: the caller.
+    # Who answers it (mcp_tasks/contracts/approvers.py); None: the caller.
     approvers: list[str] | None = None
 
     @field_validator("run")

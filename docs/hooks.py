@@ -1,6 +1,6 @@
 """mkdocs hook: the reference pages, generated from the code at every build so they cannot drift.
 
-- `reference/settings.md`: every field of `Settings` (mcp_server/runtime/config.py) as its
+- `reference/settings.md`: every field of `Settings` (mcp_tasks/settings.py) as its
   `MCP_TASKS_*` variable, type, default and the comment written next to it;
 - `reference/errors.md`: every error code constant of the protocol layer
   (mcp_server/protocol/errors.py) with its value and the comment above it;
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-CONFIG = ROOT / "mcp_server" / "runtime" / "config.py"
+CONFIG = ROOT / "mcp_tasks" / "settings.py"
 ERRORS = ROOT / "mcp_server" / "protocol" / "errors.py"
 _CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*")
 _CODE = re.compile(r"-?\d+|[A-Z][A-Z0-9_]*")
@@ -97,7 +97,7 @@ def settings_page() -> str:
         "commands' flags (`--port`, `--auth`, ...) win over it. Every value is checked before",
         "anything starts, and a bad one stops the process with one line naming the variable.",
         "Booleans are `1/true/yes/on` or `0/false/no/off`; lists are comma-separated.",
-        "This page is generated from `Settings` in `mcp_server/runtime/config.py`.",
+        "This page is generated from `Settings` in `mcp_tasks/settings.py`.",
         "",
         "| variable | type | default | what it is |",
         "|---|---|---|---|",

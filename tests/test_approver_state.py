@@ -10,7 +10,7 @@ import pytest
 
 from mcp_server.http.auth import Principal
 from mcp_server.tasks.snapshots import snapshot_of
-from workflows.approvers import (
+from mcp_tasks.contracts.approvers import (
     MAX_APPROVERS,
     approver_id,
     describe_approvers,

@@ -15,8 +15,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from mcp_server.http.auth import AuthError, TokenAuthentication
-from mcp_server.runtime.config import Settings
 from mcp_server.runtime.tokens import add_token, list_tokens, revoke_tokens
+from mcp_tasks.settings import Settings
 from tests.conftest import Stack, StackFactory
 from tests.mcp_client import McpClient
 from tests.test_security import AUDIENCE, ISSUER, _rsa, mint

@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp_server.http import jwks as jwks_module
 from mcp_server.http.auth import AuthError
 from mcp_server.http.jwt_auth import JwtAuthentication
-from mcp_server.runtime.config import Settings
+from mcp_tasks.settings import Settings
 from tests.jwks_server import JwksServer
 from tests.test_security import AUDIENCE, ISSUER, _rsa
 

@@ -13,9 +13,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.webhooks import WebhookSender
-from mcp_server.observability import logging as log_setup
 from mcp_server.runtime.devserver import free_port
-from mcp_server.webhooks.endpoints import WebhookEndpoint, WebhookEndpoints
+from mcp_tasks import logging as log_setup
+from mcp_tasks.webhooks.endpoints import WebhookEndpoint, WebhookEndpoints
 from tests.webhook_receiver import WebhookReceiver
 from workflows.webhooks import WebhookDelivery
 

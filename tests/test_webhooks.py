@@ -25,13 +25,13 @@ from activities.webhooks import MAX_BODY_BYTES, WebhookSender, encoded, slack_bo
 from mcp_server.http.app import create_app
 from mcp_server.http.auth import ANONYMOUS
 from mcp_server.protocol.errors import INVALID_PARAMS
-from mcp_server.runtime.config import ConfigError, Settings
 from mcp_server.runtime.devserver import free_port
 from mcp_server.tasks.expiry import sweep
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
-from mcp_server.webhooks.endpoints import WebhookEndpoints, load_endpoints
-from mcp_server.webhooks.signature import (
+from mcp_tasks.settings import ConfigError, Settings
+from mcp_tasks.webhooks.endpoints import WebhookEndpoints, load_endpoints
+from mcp_tasks.webhooks.signature import (
     DELIVERY_HEADER,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,

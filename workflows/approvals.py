@@ -5,7 +5,8 @@ from its cache (it is replayed from history when the answer arrives), and every 
 restart in between. The optional deadline is a durable Temporal timer, not a poll loop.
 
 With `approvers` (the argument, else the server's MCP_TASKS_APPROVAL_APPROVERS, handed over
-as the tool's config), only they decide (workflows/approvers.py); the result names who did.
+as the tool's config), only they decide (mcp_tasks/contracts/approvers.py); the result names
+who did.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@
   (succeeded)` (a cancelled task carries no result, so this is where a client reads it).
 - A worker killed mid-step: completed steps never run again (their results are in the history);
   the interrupted step is retried, so steps must be idempotent.
-- A gate with `approvers` is answered by them (workflows/approvers.py), not the caller: it
+- A gate with `approvers` is answered by them (mcp_tasks/contracts/approvers.py), not the caller: it
   needs no elicitation capability of the caller's client.
 - The step timeline (TaskState.steps: status, startedAt/endedAt, exitCode, outputTail,
   rollback) is published with the statusMessage at the points the deploy always published,

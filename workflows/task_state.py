@@ -30,7 +30,7 @@ PROTOCOL_ERROR_TYPE = "McpProtocolError"
 SEARCH_ATTRIBUTE_STATUS = "McpStatus"
 SEARCH_ATTRIBUTE_TOOL = "McpTool"
 SEARCH_ATTRIBUTE_OWNER = "McpOwner"
-# KeywordList: the approver ids (workflows/approvers.py) of a task's outstanding requests;
+# KeywordList: the approver ids (mcp_tasks/contracts/approvers.py) of a task's outstanding requests;
 # upserted only by tasks that ever had approvers.
 SEARCH_ATTRIBUTE_APPROVERS = "McpApprovers"
 SEARCH_ATTRIBUTES = (

@@ -33,7 +33,7 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError, FailureError, is_cancelled_exception
 
-from workflows.approvers import describe_approvers, outstanding_ids
+from mcp_tasks.contracts.approvers import describe_approvers, outstanding_ids
 from workflows.input_limits import refuse_oversized
 from workflows.quota import releasing_slot
 from workflows.redaction import Redactor
@@ -188,7 +188,8 @@ class TaskWorkflow:
 
         With `timeout`, a durable timer withdraws the question when it fires and raises
         `TimeoutError` (the task goes back to `working`). With `approvers` (names, see
-        workflows/approvers.py), only they may answer, and McpApprovers lists them meanwhile.
+        mcp_tasks/contracts/approvers.py), only they may answer, and McpApprovers lists them
+        meanwhile.
         """
         answers = await self.ask_all(
             {key: request}, status_message=status_message, timeout=timeout, approvers=approvers

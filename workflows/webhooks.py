@@ -1,7 +1,7 @@
 """Durable webhook notifications of a task: one child workflow per endpoint and event.
 
 A task whose `TaskInput.webhooks` names endpoints (the server fills it from the operator's
-file, mcp_server/webhooks/endpoints.py: ids and events only, never a URL or a secret) notifies
+file, mcp_tasks/webhooks/endpoints.py: ids and events only, never a URL or a secret) notifies
 them when it asks a question (`input_required`, once per `ask`/`ask_all`) and when it ends
 `completed`, `failed` or `cancelled`.
 

@@ -37,12 +37,12 @@ from mcp_server.inbox.signin import inbox_signin
 from mcp_server.observability.routes import add_operations_routes, operations
 from mcp_server.protocol.errors import INVALID_REQUEST, McpError
 from mcp_server.protocol.services import build_services, clock, state_secret
-from mcp_server.runtime.config import Settings
 from mcp_server.runtime.temporal_connection import connect
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore
 from mcp_server.tasks.waiting import WaitingTasks
 from mcp_server.tools.registry import ToolRegistry
-from mcp_server.webhooks.endpoints import load_endpoints
+from mcp_tasks.settings import Settings
+from mcp_tasks.webhooks.endpoints import load_endpoints
 
 log = logging.getLogger("mcp_server.http.app")
 

@@ -33,9 +33,9 @@ from typing import Any, Protocol
 
 from mcp_server.http.origin import is_loopback
 from mcp_server.protocol.grants import EVERY_SCOPE, Grant, bearer_challenge
-from mcp_server.runtime.config import Settings
 from mcp_server.tasks.approvers import Identity
-from workflows.approvers import subject_digest
+from mcp_tasks.contracts.approvers import subject_digest
+from mcp_tasks.settings import Settings
 
 RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource"
 # RFC 6750 §2.1: b64token.
@@ -59,7 +59,8 @@ class Principal:
         the pair is encoded as a JSON array in a domain of its own ("principal-client:"), so no
         subject, whatever it holds, can stand for another subject and client."""
         if self.client is None:
-            return subject_digest(self.subject)  # also an approver's id (workflows/approvers.py)
+            # Also an approver's id (mcp_tasks/contracts/approvers.py).
+            return subject_digest(self.subject)
         pair = json.dumps([self.subject, self.client], separators=(",", ":"))
         return hashlib.sha256(f"principal-client:{pair}".encode()).hexdigest()[:32]
 

@@ -36,7 +36,7 @@ from mcp_server.http.auth import (
 )
 from mcp_server.http.jwks import JwksKeys, KeysUnavailable, UnknownSigningKey, http_fetch
 from mcp_server.protocol.grants import Grant
-from mcp_server.runtime.config import Settings
+from mcp_tasks.settings import Settings
 
 # How long a client should wait when the authorization server's keys cannot be fetched.
 JWKS_RETRY_AFTER_S = 30

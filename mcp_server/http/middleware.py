@@ -33,10 +33,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from mcp_server.http.auth import Authenticator, AuthError, identity_of
 from mcp_server.http.origin import OriginPolicy
 from mcp_server.observability import metrics
-from mcp_server.observability.logging import request_line
 from mcp_server.observability.record import SCOPE_KEY as OBSERVED_KEY
 from mcp_server.observability.record import RequestRecord
 from mcp_server.protocol.errors import INVALID_REQUEST
+from mcp_tasks.logging import request_line
 
 PUBLIC_PATHS = ("/healthz", "/readyz", "/.well-known/")
 # The approval inbox checks its own signed session cookie (mcp_server/inbox/signin.py); no

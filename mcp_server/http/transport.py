@@ -38,11 +38,12 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from mcp_server.http import headers, media_type
+from mcp_server.http import media_type
 from mcp_server.http.sessions import Session, SessionCodec
 from mcp_server.observability import record as observed
 from mcp_server.observability import tracing
 from mcp_server.protocol import audit, client_answers, dispatch, fallback
+from mcp_server.protocol import routing_headers as headers
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.envelope import names_protocol_version as _is_modern
 from mcp_server.protocol.envelope import params_of as _params

@@ -38,7 +38,7 @@ from mcp_server.http.auth import (
 )
 from mcp_server.inbox.csrf import CsrfTokens
 from mcp_server.inbox.session import COOKIE_NAME, InboxSession, SessionCodec, cookie_header
-from mcp_server.runtime.config import Settings
+from mcp_tasks.settings import Settings
 
 SIGN_IN_PATH = "/inbox/login"
 

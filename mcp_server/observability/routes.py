@@ -21,8 +21,8 @@ from temporalio.client import Client
 
 from mcp_server.observability.probes import Readiness, liveness
 from mcp_server.observability.visibility import OpenTaskGauges
-from mcp_server.runtime.config import Settings
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.settings import Settings
 
 
 @contextlib.asynccontextmanager

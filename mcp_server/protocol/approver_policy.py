@@ -23,7 +23,6 @@ from typing import Any
 
 from mcp_server.protocol.errors import APPROVERS_NOT_ALLOWED, McpError
 from mcp_server.protocol.rate_limits import PrincipalLimiter
-from mcp_server.runtime.config import Settings
 from mcp_server.tasks.approvers import (
     ApproverNamingRule,
     Identity,
@@ -31,6 +30,7 @@ from mcp_server.tasks.approvers import (
     naming_problem,
 )
 from mcp_server.tools.registry import Tool
+from mcp_tasks.settings import Settings
 
 
 def naming_policy(settings: Settings) -> NamingPolicy:

@@ -14,17 +14,17 @@ from typing import Any
 
 import mcp_types as core
 
-from mcp_server.http.headers import HeaderSource
 from mcp_server.protocol.approver_policy import ApproverPolicy
 from mcp_server.protocol.grants import EVERY_SCOPE, Grant
 from mcp_server.protocol.limits import Limits
 from mcp_server.protocol.request_state import RequestStateCodec
+from mcp_server.protocol.routing_headers import HeaderSource
 from mcp_server.protocol.streams import Listening
 from mcp_server.protocol.wire import MODERN_VERSION
 from mcp_server.tasks.approvers import NOBODY, Identity
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tools.registry import ToolRegistry
-from mcp_server.webhooks.endpoints import WebhookEndpoints
+from mcp_tasks.webhooks.endpoints import WebhookEndpoints
 
 # Sends one JSON-RPC message (a notification, or at 2025-11-25 a server-to-client request) on
 # the response stream of the request being served.

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mcp_server.protocol.errors import RATE_LIMITED, McpError
-from mcp_server.runtime.config import Settings
+from mcp_tasks.settings import Settings
 
 _MAX_BUCKETS = 100_000
 

@@ -24,11 +24,11 @@ from mcp_server.protocol.limits import Limits, PollLimiter
 from mcp_server.protocol.rate_limits import RateLimits
 from mcp_server.protocol.request_state import RequestStateCodec
 from mcp_server.protocol.streams import Listening, StreamSlots
-from mcp_server.runtime.config import Settings
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tasks.watchers import TaskWatchers
 from mcp_server.tools.registry import ToolRegistry
-from mcp_server.webhooks.endpoints import WebhookEndpoints, load_endpoints
+from mcp_tasks.settings import Settings
+from mcp_tasks.webhooks.endpoints import WebhookEndpoints, load_endpoints
 
 log = logging.getLogger("mcp_server.protocol.services")
 

@@ -34,7 +34,7 @@ from mcp_server.protocol.task_views import get_task_result
 from mcp_server.tasks.access import require_task
 from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.snapshots import TaskSnapshot
-from workflows.approvers import describe_approvers
+from mcp_tasks.contracts.approvers import describe_approvers
 from workflows.task_state import TERMINAL_STATUSES, AuditStamp, SubmitInput
 
 

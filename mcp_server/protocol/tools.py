@@ -31,7 +31,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mcp_server.http.headers import check_param_headers, header_params
 from mcp_server.protocol import (
     attached_rounds,
     capabilities,
@@ -45,6 +44,7 @@ from mcp_server.protocol import (
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import invalid_params, missing_capability
 from mcp_server.protocol.models import InputRequiredResult, ToolCallParams
+from mcp_server.protocol.routing_headers import check_param_headers, header_params
 from mcp_server.protocol.task_views import create_task_result, tool_result
 from mcp_server.protocol.wire import TASKS_CAPABILITY, iso_now
 from mcp_server.tasks.idempotency import IdempotencyConflict

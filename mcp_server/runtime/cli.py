@@ -22,13 +22,10 @@ from temporalio.worker import Worker
 from mcp_server.http.app import HttpServer, create_app, http_config
 from mcp_server.http.auth import build_authenticator
 from mcp_server.observability import tracing
-from mcp_server.observability.logging import LogFormat
-from mcp_server.observability.logging import configure as configure_logging
 from mcp_server.observability.metrics import serve_metrics
 from mcp_server.observability.probes import report_engine
 from mcp_server.protocol.services import state_secret
 from mcp_server.runtime import event_loop, operator_cli
-from mcp_server.runtime.config import Settings
 from mcp_server.runtime.data_dir import state_secret_of
 from mcp_server.runtime.devserver import TemporalDevServer, port_is_free
 from mcp_server.runtime.supervisor import EngineSupervisor, SupervisedWorker, claim_data_dir
@@ -44,7 +41,10 @@ from mcp_server.stdio.channel import claim_stdio
 from mcp_server.stdio.server import StdioServer
 from mcp_server.tools.loading import load_toolsets
 from mcp_server.tools.registry import ToolRegistry
-from mcp_server.webhooks.endpoints import load_endpoints
+from mcp_tasks.logging import LogFormat
+from mcp_tasks.logging import configure as configure_logging
+from mcp_tasks.settings import Settings
+from mcp_tasks.webhooks.endpoints import load_endpoints
 
 log = logging.getLogger("mcp_server.runtime.cli")
 

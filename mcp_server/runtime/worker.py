@@ -18,19 +18,20 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from activities import quota as quota_activities
 from activities.webhooks import WebhookSender
 from mcp_server.observability.metrics import WEBHOOK_DELIVERY_BUCKETS, WEBHOOK_DELIVERY_SECONDS
-from mcp_server.runtime.config import Settings
 from mcp_server.tasks.expiry import run_sweeper
 from mcp_server.tools.registry import ToolRegistry
-from mcp_server.webhooks.endpoints import load_endpoints
+from mcp_tasks.settings import Settings
+from mcp_tasks.webhooks.endpoints import load_endpoints
 from workflows import quota
 from workflows.secret_interceptor import SecretsInterceptor
 from workflows.webhooks import WebhookDeliveryWorkflow
 
-# The project's own workflow package, imported once per worker process instead of once per
-# workflow run inside the sandbox. Safe because those modules import and call nothing
-# non-deterministic, which tests/test_workflow_determinism.py checks statically; every other
-# workflow module (a user's, a test's) stays fully sandboxed.
-PASSED_THROUGH = ("workflows",)
+# The project's own workflow package and the contracts it shares with activities and the server
+# (mcp_tasks/contracts/), imported once per worker process instead of once per workflow run
+# inside the sandbox. Safe because those modules import and call nothing non-deterministic,
+# which tests/test_workflow_determinism.py checks statically; every other workflow module (a
+# user's, a test's) stays fully sandboxed.
+PASSED_THROUGH = ("workflows", "mcp_tasks.contracts")
 # What a tool module (a user's `--tools` module, tests/fixture_tools.py) imports to declare its
 # tools: definitions read at registration, never run by a workflow. Left in the sandbox, each
 # run of such a module's workflow re-imported it and, with it, the settings (pydantic) and

@@ -3,8 +3,8 @@
 Rules implemented:
 - A caller's `Identity` is computed once per request from its authenticated principal: its
   display name (the subject), and its approver ids, `principal:<digest of the subject alone>`
-  and `scope:<s>` for each scope its credential holds (workflows/approvers.py). The local user
-  (`--auth none`, stdio) is one user who holds every scope: it matches every approver.
+  and `scope:<s>` for each scope its credential holds (mcp_tasks/contracts/approvers.py). The
+  local user (`--auth none`, stdio) is one user who holds every scope: it matches every approver.
 - A task is found by its owner, and by an approver of any of its requests (for the task's
   whole life, so an approver can read what they decided); by nobody else.
 - A request that names approvers is answered only by them (the owner too only when named); a
@@ -23,7 +23,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from workflows.approvers import PRINCIPAL_PREFIX, SCOPE_PREFIX, approver_ids, subject_digest
+from mcp_tasks.contracts.approvers import (
+    PRINCIPAL_PREFIX,
+    SCOPE_PREFIX,
+    approver_ids,
+    subject_digest,
+)
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ async def describe(client: Client, workflow_id: str, rpc_timeout: timedelta) -> 
         )
     except RPCError as err:
         # Imported here: the metrics module imports the protocol layer, which imports this one.
-        from mcp_server.observability.temporal_errors import count_rpc_error
+        from mcp_server.tasks.temporal_errors import count_rpc_error
 
         count_rpc_error("describe_workflow", err)
         raise

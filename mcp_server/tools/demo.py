@@ -8,8 +8,8 @@ from activities.commands import PIPELINE_NAME, PipelineFiles, run_command
 from activities.records import IDENTIFIER, RecordImports
 from activities.steps import ACTIVITIES
 from mcp_server.tools.registry import Tool, ToolCall, ToolRegistry
+from mcp_tasks.contracts.approvers import APPROVERS_SCHEMA
 from workflows import approvals, demo, deploy, imports
-from workflows.approvers import APPROVERS_SCHEMA
 from workflows.results import text_result
 
 DAY_MS = 24 * 60 * 60 * 1000

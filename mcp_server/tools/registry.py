@@ -24,9 +24,9 @@ from typing import Any, Literal, cast
 from jsonschema import Draft202012Validator
 from jsonschema.protocols import Validator
 
-from mcp_server.runtime.config import Settings
 from mcp_server.tasks.ttl import kept_for
 from mcp_server.tools.patterns import ArgumentValidator
+from mcp_tasks.settings import Settings
 
 TaskSupport = Literal["never", "optional", "required"]
 

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from mcp_server.runtime.config import Settings
 from mcp_server.runtime.worker import build_worker
 from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.quota import QuotaExceeded
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore, new_task_id
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.settings import Settings
 from tests.fakes.memory_store import MemoryTaskStore
 from workflows.task_state import AuditStamp, SubmitInput, TaskInput, iso_timestamp
 

@@ -222,7 +222,7 @@ class Settings(BaseModel):
     approver_request_burst: Positive = 30
     # A TOML file mapping tool names to existing workflows (tools/exposed.py).
     exposed_workflows_file: str | None = None
-    # A JSON file listing the webhook endpoints tasks notify (mcp_server/webhooks/endpoints.py),
+    # A JSON file listing the webhook endpoints tasks notify (mcp_tasks/webhooks/endpoints.py),
     # read by the server (which endpoints a task's tool notifies) and every worker (URLs, secrets).
     webhooks_file: str | None = None
     # Operations (README "Operations"): log format (None: text for dev/stdio, json otherwise);
@@ -259,7 +259,7 @@ class Settings(BaseModel):
     @field_validator("approval_approvers")
     @classmethod
     def _approver_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
-        from workflows.approvers import invalid_approvers
+        from mcp_tasks.contracts.approvers import invalid_approvers
 
         problem = invalid_approvers(list(names)) if names else None
         if problem is not None:

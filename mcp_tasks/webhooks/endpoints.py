@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from mcp_server.runtime.config import ConfigError, describe, key_path
+from mcp_tasks.settings import ConfigError, describe, key_path
 
 WebhookEvent = Literal["input_required", "completed", "failed", "cancelled"]
 EVENTS: tuple[WebhookEvent, ...] = ("input_required", "completed", "failed", "cancelled")
