@@ -32,8 +32,15 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from mcp_server import __version__
-from mcp_server.observability.metrics import WEBHOOK_DELIVERIES, WEBHOOK_DELIVERY_SECONDS
+from mcp_tasks import __version__
+from mcp_tasks.contracts.webhooks import (
+    DELIVER_ACTIVITY,
+    DELIVERIES_METRIC,
+    DELIVERY_SECONDS_METRIC,
+    REJECTED_ERROR,
+    UNKNOWN_ENDPOINT_ERROR,
+    WebhookDelivery,
+)
 from mcp_tasks.logging import quiet_http_clients
 from mcp_tasks.webhooks.endpoints import WebhookEndpoint, WebhookEndpoints
 from mcp_tasks.webhooks.signature import (
@@ -42,12 +49,6 @@ from mcp_tasks.webhooks.signature import (
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
     signature,
-)
-from workflows.webhooks import (
-    DELIVER_ACTIVITY,
-    REJECTED_ERROR,
-    UNKNOWN_ENDPOINT_ERROR,
-    WebhookDelivery,
 )
 
 TIMEOUT_S = 10.0
@@ -186,9 +187,9 @@ class WebhookSender:
 
 def _count(outcome: str, seconds: float) -> None:
     meter = activity.metric_meter()
-    meter.create_counter(WEBHOOK_DELIVERIES, "Webhook delivery attempts by outcome").add(
+    meter.create_counter(DELIVERIES_METRIC, "Webhook delivery attempts by outcome").add(
         1, {"outcome": outcome}
     )
     meter.create_histogram_float(
-        WEBHOOK_DELIVERY_SECONDS, "Time of one webhook delivery attempt", "s"
+        DELIVERY_SECONDS_METRIC, "Time of one webhook delivery attempt", "s"
     ).record(seconds, {"outcome": outcome})

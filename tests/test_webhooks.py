@@ -29,6 +29,7 @@ from mcp_server.runtime.devserver import free_port
 from mcp_server.tasks.expiry import sweep
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.contracts.webhooks import REJECTED_ERROR, UNKNOWN_ENDPOINT_ERROR, WebhookDelivery
 from mcp_tasks.settings import ConfigError, Settings
 from mcp_tasks.webhooks.endpoints import WebhookEndpoints, load_endpoints
 from mcp_tasks.webhooks.signature import (
@@ -43,12 +44,7 @@ from tests.conftest import StackFactory
 from tests.dev_process import MCP_TASKS
 from tests.time_skipping import worker_of_its_own
 from tests.webhook_receiver import WebhookReceiver
-from workflows.webhooks import (
-    REJECTED_ERROR,
-    UNKNOWN_ENDPOINT_ERROR,
-    WebhookDelivery,
-    WebhookDeliveryWorkflow,
-)
+from workflows.webhooks import WebhookDeliveryWorkflow
 
 SECRET = "a-webhook-secret-of-the-tests"
 EVERY_EVENT = ["input_required", "completed", "failed", "cancelled"]

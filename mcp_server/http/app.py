@@ -18,7 +18,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
 
-from mcp_server import __version__
 from mcp_server.http.auth import RESOURCE_METADATA_PATH, build_authenticator
 from mcp_server.http.middleware import (
     AuthenticationMiddleware,
@@ -41,6 +40,7 @@ from mcp_server.runtime.temporal_connection import connect
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore
 from mcp_server.tasks.waiting import WaitingTasks
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks import __version__
 from mcp_tasks.settings import Settings
 from mcp_tasks.webhooks.endpoints import load_endpoints
 
