@@ -82,7 +82,7 @@ class Settings(BaseModel):
     tls_server_name: str | None = None
     # Temporal Cloud API key (implies TLS)
     api_key: str | None = None
-    # AES-256-GCM keys of the payload codec (runtime/codec.py), newest first; never printed.
+    # AES-256-GCM keys of the payload codec (temporal/codec.py), newest first; never printed.
     payload_key: CommaList = Field(default=(), repr=False)
     # HMAC key of MRTR requestState, 2025-11-25 session ids and inbox cookies; every server
     # replica must share it. Required on a non-loopback address (the server refuses to start
@@ -269,7 +269,7 @@ class Settings(BaseModel):
     @field_validator("payload_key")
     @classmethod
     def _payload_keys(cls, keys: tuple[str, ...]) -> tuple[str, ...]:
-        from mcp_server.runtime.codec import parse_keys
+        from mcp_server.temporal.codec import parse_keys
 
         parse_keys(keys)
         return keys

@@ -10,7 +10,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from temporalio.testing import WorkflowEnvironment
 
-from mcp_server.http.auth import ANONYMOUS
+from mcp_server.auth.authenticators import ANONYMOUS
 from mcp_server.tools.demo import MAX_DEADLINE_S
 from tests.conftest import StackFactory
 from tests.mcp_client import NO_CAPABILITIES, McpClient

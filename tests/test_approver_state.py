@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mcp_server.http.auth import Principal
+from mcp_server.auth.authenticators import Principal
 from mcp_server.tasks.snapshots import snapshot_of
 from mcp_tasks.contracts.approvers import (
     MAX_APPROVERS,

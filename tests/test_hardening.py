@@ -17,7 +17,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.commands import PipelineFiles, parse_pipeline
 from activities.records import AREAS, ImportSpec, RecordImports
-from mcp_server.http.auth import ANONYMOUS, Principal
+from mcp_server.auth.authenticators import ANONYMOUS, Principal
 from mcp_server.protocol import errors
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tools.patterns import ecma_to_python

@@ -16,7 +16,7 @@ from temporalio.api.enums.v1 import EventType, PendingActivityState
 from temporalio.client import Client, WorkflowHandle
 
 from activities.records import AREAS
-from mcp_server.http.auth import ANONYMOUS
+from mcp_server.auth.authenticators import ANONYMOUS
 from mcp_server.protocol import errors
 from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.tools.loading import load_toolsets

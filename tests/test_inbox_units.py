@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from starlette.datastructures import FormData
 
-from mcp_server.http.auth import Principal
+from mcp_server.auth.authenticators import Principal
 from mcp_server.inbox.csrf import CsrfTokens
 from mcp_server.inbox.forms import (
     FormProblem,

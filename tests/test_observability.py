@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from mcp_server.http.auth import ANONYMOUS
+from mcp_server.auth.authenticators import ANONYMOUS
 from mcp_server.observability import metrics
 from mcp_tasks.logging import REQUEST_LOGGER, JsonFormatter
 from tests.conftest import Stack, StackFactory

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.http.auth import Principal
+from mcp_server.auth.authenticators import Principal
 from mcp_server.runtime.operator_answers import (
     InvalidAnswer,
     action_of,

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from temporalio.client import Client
 
-from mcp_server.http.auth import ANONYMOUS, Principal, build_authenticator
+from mcp_server.auth.authenticators import ANONYMOUS, Principal, build_authenticator
 from mcp_server.protocol import errors
 from mcp_server.protocol.limits import PollLimiter
 from mcp_server.runtime.tokens import add_token

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from temporalio.client import Client
 
-from mcp_server.http.auth import ANONYMOUS, Principal
+from mcp_server.auth.authenticators import ANONYMOUS, Principal
 from mcp_server.tasks.access import (
     MAX_TASK_ID_LENGTH,
     NOT_FOUND_FLOOR_S,

@@ -18,7 +18,7 @@ from temporalio.client import Client
 
 from mcp_server.observability import tracing
 from mcp_server.runtime.devserver import TemporalDevServer
-from mcp_server.runtime.temporal_connection import observed_connection
+from mcp_server.temporal.connection import observed_connection
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.settings import Settings
 from tests.conftest import running_stack

@@ -22,8 +22,8 @@ from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from activities import webhooks as webhook_activities
 from activities.webhooks import MAX_BODY_BYTES, WebhookSender, encoded, slack_body
+from mcp_server.auth.authenticators import ANONYMOUS
 from mcp_server.http.app import create_app
-from mcp_server.http.auth import ANONYMOUS
 from mcp_server.protocol.errors import INVALID_PARAMS
 from mcp_server.runtime.devserver import free_port
 from mcp_server.tasks.expiry import sweep

@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
 
-from mcp_server.http.auth import RESOURCE_METADATA_PATH, build_authenticator
+from mcp_server.auth.authenticators import RESOURCE_METADATA_PATH, build_authenticator
 from mcp_server.http.middleware import (
     AuthenticationMiddleware,
     BodyLimitMiddleware,
@@ -36,9 +36,9 @@ from mcp_server.inbox.signin import inbox_signin
 from mcp_server.observability.routes import add_operations_routes, operations
 from mcp_server.protocol.errors import INVALID_REQUEST, McpError
 from mcp_server.protocol.services import build_services, clock, state_secret
-from mcp_server.runtime.temporal_connection import connect
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore
 from mcp_server.tasks.waiting import WaitingTasks
+from mcp_server.temporal.connection import connect
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks import __version__
 from mcp_tasks.settings import Settings

@@ -24,7 +24,7 @@ from starlette.responses import (
     StreamingResponse,
 )
 
-from mcp_server.http.auth import Principal, identity_of
+from mcp_server.auth.authenticators import Principal, identity_of
 from mcp_server.inbox import pages
 from mcp_server.inbox.csrf import FIELD_NAME
 from mcp_server.inbox.events import list_stream, task_stream

@@ -25,7 +25,7 @@ import jwt
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mcp_server.http.auth import (
+from mcp_server.auth.authenticators import (
     ANONYMOUS,
     Authenticator,
     AuthError,

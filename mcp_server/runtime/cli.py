@@ -19,8 +19,8 @@ from typing import Any, BinaryIO
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from mcp_server.auth.authenticators import build_authenticator
 from mcp_server.http.app import HttpServer, create_app, http_config
-from mcp_server.http.auth import build_authenticator
 from mcp_server.observability import tracing
 from mcp_server.observability.metrics import serve_metrics
 from mcp_server.observability.probes import report_engine
@@ -29,16 +29,16 @@ from mcp_server.runtime import event_loop, operator_cli
 from mcp_server.runtime.data_dir import state_secret_of
 from mcp_server.runtime.devserver import TemporalDevServer, port_is_free
 from mcp_server.runtime.supervisor import EngineSupervisor, SupervisedWorker, claim_data_dir
-from mcp_server.runtime.temporal_connection import (
+from mcp_server.runtime.tokens import add_token, list_tokens, revoke_tokens
+from mcp_server.runtime.worker import build_worker, sweeping_expired_tasks
+from mcp_server.stdio.channel import claim_stdio
+from mcp_server.stdio.server import StdioServer
+from mcp_server.temporal.connection import (
     connect,
     ensure_search_attributes,
     set_retention,
     warn_if_retention_short,
 )
-from mcp_server.runtime.tokens import add_token, list_tokens, revoke_tokens
-from mcp_server.runtime.worker import build_worker, sweeping_expired_tasks
-from mcp_server.stdio.channel import claim_stdio
-from mcp_server.stdio.server import StdioServer
 from mcp_server.tools.loading import load_toolsets
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.logging import LogFormat

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_server.http.auth import reserved_subject, token_hash
+from mcp_server.auth.authenticators import reserved_subject, token_hash
 from mcp_server.tools.registry import SCOPE_TOKEN
 
 ID_LENGTH = 12

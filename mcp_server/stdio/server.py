@@ -6,7 +6,7 @@ from typing import BinaryIO
 
 from temporalio.client import Client
 
-from mcp_server.http.auth import ANONYMOUS
+from mcp_server.auth.authenticators import ANONYMOUS
 from mcp_server.protocol.services import build_services, clock, state_secret
 from mcp_server.stdio.channel import StdioChannel
 from mcp_server.stdio.connection import StdioConnection

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_server.http.auth import Principal
+from mcp_server.auth.authenticators import Principal
 from mcp_server.tasks.errors import from_rpc_error
 from mcp_server.tasks.snapshots import TaskSnapshot, listed_snapshot
 from mcp_server.tasks.store import RPC_TIMEOUT

@@ -11,7 +11,7 @@ Rules implemented:
   `<origin>/.well-known/oauth-protected-resource<path of the resource>`, e.g.
   `https://mcp.example.com/.well-known/oauth-protected-resource/mcp`, which this server serves.
   With MCP_TASKS_PUBLIC_URL (the server's public base URL) the resource is `<public url>/mcp`.
-- Keys from a JWKS URL (mcp_server/http/jwks.py): each key is kept once fetched (by its `kid`),
+- Keys from a JWKS URL (mcp_server/auth/jwks.py): each key is kept once fetched (by its `kid`),
   so an outage of the authorization server does not fail tokens signed with a key already
   seen, and a known key never waits on a refresh; an unknown `kid` refreshes the set at most
   once per 10 s (single-flight) and is then refused as "unknown signing key". A token whose
@@ -28,13 +28,13 @@ from urllib.parse import urlsplit
 
 import jwt
 
-from mcp_server.http.auth import (
+from mcp_server.auth.authenticators import (
     RESOURCE_METADATA_PATH,
     AuthError,
     Principal,
     bearer_token,
 )
-from mcp_server.http.jwks import JwksKeys, KeysUnavailable, UnknownSigningKey, http_fetch
+from mcp_server.auth.jwks import JwksKeys, KeysUnavailable, UnknownSigningKey, http_fetch
 from mcp_server.protocol.grants import Grant
 from mcp_tasks.settings import Settings
 

@@ -19,9 +19,9 @@ from temporalio.client import Client
 from temporalio.service import RPCError, TLSConfig
 
 from mcp_server.observability import tracing
-from mcp_server.runtime.codec import data_converter, header_codec_behavior
 from mcp_server.runtime.worker import sdk_metrics_runtime
 from mcp_server.tasks.temporal_errors import RpcErrorCounter
+from mcp_server.temporal.codec import data_converter, header_codec_behavior
 from mcp_tasks.settings import Settings
 from workflows.task_state import SEARCH_ATTRIBUTE_TYPES, SEARCH_ATTRIBUTES
 

@@ -288,7 +288,7 @@ def build_authenticator(
             raise ValueError("tokens auth needs MCP_TASKS_TOKENS_FILE")
         return TokenAuthentication(Path(settings.tokens_file))
     if mode == "jwt":
-        from mcp_server.http.jwt_auth import JwtAuthentication
+        from mcp_server.auth.jwt_auth import JwtAuthentication
 
         return LocalUserRefused(JwtAuthentication(settings, tool_scopes))
     raise ValueError(f"unknown auth mode {mode!r}: choose none, tokens or jwt")
