@@ -62,7 +62,26 @@ def _method(name: str, params: type[Params], handler: Any, **spec: Any) -> Metho
     return Method(name, params, handler, **spec)
 
 
-_LEGACY_PLAIN, _LEGACY_TASKS = legacy.methods()
+# The 2025-11-25 era's handshake methods, served beside the shared ones.
+_LEGACY_PLAIN = [
+    Method("initialize", legacy.InitializeParams, legacy.initialize, eras=LEGACY),
+    Method("ping", Params, legacy.empty, eras=LEGACY),
+    Method("logging/setLevel", legacy.SetLevelParams, legacy.empty, eras=LEGACY),
+]
+# The 2025-11-25 era's own tasks methods (not the extension's).
+_LEGACY_TASKS = [
+    Method("tasks/get", TaskIdParams, legacy.get_task, eras=LEGACY, name_param="taskId"),
+    Method("tasks/result", TaskIdParams, legacy.task_result, eras=LEGACY, name_param="taskId"),
+    Method("tasks/list", PaginatedParams, legacy.list_tasks, eras=LEGACY),
+    Method(
+        "tasks/cancel",
+        TaskIdParams,
+        legacy.cancel_task,
+        eras=LEGACY,
+        name_param="taskId",
+        audit_event="tasks/cancel",
+    ),
+]
 TABLE: dict[str, Method] = {
     m.name: m
     for m in [

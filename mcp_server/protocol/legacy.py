@@ -20,7 +20,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mcp_types as core
 from pydantic import BaseModel, Field
@@ -34,9 +34,6 @@ from mcp_server.protocol.models import PaginatedParams, Params, TaskIdParams
 from mcp_server.protocol.refused_answers import Refusals
 from mcp_server.protocol.task_views import RELATED_TASK
 from mcp_server.protocol.wire import HANDSHAKE_VERSIONS, TASKS_EXTENSION
-
-if TYPE_CHECKING:
-    from mcp_server.protocol.dispatch import Method
 
 TASKS_PAGE_SIZE = 50
 
@@ -127,27 +124,3 @@ async def cancel_task(ctx: RequestContext, services: Services, params: TaskIdPar
     if snapshot.status != "cancelled":
         snapshot = replace(snapshot, status="cancelled", status_message="Cancellation requested")
     return cancel_task_result(snapshot)
-
-
-def methods() -> tuple[list[Method], list[Method]]:
-    from mcp_server.protocol.dispatch import LEGACY, Method
-
-    plain = [
-        Method("initialize", InitializeParams, initialize, eras=LEGACY),
-        Method("ping", Params, empty, eras=LEGACY),
-        Method("logging/setLevel", SetLevelParams, empty, eras=LEGACY),
-    ]
-    task_methods = [
-        Method("tasks/get", TaskIdParams, get_task, eras=LEGACY, name_param="taskId"),
-        Method("tasks/result", TaskIdParams, task_result, eras=LEGACY, name_param="taskId"),
-        Method("tasks/list", PaginatedParams, list_tasks, eras=LEGACY),
-        Method(
-            "tasks/cancel",
-            TaskIdParams,
-            cancel_task,
-            eras=LEGACY,
-            name_param="taskId",
-            audit_event="tasks/cancel",
-        ),
-    ]
-    return plain, task_methods
