@@ -18,6 +18,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import ErrorDetails
 
+from mcp_tasks.contracts.approvers import invalid_approvers
+from mcp_tasks.payload_keys import parse_keys
+
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -259,8 +262,6 @@ class Settings(BaseModel):
     @field_validator("approval_approvers")
     @classmethod
     def _approver_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
-        from mcp_tasks.contracts.approvers import invalid_approvers
-
         problem = invalid_approvers(list(names)) if names else None
         if problem is not None:
             raise ValueError(problem)
@@ -269,8 +270,6 @@ class Settings(BaseModel):
     @field_validator("payload_key")
     @classmethod
     def _payload_keys(cls, keys: tuple[str, ...]) -> tuple[str, ...]:
-        from mcp_server.temporal.codec import parse_keys
-
         parse_keys(keys)
         return keys
 

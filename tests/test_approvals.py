@@ -10,8 +10,8 @@ import pytest
 from jsonschema import Draft202012Validator
 from temporalio.testing import WorkflowEnvironment
 
-from mcp_server.auth.authenticators import ANONYMOUS
 from mcp_server.tools.demo import MAX_DEADLINE_S
+from mcp_tasks.identity import ANONYMOUS
 from tests.conftest import StackFactory
 from tests.mcp_client import NO_CAPABILITIES, McpClient
 from tests.time_skipping import task_input, worker_of_its_own

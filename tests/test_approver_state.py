@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from mcp_server.auth.authenticators import Principal
 from mcp_server.tasks.snapshots import snapshot_of
 from mcp_tasks.contracts.approvers import (
     MAX_APPROVERS,
@@ -17,6 +16,7 @@ from mcp_tasks.contracts.approvers import (
     invalid_approvers,
     outstanding_ids,
 )
+from mcp_tasks.identity import Principal
 from workflows.task_state import (
     SEARCH_ATTRIBUTE_TYPES,
     SEARCH_ATTRIBUTES,

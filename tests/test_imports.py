@@ -16,11 +16,11 @@ from temporalio.api.enums.v1 import EventType, PendingActivityState
 from temporalio.client import Client, WorkflowHandle
 
 from activities.records import AREAS
-from mcp_server.auth.authenticators import ANONYMOUS
 from mcp_server.protocol import errors
 from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.tools.loading import load_toolsets
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.identity import ANONYMOUS
 from mcp_tasks.settings import Settings
 from tests.conftest import Stack, StackFactory, running_stack
 from tests.dev_process import WorkerProcess

@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from temporalio.client import Client
 
-from mcp_server.auth.authenticators import ANONYMOUS, Principal
 from mcp_server.tasks.access import (
     MAX_TASK_ID_LENGTH,
     NOT_FOUND_FLOOR_S,
@@ -19,6 +18,7 @@ from mcp_server.tasks.access import (
     wait_until,
 )
 from mcp_server.tasks.store import TemporalTaskStore
+from mcp_tasks.identity import ANONYMOUS, Principal
 from tests.conftest import Stack
 from tests.mcp_client import McpClient
 

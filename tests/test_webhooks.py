@@ -22,7 +22,6 @@ from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from activities import webhooks as webhook_activities
 from activities.webhooks import MAX_BODY_BYTES, WebhookSender, encoded, slack_body
-from mcp_server.auth.authenticators import ANONYMOUS
 from mcp_server.http.app import create_app
 from mcp_server.protocol.errors import INVALID_PARAMS
 from mcp_server.runtime.devserver import free_port
@@ -30,6 +29,7 @@ from mcp_server.tasks.expiry import sweep
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.contracts.webhooks import REJECTED_ERROR, UNKNOWN_ENDPOINT_ERROR, WebhookDelivery
+from mcp_tasks.identity import ANONYMOUS
 from mcp_tasks.settings import ConfigError, Settings
 from mcp_tasks.webhooks.endpoints import WebhookEndpoints, load_endpoints
 from mcp_tasks.webhooks.signature import (

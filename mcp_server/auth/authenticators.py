@@ -1,4 +1,4 @@
-"""Authentication of every request, and the principal a task is bound to.
+"""Authentication of every request: the principal (mcp_tasks/identity.py) a task is bound to.
 
 Modes (`MCP_TASKS_AUTH`):
 - `none`: the development default. Every caller is the same anonymous principal, the local
@@ -12,7 +12,7 @@ Modes (`MCP_TASKS_AUTH`):
   taken away) stops working at once, on /mcp and in the inbox (which re-checks its sessions'
   tokens on every request); a file that cannot be read refuses every token (503), never the
   old list.
-- `jwt`: an OAuth 2.1 resource server (jwt_auth.py).
+- `jwt`: an OAuth 2.1 resource server (jwt_auth.py); modes.py builds the one configured.
 - The local user's name (`anonymous`) is reserved: a token for that principal is refused when
   minted and when the file is read, and a JWT whose `sub` is that name is refused (401), so no
   credential can stand for the local user or own its tasks.
@@ -31,48 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from mcp_server.http.origin import is_loopback
 from mcp_server.protocol.grants import EVERY_SCOPE, Grant, bearer_challenge
-from mcp_server.tasks.approvers import Identity
-from mcp_tasks.contracts.approvers import subject_digest
+from mcp_tasks.hosts import is_loopback
+from mcp_tasks.identity import ANONYMOUS, Principal, reserved_subject
 from mcp_tasks.settings import Settings
 
 RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource"
 # RFC 6750 §2.1: b64token.
 _TOKEN68 = re.compile(r"^[A-Za-z0-9\-._~+/]+=*$")
-
-
-@dataclass(frozen=True)
-class Principal:
-    subject: str
-    scopes: frozenset[str] = frozenset()
-    # The OAuth client the token was issued to (jwt `client_id`/`azp`), when it names one.
-    client: str | None = None
-    # The local user (`--auth none`): every scope.
-    every_scope: bool = False
-
-    @property
-    def digest(self) -> str:
-        """What Temporal stores (memo and the McpOwner search attribute): never the subject.
-
-        Without a client it is the digest of the subject alone (as it always was). With one,
-        the pair is encoded as a JSON array in a domain of its own ("principal-client:"), so no
-        subject, whatever it holds, can stand for another subject and client."""
-        if self.client is None:
-            # Also an approver's id (mcp_tasks/contracts/approvers.py).
-            return subject_digest(self.subject)
-        pair = json.dumps([self.subject, self.client], separators=(",", ":"))
-        return hashlib.sha256(f"principal-client:{pair}".encode()).hexdigest()[:32]
-
-
-# The local user's name: no token principal or JWT `sub` may carry it (see the module doc).
-LOCAL_USER_NAME = "anonymous"
-ANONYMOUS = Principal(LOCAL_USER_NAME, every_scope=True)
-
-
-def reserved_subject(subject: str) -> bool:
-    """Whether `subject` is the local user's name, which no credential may carry."""
-    return subject.strip() == LOCAL_USER_NAME
 
 
 @dataclass
@@ -107,12 +73,6 @@ class Authenticator(Protocol):
 
 def grant_of(principal: Principal) -> Grant:
     return EVERY_SCOPE if principal.every_scope else Grant(principal.scopes)
-
-
-def identity_of(principal: Principal) -> Identity:
-    """The caller's name and approver ids: its subject alone (whatever OAuth client it uses)
-    and each scope it holds; the local user matches every approver."""
-    return Identity.of(principal.subject, principal.scopes, every=principal.every_scope)
 
 
 def bearer_token(authorization: str | None) -> str:
@@ -271,24 +231,3 @@ def check_exposure(settings: Settings) -> None:
             "any Host header would be accepted, so a web page could reach the server by DNS "
             "rebinding; list the host names clients use (e.g. MCP_TASKS_ALLOWED_HOSTS=mcp.lan)"
         )
-
-
-def build_authenticator(
-    settings: Settings, tool_scopes: frozenset[str] = frozenset()
-) -> Authenticator:
-    """The authenticator of `settings.auth`; `tool_scopes` are the scopes tools declare (the
-    protected-resource metadata lists them). ValueError for a configuration that must not
-    serve."""
-    check_exposure(settings)
-    mode = settings.auth
-    if mode == "none":
-        return NoAuthentication()
-    if mode == "tokens":
-        if not settings.tokens_file:
-            raise ValueError("tokens auth needs MCP_TASKS_TOKENS_FILE")
-        return TokenAuthentication(Path(settings.tokens_file))
-    if mode == "jwt":
-        from mcp_server.auth.jwt_auth import JwtAuthentication
-
-        return LocalUserRefused(JwtAuthentication(settings, tool_scopes))
-    raise ValueError(f"unknown auth mode {mode!r}: choose none, tokens or jwt")

@@ -18,7 +18,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
 
-from mcp_server.auth.authenticators import RESOURCE_METADATA_PATH, build_authenticator
+from mcp_server.auth.authenticators import RESOURCE_METADATA_PATH
+from mcp_server.auth.modes import build_authenticator
 from mcp_server.http.middleware import (
     AuthenticationMiddleware,
     BodyLimitMiddleware,
@@ -26,7 +27,7 @@ from mcp_server.http.middleware import (
     ObservabilityMiddleware,
     RequestIdMiddleware,
 )
-from mcp_server.http.origin import LOOPBACK_NAMES, OriginPolicy, is_loopback
+from mcp_server.http.origin import LOOPBACK_NAMES, OriginPolicy
 from mcp_server.http.sessions import SessionCodec
 from mcp_server.http.timeouts import guarded_protocol
 from mcp_server.http.transport import McpEndpoint, error_response
@@ -41,6 +42,7 @@ from mcp_server.tasks.waiting import WaitingTasks
 from mcp_server.temporal.connection import connect
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks import __version__
+from mcp_tasks.hosts import is_loopback
 from mcp_tasks.settings import Settings
 from mcp_tasks.webhooks.endpoints import load_endpoints
 

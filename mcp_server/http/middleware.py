@@ -30,12 +30,13 @@ from typing import Any
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_server.auth.authenticators import Authenticator, AuthError, identity_of
+from mcp_server.auth.authenticators import Authenticator, AuthError
 from mcp_server.http.origin import OriginPolicy
 from mcp_server.observability import metrics
 from mcp_server.observability.record import SCOPE_KEY as OBSERVED_KEY
 from mcp_server.observability.record import RequestRecord
 from mcp_server.protocol.errors import INVALID_REQUEST
+from mcp_tasks.identity import identity_of
 from mcp_tasks.logging import request_line
 
 PUBLIC_PATHS = ("/healthz", "/readyz", "/.well-known/")

@@ -66,7 +66,7 @@ from mcp_server.protocol.models import (
 from mcp_server.protocol.wire import (
     HANDSHAKE_VERSIONS,
 )
-from mcp_server.tasks.approvers import NOBODY, Identity
+from mcp_tasks.identity import NOBODY, Identity
 
 log = logging.getLogger("mcp_server.http.transport")
 

@@ -63,7 +63,7 @@ def outcome_of(snapshot: TaskSnapshot) -> Outcome:
     if snapshot.status == "completed":
         return _completed(snapshot)
     if snapshot.status == "failed":
-        message = snapshot.error.get("message") if snapshot.error else None
+        message = snapshot.error.message if snapshot.error else None
         return Outcome("failed", "bad", str(message or snapshot.status_message or ""))
     if snapshot.status == "cancelled":
         return Outcome("cancelled", "idle", snapshot.status_message)

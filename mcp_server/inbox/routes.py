@@ -24,7 +24,6 @@ from starlette.responses import (
     StreamingResponse,
 )
 
-from mcp_server.auth.authenticators import Principal, identity_of
 from mcp_server.inbox import pages
 from mcp_server.inbox.csrf import FIELD_NAME
 from mcp_server.inbox.events import list_stream, task_stream
@@ -43,6 +42,7 @@ from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.errors import TaskError, TaskNotFound
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.waiting import Waiting, WaitingTasks
+from mcp_tasks.identity import Principal, identity_of
 
 STATIC_DIR = Path(__file__).parent / "static"
 STATIC_FILES = {"inbox.css": "text/css", "inbox.js": "text/javascript"}

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server.auth.authenticators import Principal
+from mcp_tasks.identity import Principal
 
 COOKIE_NAME = "mcp_inbox"
 COOKIE_PATH = "/inbox"

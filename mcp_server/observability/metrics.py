@@ -28,6 +28,7 @@ from prometheus_client import (
 )
 
 from mcp_server.protocol.dispatch import LEGACY_TABLE
+from mcp_server.tasks import temporal_errors
 from mcp_tasks.contracts.webhooks import (
     DELIVERIES_METRIC,
     DELIVERY_SECONDS_BUCKETS,
@@ -65,11 +66,9 @@ REFUSALS = Counter(
     "body_too_large",
     ["reason"],
 )
-TEMPORAL_RPC_ERRORS = Counter(
-    "mcp_tasks_temporal_rpc_errors",
-    "Temporal calls of the server that failed, by operation and gRPC status",
-    ["operation", "code"],
-)
+# Defined by the task layer, which counts them (tasks/temporal_errors.py); listed here with the
+# server's other metrics.
+TEMPORAL_RPC_ERRORS = temporal_errors.TEMPORAL_RPC_ERRORS
 OPEN_TASKS = Gauge(
     "mcp_tasks_open_tasks",
     "Running tasks by tool and status (working, input_required), from Temporal's visibility "

@@ -27,8 +27,8 @@ from mcp_server.protocol import fallback, refused_answers, tasks, upfront
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import McpError, from_task_error
 from mcp_server.protocol.routing_headers import HeaderSource
-from mcp_server.tasks.approvers import Identity
 from mcp_server.tasks.errors import TaskNotFound
+from mcp_tasks.identity import Identity
 
 log = logging.getLogger("mcp_server.protocol.client_answers")
 

@@ -21,9 +21,9 @@ from mcp_server.protocol.request_state import RequestStateCodec
 from mcp_server.protocol.routing_headers import HeaderSource
 from mcp_server.protocol.streams import Listening
 from mcp_server.protocol.wire import MODERN_VERSION
-from mcp_server.tasks.approvers import NOBODY, Identity
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.identity import NOBODY, Identity
 from mcp_tasks.webhooks.endpoints import WebhookEndpoints
 
 # Sends one JSON-RPC message (a notification, or at 2025-11-25 a server-to-client request) on

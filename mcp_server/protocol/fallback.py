@@ -104,7 +104,7 @@ def outcome(snapshot: TaskSnapshot) -> core.CallToolResult:
         return tool_result(snapshot.result)
     if snapshot.status == "failed" and snapshot.error is not None:
         error = snapshot.error
-        raise TaskFailed(int(error["code"]), str(error["message"]), error.get("data"))
+        raise TaskFailed(error.code, error.message, error.data)
     text = f"Task {snapshot.task_id} was cancelled: {snapshot.status_message or 'Cancelled'}"
     return core.CallToolResult(content=[core.TextContent(type="text", text=text)], is_error=True)
 

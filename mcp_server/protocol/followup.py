@@ -125,7 +125,7 @@ def _status(snapshot: TaskSnapshot) -> core.CallToolResult:
     if snapshot.status == "completed" and snapshot.result is not None:
         return tool_result(snapshot.result)
     if snapshot.status == "failed":
-        message = (snapshot.error or {}).get("message", snapshot.status_message)
+        message = snapshot.error.message if snapshot.error else snapshot.status_message
         return _text(f"Task {snapshot.task_id} failed: {message}", error=True, status="failed")
     text = f"Task {snapshot.task_id} is {snapshot.status}: {snapshot.status_message or ''}"
     if snapshot.status == "input_required":

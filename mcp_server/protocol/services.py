@@ -16,7 +16,6 @@ import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from mcp_server.http.origin import is_loopback
 from mcp_server.protocol.approver_policy import ApproverPolicy
 from mcp_server.protocol.context import Services
 from mcp_server.protocol.limits import Limits, PollLimiter
@@ -27,6 +26,7 @@ from mcp_server.tasks.store import TaskStore
 from mcp_server.tasks.watchers import TaskWatchers
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks import __version__
+from mcp_tasks.hosts import is_loopback
 from mcp_tasks.settings import Settings
 from mcp_tasks.webhooks.endpoints import WebhookEndpoints, load_endpoints
 

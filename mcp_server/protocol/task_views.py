@@ -14,6 +14,7 @@ from typing import Any
 
 import mcp_types as core
 
+from mcp_server.protocol.errors import error_object
 from mcp_server.protocol.models import CreateTaskResult, DetailedTask, ExtTask, GetTaskResult
 from mcp_server.tasks.snapshots import TaskSnapshot
 
@@ -53,7 +54,7 @@ def _details(snapshot: TaskSnapshot) -> dict[str, Any]:
     elif snapshot.status == "completed" and snapshot.result is not None:
         fields["result"] = tool_result(snapshot.result)
     elif snapshot.status == "failed" and snapshot.error is not None:
-        fields["error"] = core.ErrorData.model_validate(snapshot.error)
+        fields["error"] = core.ErrorData.model_validate(error_object(snapshot.error))
     return fields
 
 

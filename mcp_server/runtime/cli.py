@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from mcp_server.auth.authenticators import build_authenticator
+from mcp_server.auth.modes import build_authenticator
 from mcp_server.http.app import HttpServer, create_app, http_config
 from mcp_server.observability import tracing
 from mcp_server.observability.metrics import serve_metrics

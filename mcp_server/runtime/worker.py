@@ -7,17 +7,14 @@ import contextlib
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from functools import cache
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.worker import Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities import quota as quota_activities
 from activities.webhooks import WebhookSender
-from mcp_server.observability.metrics import WEBHOOK_DELIVERY_BUCKETS, WEBHOOK_DELIVERY_SECONDS
 from mcp_server.tasks.expiry import run_sweeper
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.settings import Settings
@@ -118,17 +115,3 @@ async def sweeping_expired_tasks(
         sweeper.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sweeper
-
-
-@cache
-def sdk_metrics_runtime(host: str, port: int | None) -> Runtime | None:
-    """One Temporal runtime per process whose Prometheus exporter serves the SDK's metrics
-    (workflow task failures, activity failures, polls, schedule-to-start latency) on
-    http://host:port/metrics; None when no port is set (the SDK's default runtime)."""
-    if port is None:
-        return None
-    # The SDK's own histograms keep its default buckets (milliseconds); the webhook delivery
-    # time is in seconds (activities/webhooks.py).
-    buckets = {WEBHOOK_DELIVERY_SECONDS: WEBHOOK_DELIVERY_BUCKETS}
-    prometheus = PrometheusConfig(bind_address=f"{host}:{port}", histogram_bucket_overrides=buckets)
-    return Runtime(telemetry=TelemetryConfig(metrics=prometheus))

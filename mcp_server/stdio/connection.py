@@ -49,7 +49,7 @@ from mcp_server.protocol.models import (
     to_message,
 )
 from mcp_server.stdio.headers import BodyHeaders, body_headers
-from mcp_server.tasks.approvers import LOCAL_USER
+from mcp_tasks.identity import LOCAL_USER
 
 log = logging.getLogger("mcp_server.stdio")
 

@@ -35,11 +35,11 @@ from datetime import datetime
 from typing import Protocol
 from weakref import WeakKeyDictionary
 
-from mcp_server.tasks.approvers import Identity
 from mcp_server.tasks.errors import TaskNotFound
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tasks.ttl import is_expired
+from mcp_tasks.identity import Identity
 from workflows.task_state import TERMINAL_STATUSES
 
 MAX_TASK_ID_LENGTH = 256

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_server.auth.authenticators import Principal
 from mcp_server.tasks.errors import from_rpc_error
 from mcp_server.tasks.snapshots import TaskSnapshot, listed_snapshot
 from mcp_server.tasks.store import RPC_TIMEOUT
 from mcp_tasks.contracts.approvers import PRINCIPAL_PREFIX, SCOPE_PREFIX
+from mcp_tasks.identity import Principal
 from workflows.task_state import (
     MEMO_KEY,
     SEARCH_ATTRIBUTE_APPROVERS,

@@ -58,7 +58,7 @@ from temporalio.common import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_server.tasks.approvers import Identity, may_read
+from mcp_server.tasks.approvers import may_read
 from mcp_server.tasks.description import Description, describe
 from mcp_server.tasks.errors import (
     ArgumentsTooLarge,
@@ -80,6 +80,7 @@ from mcp_server.tasks.snapshots import (
     with_activity_progress,
 )
 from mcp_server.tasks.ttl import is_expired, ttl_after_close
+from mcp_tasks.identity import Identity
 from workflows.quota import RELEASE_BY_LOCAL_ACTIVITY, RELEASE_LAZILY
 from workflows.task_state import (
     CANCEL_REQUESTED_SIGNAL,

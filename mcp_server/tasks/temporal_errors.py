@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from prometheus_client import Counter
 from temporalio.client import (
     CancelWorkflowInput,
     CountWorkflowsInput,
@@ -21,7 +22,11 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_server.observability.metrics import TEMPORAL_RPC_ERRORS
+TEMPORAL_RPC_ERRORS = Counter(
+    "mcp_tasks_temporal_rpc_errors",
+    "Temporal calls of the server that failed, by operation and gRPC status",
+    ["operation", "code"],
+)
 
 
 def count_rpc_error(operation: str, err: RPCError) -> None:

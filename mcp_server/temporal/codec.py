@@ -22,8 +22,6 @@ Temporal client of the process converts data.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import dataclasses
 import hashlib
 import os
@@ -40,11 +38,11 @@ from temporalio.converter import (
 )
 
 from mcp_server.tasks.errors import BackendRefused
+from mcp_tasks.payload_keys import parse_keys
 
 VARIABLE = "MCP_TASKS_PAYLOAD_KEY"
 ENCODING = b"binary/encrypted"
 KEY_ID = "encryption-key-id"
-KEY_BYTES = 32
 NONCE_BYTES = 12
 
 
@@ -53,22 +51,6 @@ class PayloadKeyError(BackendRefused):
 
     def __init__(self, detail: str) -> None:
         super().__init__("the payload codec", "decrypt a payload", detail)
-
-
-def parse_keys(value: Sequence[str]) -> list[bytes]:
-    """The keys of MCP_TASKS_PAYLOAD_KEY; a ValueError that never shows a key otherwise."""
-    keys = []
-    for position, text in enumerate(value, start=1):
-        try:
-            key = base64.b64decode(text.encode("ascii"), validate=True)
-        except (binascii.Error, UnicodeError):
-            raise ValueError(f"key {position} is not base64") from None
-        if len(key) != KEY_BYTES:
-            raise ValueError(
-                f"key {position} decodes to {len(key)} bytes; AES-256 needs {KEY_BYTES}"
-            )
-        keys.append(key)
-    return keys
 
 
 def key_id(key: bytes) -> str:

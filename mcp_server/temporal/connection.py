@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,13 @@ from temporalio.api.operatorservice.v1 import (
 )
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, UpdateNamespaceRequest
 from temporalio.client import Client
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.service import RPCError, TLSConfig
 
 from mcp_server.observability import tracing
-from mcp_server.runtime.worker import sdk_metrics_runtime
 from mcp_server.tasks.temporal_errors import RpcErrorCounter
 from mcp_server.temporal.codec import data_converter, header_codec_behavior
+from mcp_tasks.contracts.webhooks import DELIVERY_SECONDS_BUCKETS, DELIVERY_SECONDS_METRIC
 from mcp_tasks.settings import Settings
 from workflows.task_state import SEARCH_ATTRIBUTE_TYPES, SEARCH_ATTRIBUTES
 
@@ -45,7 +47,7 @@ def _tls(settings: Settings) -> TLSConfig | bool:
 
 async def connect(settings: Settings) -> Client:
     """The process's Temporal client; with MCP_TASKS_PAYLOAD_KEY, its payloads are encrypted
-    (runtime/codec.py), and so are those of every worker built on it."""
+    (temporal/codec.py), and so are those of every worker built on it."""
     return await Client.connect(
         settings.temporal_address,
         namespace=settings.namespace,
@@ -143,3 +145,17 @@ async def set_retention(client: Client, keep: timedelta) -> None:
             ),
         )
     )
+
+
+@cache
+def sdk_metrics_runtime(host: str, port: int | None) -> Runtime | None:
+    """One Temporal runtime per process whose Prometheus exporter serves the SDK's metrics
+    (workflow task failures, activity failures, polls, schedule-to-start latency) on
+    http://host:port/metrics; None when no port is set (the SDK's default runtime)."""
+    if port is None:
+        return None
+    # The SDK's own histograms keep its default buckets (milliseconds); the webhook delivery
+    # time is in seconds (activities/webhooks.py).
+    buckets = {DELIVERY_SECONDS_METRIC: DELIVERY_SECONDS_BUCKETS}
+    prometheus = PrometheusConfig(bind_address=f"{host}:{port}", histogram_bucket_overrides=buckets)
+    return Runtime(telemetry=TelemetryConfig(metrics=prometheus))

@@ -22,12 +22,14 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from mcp_server.tasks.approvers import Identity, may_read
+from mcp_server.tasks.approvers import may_read
+from mcp_server.tasks.errors import TaskFailure
 from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.poll_interval import DEFAULT_MAX_MS, advertised_ms
 from mcp_server.tasks.quota import QuotaExceeded
 from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of
 from mcp_server.tasks.ttl import is_expired, ttl_after_close
+from mcp_tasks.identity import Identity
 from tests.fakes.task_runner import SCRIPTS, Script, ScriptFailed
 from workflows.task_state import (
     AuditStamp,
@@ -50,7 +52,7 @@ class _Task:
     answers: dict[str, Any] = field(default_factory=dict)
     closed_at: str | None = None
     result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
+    error: TaskFailure | None = None
     events: int = 1
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     job: asyncio.Task[None] | None = None
@@ -139,7 +141,7 @@ class MemoryTaskStore:
             raise
         except ScriptFailed as failed:
             entry.error = failed.error
-            self._close(entry, "failed", f"Task failed: {failed.error['message']}")
+            self._close(entry, "failed", f"Task failed: {failed.error.message}")
             return
         entry.result = result
         text = next((c.get("text") for c in result.get("content", []) if "text" in c), None)
