@@ -15,10 +15,15 @@ than one node, found with Tarjan's algorithm:
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 import grimp
+
+# This checkout's packages, whatever the virtualenv's editable install points at.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 ROOTS = ("mcp_tasks", "workflows", "activities", "mcp_server")
 
@@ -96,8 +101,6 @@ def folded(module_edges: Mapping[str, set[str]]) -> dict[str, set[str]]:
 
 
 def _importable(root: str) -> bool:
-    import importlib.util
-
     return importlib.util.find_spec(root) is not None
 
 
