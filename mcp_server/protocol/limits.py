@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -25,18 +24,19 @@ from typing import Any, TypeVar
 from mcp_server.protocol.errors import QUOTA_EXCEEDED, RATE_LIMITED, McpError, invalid_params
 from mcp_server.protocol.rate_limits import RateLimits
 from mcp_server.tasks.quota import QuotaExceeded
+from mcp_tasks.token_buckets import TokenBucket, TokenBuckets
 
 T = TypeVar("T")
 
-_MAX_BUCKETS = 100_000
 _DEFAULT_POLL_MS = 1000
 
 
-@dataclass
-class _Bucket:
-    tokens: float
-    updated: float
-    poll_ms: int
+class _PollBucket(TokenBucket):
+    """A (principal, task) bucket, refilled at a rate that follows the task's pollIntervalMs."""
+
+    def __init__(self, burst: int, now: float) -> None:
+        super().__init__(burst, now)
+        self.poll_ms = _DEFAULT_POLL_MS
 
 
 class PollLimiter:
@@ -45,26 +45,18 @@ class PollLimiter:
     ) -> None:
         self.factor = max(1, factor)
         self.burst = max(1, burst)
-        self.clock = clock
-        self._buckets: OrderedDict[tuple[str, str], _Bucket] = OrderedDict()
+        self._buckets: TokenBuckets[tuple[str, str], _PollBucket] = TokenBuckets(
+            lambda now: _PollBucket(self.burst, now), clock
+        )
+
+    def _rate(self, bucket: _PollBucket) -> float:
+        return self.factor / (bucket.poll_ms / 1000)  # tokens per second
 
     def check(self, principal: str, task_id: str) -> None:
-        key = (principal, task_id)
-        now = self.clock()
-        bucket = self._buckets.get(key)
-        if bucket is None:
-            bucket = _Bucket(float(self.burst), now, _DEFAULT_POLL_MS)
-            self._buckets[key] = bucket
-            if len(self._buckets) > _MAX_BUCKETS:
-                self._buckets.popitem(last=False)
-        self._buckets.move_to_end(key)
-        rate = self.factor / (bucket.poll_ms / 1000)  # tokens per second
-        bucket.tokens = min(float(self.burst), bucket.tokens + (now - bucket.updated) * rate)
-        bucket.updated = now
-        if bucket.tokens >= 1:
-            bucket.tokens -= 1
+        bucket = self._buckets.refilled((principal, task_id), self._rate)
+        if bucket.take():
             return
-        wait_ms = math.ceil((1 - bucket.tokens) / rate * 1000)
+        wait_ms = math.ceil(bucket.seconds_to_next(self._rate(bucket)) * 1000)
         raise McpError(
             RATE_LIMITED,
             f"tasks/get is polled much faster than this task's pollIntervalMs "

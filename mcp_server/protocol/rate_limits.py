@@ -11,27 +11,20 @@
 - A limited call is refused before it does anything: RATE_LIMITED (-31000), HTTP 429,
   `Retry-After` (whole seconds) and `data.retryAfterMs`, as the tasks/get poll limiter answers.
 - A rate of 0 turns a limit off. Buckets live in this replica's memory, at most `_MAX_BUCKETS`
-  principals each (the least recently seen are forgotten, i.e. start full again).
+  principals each (the least recently seen are forgotten, i.e. start full again;
+  mcp_tasks/token_buckets.py).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from mcp_server.protocol.errors import RATE_LIMITED, McpError
 from mcp_tasks.settings import Settings
-
-_MAX_BUCKETS = 100_000
-
-
-@dataclass
-class _Bucket:
-    tokens: float
-    updated: float
+from mcp_tasks.token_buckets import TokenBucket, TokenBuckets
 
 
 class PrincipalLimiter:
@@ -47,31 +40,21 @@ class PrincipalLimiter:
         self.what = what
         self.per_minute = per_minute
         self.burst = max(1, burst)
-        self.clock = clock
-        self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
+        self._buckets: TokenBuckets[str, TokenBucket] = TokenBuckets(
+            lambda now: TokenBucket(self.burst, now), clock
+        )
 
-    def _refilled(self, principal: str) -> _Bucket:
-        now = self.clock()
-        bucket = self._buckets.get(principal)
-        if bucket is None:
-            bucket = self._buckets[principal] = _Bucket(float(self.burst), now)
-            if len(self._buckets) > _MAX_BUCKETS:
-                self._buckets.popitem(last=False)
-        self._buckets.move_to_end(principal)
-        rate = self.per_minute / 60  # tokens per second
-        bucket.tokens = min(float(self.burst), bucket.tokens + (now - bucket.updated) * rate)
-        bucket.updated = now
-        return bucket
+    def _rate(self, _: TokenBucket) -> float:
+        return self.per_minute / 60  # tokens per second
 
     def take(self, principal: str) -> None:
         """Spend one token of `principal`'s bucket, or raise RATE_LIMITED when it is empty."""
         if not self.per_minute:
             return
-        bucket = self._refilled(principal)
-        if bucket.tokens >= 1:
-            bucket.tokens -= 1
+        bucket = self._buckets.refilled(principal, self._rate)
+        if bucket.take():
             return
-        wait_ms = math.ceil((1 - bucket.tokens) / (self.per_minute / 60) * 1000)
+        wait_ms = math.ceil(bucket.seconds_to_next(self._rate(bucket)) * 1000)
         raise McpError(
             RATE_LIMITED,
             f"Too many {self.what}: at most {self.per_minute} a minute after a burst of "
@@ -83,9 +66,9 @@ class PrincipalLimiter:
 
     def give_back(self, principal: str) -> None:
         """Return the token `take` spent (the call turned out not to count)."""
-        if self.per_minute and principal in self._buckets:
-            bucket = self._buckets[principal]
-            bucket.tokens = min(float(self.burst), bucket.tokens + 1)
+        bucket = self._buckets.get(principal) if self.per_minute else None
+        if bucket is not None:
+            bucket.give_back()
 
 
 @dataclass(frozen=True)
