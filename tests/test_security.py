@@ -23,7 +23,8 @@ from mcp_server.auth.modes import build_authenticator
 from mcp_server.protocol import errors
 from mcp_server.protocol.limits import PollLimiter
 from mcp_server.runtime.tokens import add_token
-from mcp_server.tasks.access import NOT_FOUND_FLOOR_S, find_task
+from mcp_server.tasks.access import find_task
+from mcp_server.tasks.not_found import NOT_FOUND_FLOOR_S
 from mcp_server.tasks.store import TemporalTaskStore, new_task_id
 from mcp_tasks.identity import ANONYMOUS, Principal
 from mcp_tasks.settings import Settings

@@ -68,7 +68,7 @@ async def route(
     """Route the response `message` (id `request_id`) from `principal` to the task it answers,
     or to the call of this process that asked it up front (upfront.py). Returns the refusal
     the sender should get (rate limited, task not found), else None."""
-    if upfront.resolve(request_id, message):
+    if upfront.resolve(services, request_id, message):
         return None
     routed = fallback.parse_input_request_id(request_id)
     if routed is not None:

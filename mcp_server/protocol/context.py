@@ -15,6 +15,7 @@ from typing import Any
 import mcp_types as core
 
 from mcp_server.protocol.approver_policy import ApproverPolicy
+from mcp_server.protocol.awaited_answers import AwaitedAnswers
 from mcp_server.protocol.grants import EVERY_SCOPE, Grant
 from mcp_server.protocol.limits import Limits
 from mcp_server.protocol.request_state import RequestStateCodec
@@ -51,6 +52,8 @@ class Services:
     webhooks: WebhookEndpoints = field(default_factory=WebhookEndpoints)
     # Who may name approvers, and each principal's approver requests (approver_policy.py).
     approvers: ApproverPolicy = field(default_factory=ApproverPolicy.open)
+    # The answers this process awaits to its requests of a 2025-11-25 client (upfront.py).
+    awaited: AwaitedAnswers = field(default_factory=AwaitedAnswers)
 
 
 async def _nowhere(message: dict[str, Any]) -> None:

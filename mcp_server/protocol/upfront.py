@@ -31,32 +31,32 @@ from mcp_server.tools.registry import Tool
 log = logging.getLogger("mcp_server.protocol.upfront")
 PREFIX = "mcp-upfront:"
 ANSWER_TIMEOUT_S = 600.0
-_waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
 
 
-def resolve(request_id: object, message: dict[str, Any]) -> bool:
+def resolve(services: Services, request_id: object, message: dict[str, Any]) -> bool:
     """Hand a client's response to the call waiting for it here; False when it is not ours."""
     if not isinstance(request_id, str) or not request_id.startswith(PREFIX):
         return False
-    waiter = _waiting.get(request_id)
-    if waiter is None or waiter.done():
-        log.info("no call here waits for %s (another replica asked, or it gave up)", request_id)
-        return True
     result = message.get("result")
-    waiter.set_result(result if isinstance(result, dict) else {"action": "cancel"})
+    if not services.awaited.deliver(
+        request_id, result if isinstance(result, dict) else {"action": "cancel"}
+    ):
+        log.info("no call here waits for %s (another replica asked, or it gave up)", request_id)
     return True
 
 
-async def _ask_round(ctx: RequestContext, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    loop = asyncio.get_running_loop()
+async def _ask_round(
+    ctx: RequestContext, services: Services, requests: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    awaited = services.awaited
     ids = {key: f"{PREFIX}{secrets.token_hex(16)}" for key in requests}
-    for key, request in requests.items():
+    for request in requests.values():
         capabilities.require(
             ctx.capabilities,
             capabilities.required_for_input(request),
             f"the tool needs to ask the client ({request.get('method')})",
         )
-        _waiting[ids[key]] = loop.create_future()
+    waiting = {key: awaited.expect(ids[key]) for key in requests}
     try:
         for key, request in requests.items():
             message = JSONRPCRequest(
@@ -65,12 +65,12 @@ async def _ask_round(ctx: RequestContext, requests: dict[str, dict[str, Any]]) -
             )  # fmt: skip
             await ctx.send(to_message(message))
         async with asyncio.timeout(ANSWER_TIMEOUT_S):
-            return {key: await _waiting[ids[key]] for key in requests}
+            return {key: await waiting[key] for key in requests}
     except TimeoutError as err:
         raise McpError(INVALID_REQUEST, "The client did not answer the tool's question") from err
     finally:
         for request_id in ids.values():
-            _waiting.pop(request_id, None)
+            awaited.forget(request_id)
 
 
 async def gather(
@@ -95,4 +95,4 @@ async def gather(
                 "Accept: text/event-stream to receive the question",
             )
         state = outcome.request_state
-        responses = await _ask_round(ctx, outcome.input_requests)
+        responses = await _ask_round(ctx, services, outcome.input_requests)

@@ -69,6 +69,7 @@ from mcp_server.tasks.errors import (
 from mcp_server.tasks.expiry import Deletions
 from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.memo import task_state_of
+from mcp_server.tasks.not_found import NotFoundDeadline
 from mcp_server.tasks.poll_interval import DEFAULT_MAX_MS, advertised_ms
 from mcp_server.tasks.quota import QuotaExceeded, QuotaReservations
 from mcp_server.tasks.quota_prefetch import PrefetchedSlots
@@ -114,6 +115,9 @@ class TaskStore(Protocol):
     `get` compares the owner before reading anything else, and reads a task that is still
     running afresh each time: task access (access.py) learns the backend's pace from those.
     """
+
+    # When a "not found" may be answered, learnt from this store's reads (access.py).
+    not_found: NotFoundDeadline
 
     async def create(self, task: TaskInput, workflow: str, quota: int = 0) -> TaskSnapshot: ...
     async def get(
@@ -168,6 +172,7 @@ class TemporalTaskStore:
         self._quota = QuotaReservations(client, task_queue, lazy_release=quota_lazy_release)
         self._ahead = PrefetchedSlots(self._quota, new_task_id)
         self._deletions = Deletions(client)
+        self.not_found = NotFoundDeadline()
 
     async def close(self) -> None:
         """Give back the open-task slots this replica reserved ahead (a stopping server):

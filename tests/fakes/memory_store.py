@@ -25,6 +25,7 @@ from typing import Any
 from mcp_server.tasks.approvers import may_read
 from mcp_server.tasks.errors import TaskFailure
 from mcp_server.tasks.idempotency import IdempotencyConflict
+from mcp_server.tasks.not_found import NotFoundDeadline
 from mcp_server.tasks.poll_interval import DEFAULT_MAX_MS, advertised_ms
 from mcp_server.tasks.quota import QuotaExceeded
 from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of
@@ -94,6 +95,7 @@ class MemoryTaskStore:
         self._scripts = SCRIPTS if scripts is None else scripts
         self._poll_interval_max_ms = poll_interval_max_ms
         self._tasks: dict[str, _Task] = {}
+        self.not_found = NotFoundDeadline()
 
     async def close(self) -> None:
         """Stop every task still running (the end of a test)."""
