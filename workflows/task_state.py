@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, get_args
+from typing import Any, Literal
+
+from workflows.task_status import TASK_STATUSES, TaskStatus
 
 MEMO_KEY = "mcp"
 MEMO_VERSION = 1
@@ -50,10 +52,6 @@ SEARCH_ATTRIBUTE_TYPES: dict[str, Literal["Keyword", "KeywordList"]] = {
 STEP_STATUSES = (
     "pending", "waiting", "running", "succeeded", "failed", "declined", "rolled back", "skipped"
 )  # fmt: skip
-
-TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
-TASK_STATUSES: tuple[TaskStatus, ...] = get_args(TaskStatus)
-TERMINAL_STATUSES: frozenset[TaskStatus] = frozenset({"completed", "failed", "cancelled"})
 
 
 def iso_timestamp(moment: datetime) -> str:

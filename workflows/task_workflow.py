@@ -50,9 +50,9 @@ from workflows.task_state import (
     SubmitInput,
     TaskInput,
     TaskState,
-    TaskStatus,
     iso_timestamp,
 )
+from workflows.task_status import TaskStatus, published_status
 from workflows.webhooks import Notifications, failure_message
 
 STATUS_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_STATUS)
@@ -330,7 +330,7 @@ class TaskWorkflow:
         # Exactly one upsert_memo per call (and one upsert_search_attributes when the status
         # changes): running workflows replay these commands, so their number and order stay.
         if status is None:
-            status = "input_required" if self._outstanding else "working"
+            status = published_status(bool(self._outstanding))
         changed_status = status != self._current.status
         self._change(status=status, input_requests=dict(self._outstanding))
         if self._redactor:

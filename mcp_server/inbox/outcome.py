@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_server.tasks.snapshots import TaskSnapshot
+from workflows.task_status import INBOX_LABELS
 
 # request_approval's structured `decision` (workflows/approvals.py) -> (label, tone).
 _DECISIONS = {
@@ -67,6 +68,5 @@ def outcome_of(snapshot: TaskSnapshot) -> Outcome:
         return Outcome("failed", "bad", str(message or snapshot.status_message or ""))
     if snapshot.status == "cancelled":
         return Outcome("cancelled", "idle", snapshot.status_message)
-    if snapshot.status == "input_required":
-        return Outcome("input required", "wait")
-    return Outcome(snapshot.status.replace("_", " "), "run")
+    label = INBOX_LABELS[snapshot.status]
+    return Outcome(label, "wait" if snapshot.status == "input_required" else "run")

@@ -37,7 +37,8 @@ from mcp_server.protocol.request_state import PendingRound, canonical_digest
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tools.registry import InputRequests, Tool
-from workflows.task_state import TERMINAL_STATUSES, TaskInput
+from workflows.task_state import TaskInput
+from workflows.task_status import TERMINAL_STATUSES
 
 
 def follow_up_result(tool: str, snapshot: TaskSnapshot, problem: str = "") -> core.CallToolResult:

@@ -34,6 +34,7 @@ from mcp_server.protocol.models import PaginatedParams, Params, TaskIdParams
 from mcp_server.protocol.refused_answers import Refusals
 from mcp_server.protocol.task_views import RELATED_TASK
 from mcp_server.protocol.wire import HANDSHAKE_VERSIONS, TASKS_EXTENSION
+from workflows.task_status import can_move
 
 TASKS_PAGE_SIZE = 50
 
@@ -117,7 +118,7 @@ async def cancel_task(ctx: RequestContext, services: Services, params: TaskIdPar
     services.limits.rates.cancels.take(ctx.principal)
     snapshot = await tasks.lookup(ctx, services, params.task_id)
     await tasks.cancel(ctx, services, params.task_id)
-    if snapshot.status in ("completed", "failed"):
+    if snapshot.status != "cancelled" and not can_move(snapshot.status, "cancelled"):
         raise invalid_params(
             f"Cannot cancel task {params.task_id}: it is already {snapshot.status}"
         )

@@ -54,7 +54,7 @@ from mcp_server.protocol.task_views import detailed_task
 from mcp_server.protocol.wire import META_SERVER_INFO, TASKS_CAPABILITY
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.snapshots import TaskSnapshot
-from workflows.task_state import TERMINAL_STATUSES
+from workflows.task_status import TERMINAL_STATUSES
 
 LISTEN_METHOD = "subscriptions/listen"
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"

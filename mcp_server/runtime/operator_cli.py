@@ -35,7 +35,8 @@ from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.temporal.connection import connect
 from mcp_tasks.settings import Settings
-from workflows.task_state import TERMINAL_STATUSES, SubmitInput
+from workflows.task_state import SubmitInput
+from workflows.task_status import TERMINAL_STATUSES
 
 EXIT_REFUSED = 1
 EXIT_INVALID = 2

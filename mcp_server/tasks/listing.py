@@ -31,9 +31,9 @@ from workflows.task_state import (
     SEARCH_ATTRIBUTE_OWNER,
     SEARCH_ATTRIBUTE_STATUS,
     SEARCH_ATTRIBUTE_TOOL,
-    TASK_STATUSES,
     TaskState,
 )
+from workflows.task_status import TASK_STATUSES
 
 # Where a status lives: the search attribute while the task runs, the execution once it closed
 # (a failed workflow never upserts "failed").

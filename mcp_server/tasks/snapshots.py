@@ -23,7 +23,8 @@ from temporalio.exceptions import ApplicationError, TerminatedError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 from mcp_server.tasks.errors import TaskFailure
-from workflows.task_state import PROTOCOL_ERROR_TYPE, TaskState, TaskStatus
+from workflows.task_state import PROTOCOL_ERROR_TYPE, TaskState
+from workflows.task_status import TaskStatus, listed_status
 
 if TYPE_CHECKING:
     from mcp_server.tasks.description import Description
@@ -121,21 +122,11 @@ def snapshot_of(state: TaskState) -> TaskSnapshot:
     )
 
 
-# How a closed execution whose memo does not say how it ended reads in a listing.
-_CLOSED_STATUS: dict[WorkflowExecutionStatus, TaskStatus] = {
-    WorkflowExecutionStatus.COMPLETED: "completed",
-    WorkflowExecutionStatus.CANCELED: "cancelled",
-    WorkflowExecutionStatus.FAILED: "failed",
-    WorkflowExecutionStatus.TERMINATED: "failed",
-    WorkflowExecutionStatus.TIMED_OUT: "failed",
-}
-
-
 def listed_snapshot(state: TaskState, execution: WorkflowExecutionStatus | None) -> TaskSnapshot:
     """A task as a listing of the visibility store shows it (tasks/list, `mcp-tasks tasks
     list`): its memo, and how its execution ended when the memo does not say so."""
     snapshot = snapshot_of(state)
-    closed = _CLOSED_STATUS.get(execution) if execution else None
-    if closed is not None and snapshot.status not in ("completed", "cancelled"):
-        snapshot = replace(snapshot, status=closed, input_requests={})
+    status = listed_status(snapshot.status, execution.name if execution else None)
+    if status != snapshot.status:
+        snapshot = replace(snapshot, status=status, input_requests={})
     return snapshot

@@ -96,6 +96,7 @@ from workflows.task_state import (
     TaskState,
     iso_timestamp,
 )
+from workflows.task_status import running_status
 
 INITIAL_STATUS_MESSAGE = "Queued"
 RPC_TIMEOUT = timedelta(seconds=5)
@@ -392,9 +393,8 @@ class TemporalTaskStore:
                     return await self._closed(task_id, fresher, state)
         snapshot = snapshot_of(state)
         pending = {k: v for k, v in snapshot.input_requests.items() if k not in answered}
-        status, message = snapshot.status, snapshot.status_message
-        if status == "input_required" and not pending:
-            status, message = "working", "Processing the answers"
+        status, said = running_status(snapshot.status, unanswered=bool(pending))
+        message = said or snapshot.status_message
         if cancel_requested:
             message = "Cancellation requested"
         if status == "working" and message:

@@ -32,7 +32,7 @@ from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tasks.ttl import is_expired
 from mcp_tasks.token_buckets import TokenBucket
-from workflows.task_state import TERMINAL_STATUSES
+from workflows.task_status import TERMINAL_STATUSES
 
 log = logging.getLogger("mcp_server.tasks.watchers")
 

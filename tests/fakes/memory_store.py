@@ -32,14 +32,8 @@ from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of
 from mcp_server.tasks.ttl import is_expired, ttl_after_close
 from mcp_tasks.identity import Identity
 from tests.fakes.task_runner import SCRIPTS, Script, ScriptFailed
-from workflows.task_state import (
-    AuditStamp,
-    SubmitInput,
-    TaskInput,
-    TaskState,
-    TaskStatus,
-    iso_timestamp,
-)
+from workflows.task_state import AuditStamp, SubmitInput, TaskInput, TaskState, iso_timestamp
+from workflows.task_status import TaskStatus
 
 INITIAL_STATUS_MESSAGE = "Queued"
 LONG_POLL_S = 20.0
