@@ -6,9 +6,10 @@ functions, and under `if TYPE_CHECKING:`. A cycle is a strongly connected compon
 than one node, found with Tarjan's algorithm:
 
 - between modules: `a` imports `b` and `b` (maybe through others) imports `a`;
-- between packages: the same with every module folded into its package (`mcp_server.http`,
-  `mcp_server.protocol.v2025`, `workflows`, ...), so `protocol -> http -> protocol` counts
-  even when no two modules form a cycle.
+- between packages: the same with every module folded into the package the layer contracts
+  name (`mcp_server.http`, `mcp_server.protocol` with its era folders, `mcp_tasks.contracts`,
+  `workflows`, ...), so `protocol -> http -> protocol` counts even when no two modules form a
+  cycle. Inside a package, the module cycles above and its own contracts apply.
 
     python .ci/import_cycles.py          # prints the components, exits 1 if there is any
 """
@@ -29,8 +30,11 @@ ROOTS = ("mcp_tasks", "workflows", "activities", "mcp_server")
 
 
 def package_of(module: str, packages: set[str]) -> str:
-    """The package a module belongs to: itself when it is a package, else its parent."""
-    return module if module in packages or "." not in module else module.rsplit(".", 1)[0]
+    """The package a module belongs to, as the layer contracts name packages: a package of the
+    root (`mcp_server.http`, `mcp_tasks.contracts`, with whatever it holds), else the root."""
+    parts = module.split(".")
+    package = ".".join(parts[:2])
+    return package if len(parts) > 1 and package in packages else parts[0]
 
 
 def strongly_connected(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
@@ -90,7 +94,9 @@ def edges(roots: Iterable[str]) -> dict[str, set[str]]:
 
 def folded(module_edges: Mapping[str, set[str]]) -> dict[str, set[str]]:
     """The same graph with each module replaced by its package; self-loops dropped."""
-    names = {module.rsplit(".", 1)[0] for module in module_edges if "." in module}
+    names = {module.rsplit(".", 1)[0] for module in module_edges if "." in module} | {
+        module for module in module_edges if any(m.startswith(module + ".") for m in module_edges)
+    }
     packages: dict[str, set[str]] = {}
     for module, imported in module_edges.items():
         source = package_of(module, names)

@@ -232,6 +232,18 @@ def _module_rows(folder: Path) -> list[str]:
     return rows
 
 
+def _package_sections(folder: Path) -> list[str]:
+    """A table of the modules of `folder`, then one per package inside it, recursively."""
+    lines: list[str] = []
+    rows = _module_rows(folder)
+    if rows:
+        title = str(folder.relative_to(ROOT)) + "/"
+        lines += [f"### `{title}`", "", "| module | what it is |", "|---|---|", *rows, ""]
+    for sub in sorted(p for p in folder.iterdir() if (p / "__init__.py").exists()):
+        lines += _package_sections(sub)
+    return lines
+
+
 def modules_page() -> str:
     lines = [
         "# Modules",
@@ -244,21 +256,17 @@ def modules_page() -> str:
     ]
     for package, inner in layers():
         lines += [f"## `{package}/`", ""]
-        folders = [ROOT / package]
-        if inner:
-            lines += ["Its layers, top first: " + " > ".join(f"`{layer}`" for layer in inner), ""]
-            named = [name.strip() for layer in inner for name in layer.split("|")]
-            folders = [ROOT / package, *[ROOT / package / name for name in named]]
-        for folder in folders:
-            if folder.is_file() or not folder.exists():
-                continue
-            rows = _module_rows(folder)
-            subfolders = sorted(p for p in folder.iterdir() if (p / "__init__.py").exists())
-            if folder == ROOT / package:
-                rows += [r for sub in subfolders if not inner for r in _module_rows(sub)]
-            if rows:
-                title = str(folder.relative_to(ROOT)) + "/"
-                lines += [f"### `{title}`", "", "| module | what it is |", "|---|---|", *rows, ""]
+        if not inner:
+            lines += _package_sections(ROOT / package)
+            continue
+        lines += ["Its layers, top first: " + " > ".join(f"`{layer}`" for layer in inner), ""]
+        rows = _module_rows(ROOT / package)
+        if rows:
+            lines += [f"### `{package}/`", "", "| module | what it is |", "|---|---|", *rows, ""]
+        for layer in inner:
+            for name in (part.strip() for part in layer.split("|")):
+                if (ROOT / package / name).is_dir():
+                    lines += _package_sections(ROOT / package / name)
     return "\n".join(lines)
 
 
