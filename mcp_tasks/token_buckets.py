@@ -1,6 +1,6 @@
 """The token bucket every rate limit of the server uses: the `tasks/get` poll limiter
-(protocol/limits.py), the per-principal rate limits (protocol/rate_limits.py) and the pace of a
-task watcher's reads (tasks/watchers.py).
+(protocol/limits/per_principal.py), the per-principal rate limits (protocol/limits/rates.py)
+and the pace of a task watcher's reads (tasks/watchers.py).
 
 - A bucket holds at most `burst` tokens and starts full; it refills continuously at a rate the
   caller gives at each refill (a poll limit's rate follows the task's pollIntervalMs).

@@ -11,8 +11,9 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from mcp_server.protocol import errors, refused_answers
-from mcp_server.protocol.refused_answers import MAX_REFUSED
+from mcp_server.protocol import errors
+from mcp_server.protocol.attached import refused_answers
+from mcp_server.protocol.attached.refused_answers import MAX_REFUSED
 from tests.mcp_client import McpClient
 
 ELICITATION: dict[str, Any] = {"elicitation": {}}

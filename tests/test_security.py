@@ -21,7 +21,7 @@ from temporalio.client import Client
 
 from mcp_server.auth.modes import build_authenticator
 from mcp_server.protocol import errors
-from mcp_server.protocol.limits import PollLimiter
+from mcp_server.protocol.limits.per_principal import PollLimiter
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.not_found import NOT_FOUND_FLOOR_S

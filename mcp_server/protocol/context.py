@@ -17,10 +17,10 @@ import mcp_types as core
 from mcp_server.protocol.approver_policy import ApproverPolicy
 from mcp_server.protocol.awaited_answers import AwaitedAnswers
 from mcp_server.protocol.grants import EVERY_SCOPE, Grant
-from mcp_server.protocol.limits import Limits
+from mcp_server.protocol.limits.listen import Listening
+from mcp_server.protocol.limits.per_principal import Limits
 from mcp_server.protocol.request_state import RequestStateCodec
 from mcp_server.protocol.routing_headers import HeaderSource
-from mcp_server.protocol.streams import Listening
 from mcp_server.protocol.wire import MODERN_VERSION
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tools.registry import ToolRegistry

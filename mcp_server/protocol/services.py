@@ -18,10 +18,10 @@ from datetime import UTC, datetime
 
 from mcp_server.protocol.approver_policy import ApproverPolicy
 from mcp_server.protocol.context import Services
-from mcp_server.protocol.limits import Limits, PollLimiter
-from mcp_server.protocol.rate_limits import RateLimits
+from mcp_server.protocol.limits.listen import Listening, StreamSlots
+from mcp_server.protocol.limits.per_principal import Limits, PollLimiter
+from mcp_server.protocol.limits.rates import RateLimits
 from mcp_server.protocol.request_state import RequestStateCodec
-from mcp_server.protocol.streams import Listening, StreamSlots
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tasks.watchers import TaskWatchers
 from mcp_server.tools.registry import ToolRegistry

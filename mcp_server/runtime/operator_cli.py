@@ -25,7 +25,7 @@ from typing import Any
 from temporalio.client import Client
 
 from mcp_server.protocol.errors import McpError
-from mcp_server.protocol.limits import Limits, PollLimiter
+from mcp_server.protocol.limits.per_principal import Limits, PollLimiter
 from mcp_server.runtime import operator_answers as answers
 from mcp_server.runtime import operator_views as views
 from mcp_server.runtime.operator_args import add_parser

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mcp_server.protocol.errors import error_object
-from mcp_server.protocol.task_views import get_task_result
+from mcp_server.protocol.v2026.views import get_task_result
 from mcp_server.tasks.listing import ListedTask, TaskDetail
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.ttl import is_expired

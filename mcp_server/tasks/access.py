@@ -23,7 +23,7 @@ Rules implemented:
 - Nothing is pooled or shared between callers but the learnt usual time, which the store
   keeps (`TaskStore.not_found`, not_found.py: one per store, made with it): each waiting lookup
   is one coroutine. With `misses` (the per-principal "not found" limiter,
-  protocol/rate_limits.py) a lookup takes a token first and gives it back when found, so a
+  protocol/limits/rates.py) a lookup takes a token first and gives it back when found, so a
   principal has at most its burst of "not found" lookups in flight and a bounded rate of them.
 """
 

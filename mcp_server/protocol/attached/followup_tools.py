@@ -21,10 +21,10 @@ from typing import Any
 
 import mcp_types as core
 
-from mcp_server.protocol import tasks
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import McpError, invalid_params
-from mcp_server.protocol.task_views import tool_result
+from mcp_server.protocol.v2026 import tasks
+from mcp_server.protocol.v2026.views import tool_result
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.errors import TaskError
 from mcp_server.tasks.snapshots import TaskSnapshot
@@ -35,7 +35,7 @@ NOT_FOUND = "No such task: it never existed, has passed its retention, or belong
 
 
 async def _served_by_the_protocol_layer(call: ToolCall) -> dict[str, Any]:
-    raise RuntimeError(f"{call.name} is served by mcp_server.protocol.followup")
+    raise RuntimeError(f"{call.name} is served by mcp_server.protocol.attached.followup_tools")
 
 
 def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> Tool:

@@ -2,7 +2,7 @@
 carry a running task's questions to a 2026-07-28 client without the tasks extension.
 
 Rules implemented:
-- A task that ended: its outcome (fallback.outcome).
+- A task that ended: its outcome (runs.outcome).
 - At 2026-07-28, a task waiting on questions this request can take (it declared the capability
   each needs, and may answer each key): an InputRequiredResult asking them, under the task's
   own keys, whose `requestState` (HMAC-signed, expiring, bound to tool, arguments and
@@ -27,13 +27,14 @@ from typing import Any
 import mcp_types as core
 from pydantic import BaseModel
 
-from mcp_server.protocol import fallback, mrtr, tasks
+from mcp_server.protocol.attached import runs
+from mcp_server.protocol.attached.followup_tools import FOLLOW_UP_TOOLS
+from mcp_server.protocol.attached.refused_answers import MAX_REFUSED, Refusals
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import INVALID_PARAMS, McpError, task_not_found
-from mcp_server.protocol.followup import FOLLOW_UP_TOOLS
 from mcp_server.protocol.models import InputRequiredResult
-from mcp_server.protocol.refused_answers import MAX_REFUSED, Refusals
 from mcp_server.protocol.request_state import PendingRound, canonical_digest
+from mcp_server.protocol.v2026 import mrtr, tasks
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tools.registry import InputRequests, Tool
@@ -76,9 +77,7 @@ async def run(
 ) -> BaseModel:
     """Run `task` attached to the call and answer what the call should (see the module)."""
     refusals = Refusals()
-    snapshot = await fallback.run_attached(
-        ctx, services, task, workflow, tool.sync_timeout_s, refusals
-    )
+    snapshot = await runs.run_attached(ctx, services, task, workflow, tool.sync_timeout_s, refusals)
     problem = refusals.last_problem if refusals.exhausted else ""
     return reply(ctx, services, tool.name, task.arguments, snapshot, problem=problem)
 
@@ -95,7 +94,7 @@ def reply(
 ) -> BaseModel:
     """The answer of an attached call that stopped following its task at `snapshot`."""
     if snapshot.status in TERMINAL_STATUSES:
-        return fallback.outcome(snapshot)
+        return runs.outcome(snapshot)
     questions = _askable(ctx, snapshot)
     if questions is None:
         return follow_up_result(tool, snapshot, problem)
@@ -113,9 +112,7 @@ def _askable(ctx: RequestContext, snapshot: TaskSnapshot) -> InputRequests | Non
     if not ctx.modern or snapshot.status != "input_required" or not snapshot.input_requests:
         return None
     requests = snapshot.input_requests
-    if not all(
-        fallback.can_answer(ctx, request, snapshot, key) for key, request in requests.items()
-    ):
+    if not all(runs.can_answer(ctx, request, snapshot, key) for key, request in requests.items()):
         return None
     return copy.deepcopy(requests)
 
@@ -159,6 +156,6 @@ async def resume(
             return reply(
                 ctx, services, tool.name, arguments, snapshot, refused=refused, problem=err.message
             )
-    wait = fallback.attached_wait(services, tool.sync_timeout_s)
-    snapshot = await fallback.follow(ctx, services, snapshot.task_id, wait, until_stuck=True)
+    wait = runs.attached_wait(services, tool.sync_timeout_s)
+    snapshot = await runs.follow(ctx, services, snapshot.task_id, wait, until_stuck=True)
     return reply(ctx, services, tool.name, arguments, snapshot)

@@ -30,13 +30,14 @@ from typing import Any, get_args
 import mcp_types as core
 from mcp_types.jsonrpc import JSONRPCRequest
 
-from mcp_server.protocol import capabilities, refused_answers
+from mcp_server.protocol import capabilities
+from mcp_server.protocol.attached import refused_answers
+from mcp_server.protocol.attached.refused_answers import Refusals
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import task_not_found
+from mcp_server.protocol.limits.listen import Lease
 from mcp_server.protocol.models import Notification, to_message
-from mcp_server.protocol.refused_answers import Refusals
-from mcp_server.protocol.streams import Lease
-from mcp_server.protocol.task_views import RELATED_TASK, tool_result
+from mcp_server.protocol.v2026.views import RELATED_TASK, tool_result
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.errors import TaskFailed

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from mcp_server.protocol.errors import QUOTA_EXCEEDED, RATE_LIMITED, McpError, invalid_params
-from mcp_server.protocol.rate_limits import RateLimits
+from mcp_server.protocol.limits.rates import RateLimits
 from mcp_server.tasks.quota import QuotaExceeded
 from mcp_tasks.token_buckets import TokenBucket, TokenBuckets
 

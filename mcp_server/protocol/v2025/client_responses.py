@@ -1,7 +1,7 @@
 """A client's response to a request this server sent it, on any transport (HTTP, stdio).
 
 At 2025-11-25 a task's question goes to a host without task support as an `elicitation/create`
-request whose id names the task and the question (`fallback.input_request_id`). Its response:
+request whose id names the task and the question (`runs.input_request_id`). Its response:
 - with a `result`: the result (without `_meta`) is delivered to the task exactly as a
   `tasks/update` would deliver it, so the response may reach any replica;
 - an error, or an id this server never issued: logged and dropped. The task keeps waiting and
@@ -23,14 +23,16 @@ from typing import Any
 
 import mcp_types as core
 
-from mcp_server.protocol import fallback, refused_answers, tasks, upfront
+from mcp_server.protocol.attached import refused_answers, runs
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import McpError, from_task_error
 from mcp_server.protocol.routing_headers import HeaderSource
+from mcp_server.protocol.v2025 import mrtr
+from mcp_server.protocol.v2026 import tasks
 from mcp_server.tasks.errors import TaskNotFound
 from mcp_tasks.identity import Identity
 
-log = logging.getLogger("mcp_server.protocol.client_answers")
+log = logging.getLogger("mcp_server.protocol.v2025.client_responses")
 
 
 async def deliver(
@@ -66,11 +68,11 @@ async def route(
     headers: HeaderSource,
 ) -> McpError | None:
     """Route the response `message` (id `request_id`) from `principal` to the task it answers,
-    or to the call of this process that asked it up front (upfront.py). Returns the refusal
+    or to the call of this process that asked it up front (mrtr.py). Returns the refusal
     the sender should get (rate limited, task not found), else None."""
-    if upfront.resolve(services, request_id, message):
+    if mrtr.resolve(services, request_id, message):
         return None
-    routed = fallback.parse_input_request_id(request_id)
+    routed = runs.parse_input_request_id(request_id)
     if routed is not None:
         try:
             services.limits.rates.updates.take(principal)

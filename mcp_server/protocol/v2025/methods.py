@@ -25,14 +25,14 @@ from typing import Any
 import mcp_types as core
 from pydantic import BaseModel, Field
 
-from mcp_server.protocol import tasks
+from mcp_server.protocol.attached.refused_answers import Refusals
+from mcp_server.protocol.attached.runs import follow, outcome
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import invalid_params
-from mcp_server.protocol.fallback import follow, outcome
-from mcp_server.protocol.legacy_views import cancel_task_result, get_task_result, task
 from mcp_server.protocol.models import PaginatedParams, Params, TaskIdParams
-from mcp_server.protocol.refused_answers import Refusals
-from mcp_server.protocol.task_views import RELATED_TASK
+from mcp_server.protocol.v2025.views import cancel_task_result, get_task_result, task
+from mcp_server.protocol.v2026 import tasks
+from mcp_server.protocol.v2026.views import RELATED_TASK
 from mcp_server.protocol.wire import HANDSHAKE_VERSIONS, TASKS_EXTENSION
 from workflows.task_status import can_move
 

@@ -22,13 +22,14 @@ from typing import Any
 
 from mcp_types.jsonrpc import JSONRPCRequest
 
-from mcp_server.protocol import capabilities, mrtr
+from mcp_server.protocol import capabilities
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import INVALID_REQUEST, McpError
 from mcp_server.protocol.models import ToolCallParams, to_message
+from mcp_server.protocol.v2026 import mrtr
 from mcp_server.tools.registry import Tool
 
-log = logging.getLogger("mcp_server.protocol.upfront")
+log = logging.getLogger("mcp_server.protocol.v2025.mrtr")
 PREFIX = "mcp-upfront:"
 ANSWER_TIMEOUT_S = 600.0
 

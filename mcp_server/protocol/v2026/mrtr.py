@@ -23,7 +23,7 @@ from typing import Any
 
 from mcp_server.protocol import capabilities
 from mcp_server.protocol.errors import invalid_params
-from mcp_server.protocol.limits import Limits
+from mcp_server.protocol.limits.per_principal import Limits
 from mcp_server.protocol.models import check_input_response
 from mcp_server.protocol.request_state import PendingRound, RequestStateCodec, canonical_digest
 from mcp_server.tools.registry import InputRequests, PreludeRound, Tool

@@ -39,6 +39,7 @@ from pydantic import BaseModel
 from mcp_server.protocol import capabilities
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import McpError, invalid_params
+from mcp_server.protocol.limits.listen import Lease
 from mcp_server.protocol.models import (
     AcknowledgedParams,
     EmptyNotificationParams,
@@ -49,8 +50,7 @@ from mcp_server.protocol.models import (
     TaskNotificationParams,
     to_wire,
 )
-from mcp_server.protocol.streams import Lease
-from mcp_server.protocol.task_views import detailed_task
+from mcp_server.protocol.v2026.views import detailed_task
 from mcp_server.protocol.wire import META_SERVER_INFO, TASKS_CAPABILITY
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.snapshots import TaskSnapshot

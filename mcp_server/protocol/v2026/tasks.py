@@ -30,7 +30,7 @@ from mcp_server.protocol.models import (
     UpdateTaskParams,
     check_input_response,
 )
-from mcp_server.protocol.task_views import get_task_result
+from mcp_server.protocol.v2026.views import get_task_result
 from mcp_server.tasks.access import require_task
 from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.snapshots import TaskSnapshot
