@@ -79,7 +79,8 @@ class TaskInput:
     poll_interval_ms: int
     owner: str
     client_capabilities: dict[str, Any] = field(default_factory=dict)
-    # Answers collected by MRTR rounds of tools/call before the task was created.
+    # Answers collected by MRTR rounds of tools/call before the task was created. The name is
+    # the stored one: every recorded task's input carries it, so it stays.
     prelude_responses: dict[str, Any] = field(default_factory=dict)
     # Names of arguments whose values must never reach the memo, statusMessage or errors.
     secret_arguments: list[str] = field(default_factory=list)

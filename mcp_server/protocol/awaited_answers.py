@@ -1,7 +1,7 @@
-"""The answers this process awaits to the requests it sent a client (a 2025-11-25 prelude's
-questions, upfront.py): one future per request id, held by the process's `Services` so that no
-module keeps them. An answer that finds no future here was asked by another replica, or its
-call gave up."""
+"""The answers this process awaits to the requests it sent a client (a tool's MRTR questions at
+2025-11-25, v2025/mrtr.py): one future per request id, held by the process's `Services` so
+that no module keeps them. An answer that finds no future here was asked by another replica,
+or its call gave up."""
 
 from __future__ import annotations
 

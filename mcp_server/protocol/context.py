@@ -52,7 +52,7 @@ class Services:
     webhooks: WebhookEndpoints = field(default_factory=WebhookEndpoints)
     # Who may name approvers, and each principal's approver requests (approver_policy.py).
     approvers: ApproverPolicy = field(default_factory=ApproverPolicy.open)
-    # The answers this process awaits to its requests of a 2025-11-25 client (upfront.py).
+    # The answers this process awaits to its requests of a 2025-11-25 client (v2025/mrtr.py).
     awaited: AwaitedAnswers = field(default_factory=AwaitedAnswers)
 
 

@@ -80,14 +80,15 @@ def _round(
     )
 
 
-def _prelude_answers(
+def _mrtr_answers(
     ctx: RequestContext,
     services: Services,
     tool: Tool,
     arguments: dict[str, Any],
     params: ToolCallParams,
 ) -> dict[str, Any] | InputRequiredResult:
-    """Answers to every input the tool needs up front, or the InputRequiredResult to send."""
+    """Answers to every MRTR question the tool asks before it runs, or the InputRequiredResult
+    to send."""
     outcome = mrtr.gather(
         _round(ctx, tool, arguments, params), services.request_state, services.limits
     )
@@ -132,7 +133,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         )
     # Only a 2026-07-28 task must be answerable by the client itself (tasks/update). Any
     # other task's questions reach the caller when it can take them, and can always be
-    # answered through task_respond: nothing to refuse up front.
+    # answered through task_respond: nothing to refuse before the task starts.
     strict = ctx.modern and as_task
     if strict or tool.task_support == "never":
         capabilities.require(
@@ -141,18 +142,18 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
             f"tool {tool.name!r} needs it to run",
         )
     if ctx.modern:
-        prelude = _prelude_answers(ctx, services, tool, arguments, params)
+        answers = _mrtr_answers(ctx, services, tool, arguments, params)
     else:  # 2025-11-25 has no InputRequiredResult: ask on the call's stream
-        prelude = await v2025_mrtr.gather(ctx, services, tool, arguments, params)
-    if isinstance(prelude, InputRequiredResult):
-        return prelude
+        answers = await v2025_mrtr.gather(ctx, services, tool, arguments, params)
+    if isinstance(answers, InputRequiredResult):
+        return answers
     if tool.task_support == "never":
         assert tool.handler is not None
         call = ToolCall(
             tool.name,
             arguments,
             ctx.capabilities_dict(),
-            prelude,
+            answers,
             report_progress=runs.progress_reporter(ctx),
             log=runs.log_sender(ctx, _log_threshold(ctx, params)),
         )
@@ -168,7 +169,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         poll_interval_ms=tool.poll_interval_ms,
         owner=ctx.principal,
         client_capabilities=_answerable(ctx.capabilities_dict(), strict),
-        prelude_responses=prelude,
+        prelude_responses=answers,
         secret_arguments=sorted(tool.secret_arguments),
         tool_config=tool.workflow_config,
         session=(ctx.session or "") if as_task and not ctx.modern else "",

@@ -1,5 +1,5 @@
 """The follow-up tools: ordinary tools that let a model continue a task in a later turn, for
-hosts that know nothing of tasks (see fallback.py).
+hosts that know nothing of tasks (see attached/runs.py).
 
 - `task_status {taskId}`: the task's result when it is done (the tool's own result, or its
   error as an `isError` result), else its status, and the questions it waits on, each with
@@ -72,7 +72,7 @@ TOOLS = [
 _NAMES = {tool.name for tool in TOOLS}
 FOLLOW_UP_TOOLS = [tool.name for tool in TOOLS]
 
-# The structured content of the result of a call whose task runs on (fallback.py): a task tool
+# The structured content of the result of a call whose task runs on (attached/runs.py): a task tool
 # that declares an outputSchema lists `anyOf` its own schema and this one, to every client, so
 # that result is valid against what tools/list said and need not be marked `isError`.
 FOLLOW_UP_SCHEMA: dict[str, Any] = {

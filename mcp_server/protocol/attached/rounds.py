@@ -6,8 +6,8 @@ Rules implemented:
 - At 2026-07-28, a task waiting on questions this request can take (it declared the capability
   each needs, and may answer each key): an InputRequiredResult asking them, under the task's
   own keys, whose `requestState` (HMAC-signed, expiring, bound to tool, arguments and
-  principal like a prelude's) names the task. A client's retry with `inputResponses` and that
-  state never starts a second task: its answers go to the named task as a `tasks/update`
+  principal like a tool's MRTR state) names the task. A client's retry with `inputResponses`
+  and that state never starts a second task: its answers go to the named task as a `tasks/update`
   would deliver them, and the call follows that task again (another round, its result, or the
   follow-up result).
 - An answer the task refuses (not a valid response to its question) is asked again at once,

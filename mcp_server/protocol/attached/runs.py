@@ -13,7 +13,7 @@ A host without task support (2026-07-28 without the extension for a tool that al
   An answer the task refuses is asked again under a new id, saying what was wrong
   (refused_answers.py).
 - What the call then answers (the result, an InputRequiredResult round at 2026-07-28, or the
-  follow-up result naming the taskId and the follow-up tools) is attached_rounds.py's. The task
+  follow-up result naming the taskId and the follow-up tools) is attached/rounds.py's. The task
   is never stopped because a host stopped waiting: nothing a host does can lose it.
 - A 2025-11-25 session's GET stream (`session_questions`) relays the questions of the tasks
   that session created, for clients that never call `tasks/result` while input is needed.
@@ -176,7 +176,7 @@ async def follow(
     """Watch a task until it is terminal (or `wait_s` passes), relaying progress and, where the
     client can take them, its questions. With `until_stuck`, also stop as soon as the task waits
     on a question this call cannot relay: waiting longer would only delay the follow-up (or the
-    round that asks it, attached_rounds.py). With `refusals`, a relayed question whose answer
+    round that asks it, attached/rounds.py). With `refusals`, a relayed question whose answer
     the task refused is asked again (refused_answers.py) until it was refused too often; then
     an attached call (`until_stuck`) stops, and a tasks/result call waits without asking.
     Returns the last snapshot read."""
@@ -230,7 +230,7 @@ def session_questions(
     ctx: RequestContext, services: Services, *, lifetime_s: float = SESSION_STREAM_S
 ) -> AsyncIterator[None]:
     """The session's GET stream (below), after taking one of the caller's stream slots: the
-    same per-caller and per-replica limits as subscriptions/listen (streams.py, one pool).
+    same per-caller and per-replica limits as subscriptions/listen (limits/listen.py, one pool).
     A full pool raises QUOTA_EXCEEDED (HTTP 429, Retry-After) here, before the stream opens;
     the slot is freed when the stream ends or is dropped."""
     lease = services.listening.slots.acquire(ctx.principal)
@@ -284,7 +284,7 @@ async def run_attached(
 ) -> TaskSnapshot:
     """Start the task and follow it at most `wait_s` (the tool's own bound, or the server's),
     or until it waits on a question this call cannot relay. Returns the last snapshot: what
-    the call answers is attached_rounds.py's to decide."""
+    the call answers is attached/rounds.py's to decide."""
     created = await services.limits.within_open_task_quota(
         lambda quota: services.store.create(task, workflow, quota)
     )

@@ -9,7 +9,7 @@
   faster than the task's own pollIntervalMs, after a burst of `poll_burst`. A client that honours
   pollIntervalMs is never limited; one that polls much faster gets RATE_LIMITED, HTTP 429, with
   `Retry-After` and `data.retryAfterMs`. Buckets live in this replica's memory.
-- `tasks/update`, `tasks/cancel` and "not found" lookups: per principal (rate_limits.py).
+- `tasks/update`, `tasks/cancel` and "not found" lookups: per principal (limits/rates.py).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class Limits:
     max_input_response_bytes: int
     max_open_tasks_per_principal: int
     polls: PollLimiter
-    # Per principal: tasks/update, tasks/cancel and "not found" lookups (rate_limits.py).
+    # Per principal: tasks/update, tasks/cancel and "not found" lookups (limits/rates.py).
     rates: RateLimits = field(default_factory=RateLimits.off)
 
     def check_input_responses(self, responses: dict[str, Any]) -> None:

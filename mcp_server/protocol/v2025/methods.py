@@ -9,11 +9,11 @@
   `tasks/result` waits for the end, and while the task needs input it sends the questions to
   the client as requests related to the task (`elicitation/create`, `sampling/createMessage`,
   `roots/list`, each when the session declared it; the answers are routed to the workflow,
-  see fallback.py); then the tool's result (related-task `_meta`), or the task's
+  see attached/runs.py); then the tool's result (related-task `_meta`), or the task's
   JSON-RPC error; `tasks/list` lists only the caller's tasks, paginated, from
   Temporal's visibility store; `tasks/cancel` requests cancellation and answers the task
   (a task already completed or failed: -32602). The same per-principal rate limits apply
-  as to the extension's methods (cancellations, "not found" lookups: rate_limits.py).
+  as to the extension's methods (cancellations, "not found" lookups: limits/rates.py).
 - A session's GET stream relays its own tasks' questions (fallback.session_questions).
 """
 

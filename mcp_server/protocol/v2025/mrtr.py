@@ -1,14 +1,14 @@
-"""Up-front questions (a tool's MRTR `prelude`) asked of a 2025-11-25 client.
+"""A tool's MRTR questions (multi round-trip requests, asked before it runs) at 2025-11-25.
 
 That era has no InputRequiredResult: a server asks with a request on the call's response
 stream and waits for the client's response. Rules:
-- Each round of the prelude (mrtr.py decides what is still needed) is sent as requests whose
-  ids start with `mcp-upfront:`, only for questions the session can take (else -32021, as at
+- Each MRTR round (v2026/mrtr.py decides what is still needed) is sent as requests whose
+  ids start with `mcp-mrtr:`, only for questions the session can take (else -32021, as at
   2026-07-28); the call waits for every answer of the round, then asks the next round.
 - The answers are awaited in this process: unlike a task's questions, nothing durable waits on
   them (the tool has not started). The response must therefore reach this replica; with
   several replicas, route a session's POSTs to one replica (affinity on `Mcp-Session-Id`) for
-  tools that ask up front, or use tasks. An answer that reaches another replica is logged and
+  tools that ask MRTR questions, or use tasks. An answer that reaches another replica is logged and
   dropped, and the call here ends with an error after `ANSWER_TIMEOUT_S`.
 - A client that cannot take a stream (JSON only) gets -32600 naming what to do.
 """
@@ -30,7 +30,7 @@ from mcp_server.protocol.v2026 import mrtr
 from mcp_server.tools.registry import Tool
 
 log = logging.getLogger("mcp_server.protocol.v2025.mrtr")
-PREFIX = "mcp-upfront:"
+PREFIX = "mcp-mrtr:"
 ANSWER_TIMEOUT_S = 600.0
 
 

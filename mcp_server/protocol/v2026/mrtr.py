@@ -1,19 +1,19 @@
 """Multi round-trip requests of tools/call: gathering a tool's input over rounds (wire §1.6).
 
 Rules implemented:
-- A tool's prelude says, from the arguments, this request's client capabilities and the answers
+- A tool's `mrtr` says, from the arguments, this request's client capabilities and the answers
   gathered so far, which input requests it still needs; the tool runs once it needs none.
 - The answers of earlier rounds travel in `requestState`, HMAC-signed, expiring, and bound to
   the tool, a digest of the arguments and the principal; a state of another call is -32602.
   It changes every round, since it carries what was answered so far.
 - Each answer is validated against the request it answers: -32602 when it cannot be one.
   The server keeps no state between rounds, so the request a retry answers is recomputed from
-  the answers the state carries (a prelude is a pure function of its inputs).
+  the answers the state carries (`mrtr` is a pure function of its inputs).
 - Keys the server did not ask are ignored; a missing answer is asked again, not an error.
 - An input request needs the client capability of its method (elicitation, sampling, roots);
   when the request did not declare it, the call is -32021 (requiredCapabilities names it).
 - A state that names a task continues the questions of that task, run attached to the call
-  (attached_rounds.py): `attached_task` returns it, bound as a prelude's state is.
+  (attached/rounds.py): `attached_task` returns it, bound as a tool's own MRTR state is.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from mcp_server.protocol.errors import invalid_params
 from mcp_server.protocol.limits.per_principal import Limits
 from mcp_server.protocol.models import check_input_response
 from mcp_server.protocol.request_state import PendingRound, RequestStateCodec, canonical_digest
-from mcp_server.tools.registry import InputRequests, PreludeRound, Tool
+from mcp_server.tools.registry import InputRequests, MrtrRound, Tool
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class Round:
 
 def gather(call: Round, codec: RequestStateCodec, limits: Limits) -> Gathered | InputRequired:
     """The answers the tool needs, or the input requests still missing."""
-    if call.tool.prelude is None:
+    if call.tool.mrtr is None:
         return Gathered({})  # a tool that asks nothing ignores MRTR parameters
     digest = canonical_digest(call.arguments)
     answers = _earlier_answers(call, codec, digest)
@@ -67,7 +67,7 @@ def gather(call: Round, codec: RequestStateCodec, limits: Limits) -> Gathered | 
 
     def needed() -> InputRequests:
         return call.tool.still_needed(
-            call.arguments, PreludeRound(call.client_capabilities, dict(answers))
+            call.arguments, MrtrRound(call.client_capabilities, dict(answers))
         )
 
     # A retry answers the round the requests were computed for; an answer may in turn make the
@@ -94,7 +94,7 @@ def gather(call: Round, codec: RequestStateCodec, limits: Limits) -> Gathered | 
 
 def attached_task(call: Round, codec: RequestStateCodec) -> PendingRound | None:
     """The round of an attached task this retry answers, or None when its state (if any) is a
-    prelude's. -32602 for a state of another call."""
+    tool's own. -32602 for a state of another call."""
     if call.request_state is None:
         return None
     pending = _bound(call, codec, canonical_digest(call.arguments))
@@ -116,7 +116,7 @@ def _earlier_answers(call: Round, codec: RequestStateCodec, digest: str) -> dict
     if call.request_state is None:
         return {}
     pending = _bound(call, codec, digest)
-    if pending.task_id:  # a task's round: its answers went to the task, not to a prelude
+    if pending.task_id:  # a task's round: its answers went to the task, not to the tool's MRTR
         raise invalid_params("requestState belongs to a different call; call the tool again")
     return dict(pending.answers)
 

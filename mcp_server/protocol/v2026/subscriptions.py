@@ -15,7 +15,7 @@ Rules implemented:
 - Changes come from the replica's one watcher per task (tasks/watchers.py), shared by every
   stream on that task: Temporal's history long-poll, and a re-read only after new events. A
   stream costs nothing while its tasks do not change, however long it stays open.
-- Limits (streams.py): open streams per caller and per replica, and tasks watched per replica
+- Limits (limits/listen.py): open streams per caller and per replica, and tasks watched per replica
   (QUOTA_EXCEEDED, HTTP 429); task ids per stream (-32602). Opening a stream reads each task
   as `tasks/get` does and spends the same poll budget (RATE_LIMITED, HTTP 429, Retry-After), so
   reopening streams is no way around the poll limiter.

@@ -8,7 +8,7 @@ the same -32602, at the same time (tasks/access.py).
   superseded keys are ignored whatever their value. Each delivered answer must be a valid
   response to its request (-32602). A terminal task acks and changes nothing.
 - `tasks/cancel` acks at once, terminal or not; the workflow ends `cancelled` soon after.
-- Rate limits per principal, checked before the lookup (rate_limits.py): tasks/update and
+- Rate limits per principal, checked before the lookup (limits/rates.py): tasks/update and
   tasks/cancel calls, and lookups that end "not found" (on every method that looks a task up).
 - Approvers (tasks/approvers.py): an approver of a task finds it like its owner; a request
   that names approvers is answered only by them, the owner included only when named, and a
