@@ -15,7 +15,7 @@ from mcp_tasks.identity import ANONYMOUS
 from tests.conftest import StackFactory
 from tests.mcp_client import NO_CAPABILITIES, McpClient
 from tests.time_skipping import task_input, worker_of_its_own
-from workflows.approvals import RequestApprovalWorkflow
+from workflows.request_approval import RequestApprovalWorkflow
 
 
 async def output_schema(mcp: McpClient) -> Draft202012Validator:

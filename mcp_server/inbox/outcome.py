@@ -14,7 +14,7 @@ from typing import Any
 from mcp_server.tasks.snapshots import TaskSnapshot
 from workflows.task_status import INBOX_LABELS
 
-# request_approval's structured `decision` (workflows/approvals.py) -> (label, tone).
+# request_approval's structured `decision` (workflows/request_approval.py) -> (label, tone).
 _DECISIONS = {
     "approved": ("approved", "ok"),
     "rejected": ("rejected", "bad"),

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities.commands import PIPELINE_NAME, PipelineFiles, run_command
-from activities.records import IDENTIFIER, RecordImports
-from activities.steps import ACTIVITIES
+from activities.deploy import PIPELINE_NAME, PipelineFiles, run_command
+from activities.import_records import IDENTIFIER, RecordImports
+from activities.multi_step_job import ACTIVITIES
 from mcp_server.tools.registry import Tool, ToolCall, ToolRegistry
 from mcp_tasks.contracts.approvers import APPROVERS_SCHEMA
-from workflows import approvals, demo, deploy, imports
+from workflows import deploy, import_records, multi_step_job, request_approval
 from workflows.results import text_result
 
 DAY_MS = 24 * 60 * 60 * 1000
@@ -29,10 +29,10 @@ MAX_DEADLINE_S = 29 * 24 * 3600  # the TTL outlives the longest deadline by a da
 
 
 def register(registry: ToolRegistry) -> None:
-    registry.add_workflows(demo.WORKFLOWS)
-    registry.add_workflows(approvals.WORKFLOWS)
+    registry.add_workflows(multi_step_job.WORKFLOWS)
+    registry.add_workflows(request_approval.WORKFLOWS)
     registry.add_workflows(deploy.WORKFLOWS)
-    registry.add_workflows(imports.WORKFLOWS)
+    registry.add_workflows(import_records.WORKFLOWS)
     records = RecordImports(registry.settings.import_dir)
     registry.add_activities([records.plan_import, records.inspect_source, records.import_chunk])
     registry.add(

@@ -14,7 +14,7 @@ from workflows.task_state import TaskInput
 from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
 
 with workflow.unsafe.imports_passed_through():
-    from activities.steps import StepInput, run_step
+    from activities.multi_step_job import StepInput, run_step
 
 
 @task_workflow("MultiStepJob")

@@ -36,7 +36,7 @@ from workflows.task_state import TaskInput
 from workflows.task_workflow import TaskWorkflow, task_workflow
 
 with workflow.unsafe.imports_passed_through():
-    from activities.records import BAD_ROWS_REPORTED, ImportSpec, RecordImports
+    from activities.import_records import BAD_ROWS_REPORTED, ImportSpec, RecordImports
 
 PATCH = "import-records-v2"
 CHUNK_TIMEOUT = timedelta(minutes=5)

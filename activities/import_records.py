@@ -12,15 +12,15 @@
   activity and the worker's own heartbeats share. They heartbeat at most once a second while
   they read or write, so a worker that dies mid-chunk is noticed within the heartbeat timeout.
 - `plan_import` reads the file once, before anything is written: its columns, its number of
-  rows, and every deterministic reason it cannot be imported (record_tables.py; a CSV quote
-  that never closes, record_rows.py). Those are `ImportRefused`, non-retryable.
+  rows, and every deterministic reason it cannot be imported (import_records_tables.py; a CSV quote
+  that never closes, import_records_rows.py). Those are `ImportRefused`, non-retryable.
 - `import_chunk` reads `chunk_size` rows from a byte offset and upserts them on the key column
   in a single transaction: a chunk that is retried (its worker died) writes the same rows
   again, so nothing is duplicated or lost. It returns where the next chunk starts.
 - Bad rows (no key, wrong width, invalid CSV or JSON, a number SQLite cannot hold) are counted
   and the first few reported with their row and line; they never stop the import.
 - `inspect_source` is the planning activity of imports started before `plan_import` existed
-  (workflows/imports.py); it also lists every chunk's offset.
+  (workflows/import_records.py); it also lists every chunk's offset.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.record_rows import Row, UnterminatedQuote, read_header, read_rows
-from activities.record_tables import column_problem, is_transient, table_problem, upsert
+from activities.import_records_rows import Row, UnterminatedQuote, read_header, read_rows
+from activities.import_records_tables import column_problem, is_transient, table_problem, upsert
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 # The subdirectory holding each principal's own databases, and what an area may be named.
