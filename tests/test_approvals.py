@@ -10,7 +10,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from temporalio.testing import WorkflowEnvironment
 
-from mcp_server.tools.demo import MAX_DEADLINE_S
+from mcp_server.tools.request_approval import MAX_DEADLINE_S
 from mcp_tasks.identity import ANONYMOUS
 from tests.conftest import StackFactory
 from tests.mcp_client import NO_CAPABILITIES, McpClient
