@@ -34,6 +34,7 @@ from mcp_server.http.transport import McpEndpoint, error_response
 from mcp_server.inbox.routes import add_inbox_routes
 from mcp_server.inbox.security import InboxHeadersMiddleware
 from mcp_server.inbox.signin import inbox_signin
+from mcp_server.observability.probes import EngineStatus
 from mcp_server.observability.routes import add_operations_routes, operations
 from mcp_server.protocol.errors import INVALID_REQUEST, McpError
 from mcp_server.protocol.services import build_services, clock, state_secret
@@ -89,11 +90,14 @@ def create_app(
     client: Client | None = None,
     store: TaskStore | None = None,
     local_client: Callable[[], Client | None] | None = None,
+    engine: EngineStatus | None = None,
 ) -> FastAPI:
     """Build the app. Without `store`, the lifespan connects to Temporal (or uses `client`).
 
     `local_client`: the client of a worker of this process on the same task queue, if one
     runs now; creates then ask Temporal for an eager start (tasks/store.py).
+
+    `engine`: the state of the embedded Temporal this process supervises, for /readyz.
 
     Raises ValueError for a configuration that must not serve (e.g. no authentication on a
     public address), before anything starts.
@@ -121,7 +125,7 @@ def create_app(
         app.state.services = services
         app.state.waiting = WaitingTasks(temporal) if temporal is not None else None
         app.state.store = task_store
-        async with operations(app, settings, registry, temporal):
+        async with operations(app, settings, registry, temporal, engine):
             yield
         if isinstance(task_store, TemporalTaskStore):
             await task_store.close()
