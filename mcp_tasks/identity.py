@@ -27,6 +27,8 @@ from mcp_tasks.contracts.approvers import (
 
 @dataclass(frozen=True)
 class Principal:
+    """Who a credential names: a subject, the scopes it holds, the OAuth client it was issued to."""
+
     subject: str
     scopes: frozenset[str] = frozenset()
     # The OAuth client the token was issued to (jwt `client_id`/`azp`), when it names one.
@@ -84,7 +86,7 @@ class Identity:
 
 # No approver at all (a request without an authenticated caller).
 NOBODY = Identity()
-LOCAL_USER = Identity("anonymous", every=True)
+LOCAL_USER = Identity(LOCAL_USER_NAME, every=True)
 
 
 def identity_of(principal: Principal) -> Identity:
