@@ -4,6 +4,7 @@ FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY mcp_server ./mcp_server
+COPY mcp_tasks ./mcp_tasks
 COPY workflows ./workflows
 COPY activities ./activities
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .

@@ -61,10 +61,15 @@ test-fast: $(STAMP)
 	$(VENV)/bin/pytest -n 3 --durations=25 -m "not slow and not conformance and not clients and not browser"
 
 # mypy checks tests/clients too, so the Python client libraries must be installed.
+# lint-imports holds the layers to the contracts in pyproject.toml ([tool.importlinter]);
+# .ci/import_cycles.py fails on any import cycle, between modules or between packages.
 lint: $(STAMP) $(VENV)/.clients-installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy .ci/import_cycles.py
+	$(VENV)/bin/lint-imports
+	$(PY) .ci/import_cycles.py
 
 # The documentation site into site/, strict: a broken link or a page left out of the nav fails.
 $(VENV)/.docs-installed: $(STAMP)

@@ -18,7 +18,7 @@ from temporalio import activity
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from workflows.quota import (
+from mcp_tasks.contracts.quota import (
     FIND_CLOSED_ACTIVITY,
     RELEASE_ACTIVITY,
     RELEASE_SIGNAL,

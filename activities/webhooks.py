@@ -2,13 +2,13 @@
 
 Rules implemented:
 - Only the worker's configured endpoints are called: the delivery names an endpoint id, and
-  its URL and secret come from this worker's file (mcp_server/webhooks/endpoints.py). An id
+  its URL and secret come from this worker's file (mcp_tasks/webhooks/endpoints.py). An id
   the worker does not know is a non-retryable failure (the endpoint was removed).
 - The body is JSON: {"id": delivery id, "event", "occurredAt", "task": {taskId, tool, status,
   statusMessage, createdAt, lastUpdatedAt, inputRequests: [{key, message}]}, "inboxUrl":
   <public URL>/inbox/tasks/<taskId> when MCP_TASKS_PUBLIC_URL is set}; for a `slack` endpoint
   {"text": ...}. At most `MAX_BODY_BYTES`.
-- Signed per attempt (mcp_server/webhooks/signature.py): delivery id, timestamp, signature.
+- Signed per attempt (mcp_tasks/webhooks/signature.py): delivery id, timestamp, signature.
 - One attempt takes at most `TIMEOUT_S`; redirects are not followed (a 3xx is a failure, so
   a delivery never reaches another host); at most `MAX_RESPONSE_BYTES` of the answer are read.
 - 2xx: delivered. 4xx but 408 and 429: refused, not retried. Anything else (5xx, 408, 429, 3xx,
@@ -32,22 +32,23 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from mcp_server import __version__
-from mcp_server.observability.logging import quiet_http_clients
-from mcp_server.observability.metrics import WEBHOOK_DELIVERIES, WEBHOOK_DELIVERY_SECONDS
-from mcp_server.webhooks.endpoints import WebhookEndpoint, WebhookEndpoints
-from mcp_server.webhooks.signature import (
+from mcp_tasks import __version__
+from mcp_tasks.contracts.webhooks import (
+    DELIVER_ACTIVITY,
+    DELIVERIES_METRIC,
+    DELIVERY_SECONDS_METRIC,
+    REJECTED_ERROR,
+    UNKNOWN_ENDPOINT_ERROR,
+    WebhookDelivery,
+)
+from mcp_tasks.logging import quiet_http_clients
+from mcp_tasks.webhooks.endpoints import WebhookEndpoint, WebhookEndpoints
+from mcp_tasks.webhooks.signature import (
     DELIVERY_HEADER,
     EVENT_HEADER,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
     signature,
-)
-from workflows.webhooks import (
-    DELIVER_ACTIVITY,
-    REJECTED_ERROR,
-    UNKNOWN_ENDPOINT_ERROR,
-    WebhookDelivery,
 )
 
 TIMEOUT_S = 10.0
@@ -186,9 +187,9 @@ class WebhookSender:
 
 def _count(outcome: str, seconds: float) -> None:
     meter = activity.metric_meter()
-    meter.create_counter(WEBHOOK_DELIVERIES, "Webhook delivery attempts by outcome").add(
+    meter.create_counter(DELIVERIES_METRIC, "Webhook delivery attempts by outcome").add(
         1, {"outcome": outcome}
     )
     meter.create_histogram_float(
-        WEBHOOK_DELIVERY_SECONDS, "Time of one webhook delivery attempt", "s"
+        DELIVERY_SECONDS_METRIC, "Time of one webhook delivery attempt", "s"
     ).record(seconds, {"outcome": outcome})

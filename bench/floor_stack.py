@@ -22,9 +22,9 @@ from pathlib import Path
 
 from bench.dev_stack import DEV, dev_stack
 from bench.run import split_stack
-from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.runtime.tokens import add_token
+from mcp_tasks.settings import Settings
 
 TOPOLOGIES = ("dev", "split")
 MODULES = ["mcp_server.tools.demo", "bench.fixture_tools"]

@@ -13,9 +13,9 @@ from typing import Any
 
 from bench.load import run_load, sample_peaks
 from bench.run import split_stack
-from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.runtime.tokens import add_token
+from mcp_tasks.settings import Settings
 
 
 async def on_split(

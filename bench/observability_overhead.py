@@ -16,7 +16,7 @@ import timeit
 from collections.abc import Callable
 
 from mcp_server.observability import metrics
-from mcp_server.observability.logging import JsonFormatter, request_line
+from mcp_tasks.logging import JsonFormatter, request_line
 
 FIELDS = {
     "requestId": "0123456789abcdef",

@@ -34,9 +34,9 @@ from bench.floor_clients import Progress
 from bench.floor_parked import park_raw
 from bench.floor_raw import RawFloor
 from bench.run import cpu_seconds
-from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import Synchronous, TemporalDevServer, free_port
 from mcp_server.runtime.worker import build_worker
+from mcp_tasks.settings import Settings
 
 
 async def measure(approvals: int, rounds: int, synchronous: Synchronous,

@@ -31,11 +31,11 @@ from typing import Any
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
 from bench.run import percentiles, spawn, timed_many
-from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
-from mcp_server.runtime.temporal_connection import connect
 from mcp_server.tasks.quota import QuotaReservations
 from mcp_server.tasks.store import TemporalTaskStore
+from mcp_server.temporal.connection import connect
+from mcp_tasks.settings import Settings
 from workflows.task_state import SEARCH_ATTRIBUTE_OWNER
 
 QUEUE = "bench-quota"

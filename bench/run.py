@@ -38,8 +38,8 @@ from typing import Any
 
 import httpx
 
-from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
+from mcp_tasks.settings import Settings
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -1,10 +1,12 @@
 """mkdocs hook: the reference pages, generated from the code at every build so they cannot drift.
 
-- `reference/settings.md`: every field of `Settings` (mcp_server/runtime/config.py) as its
+- `reference/settings.md`: every field of `Settings` (mcp_tasks/settings.py) as its
   `MCP_TASKS_*` variable, type, default and the comment written next to it;
 - `reference/errors.md`: every error code constant of the protocol layer
   (mcp_server/protocol/errors.py) with its value and the comment above it;
-- `reference/cli.md`: `mcp-tasks --help` and the help of every subcommand, from the parser.
+- `reference/cli.md`: `mcp-tasks --help` and the help of every subcommand, from the parser;
+- `reference/modules.md`: every module of the shipped packages, layer by layer in the order of
+  the import contracts (pyproject.toml), with the first line of its docstring.
 
 tests/test_docs_reference.py holds the pages to the code (a setting or a code missing fails it).
 """
@@ -20,11 +22,18 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-CONFIG = ROOT / "mcp_server" / "runtime" / "config.py"
+CONFIG = ROOT / "mcp_tasks" / "settings.py"
 ERRORS = ROOT / "mcp_server" / "protocol" / "errors.py"
 _CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*")
 _CODE = re.compile(r"-?\d+|[A-Z][A-Z0-9_]*")
-PAGES = ("reference/settings.md", "reference/errors.md", "reference/cli.md")
+PAGES = (
+    "reference/settings.md",
+    "reference/errors.md",
+    "reference/cli.md",
+    "reference/modules.md",
+)
+# The packages the wheel ships, top layer first (pyproject.toml [tool.importlinter]).
+SHIPPED = ("mcp_server", "workflows", "activities", "mcp_tasks")
 
 
 def _comments_above(lines: list[str], lineno: int) -> str:
@@ -79,7 +88,7 @@ def variables_read_directly() -> dict[str, tuple[str, str]]:
     """`MCP_TASKS_*` variables the code reads itself, outside `Settings`: variable ->
     (default, the module that reads it)."""
     found: dict[str, tuple[str, str]] = {}
-    for path in sorted((ROOT / "mcp_server").rglob("*.py")):
+    for path in sorted(p for package in SHIPPED for p in (ROOT / package).rglob("*.py")):
         for name, default in _READ_DIRECTLY.findall(path.read_text()):
             found.setdefault(name, (default.strip() or "None", str(path.relative_to(ROOT))))
     return found
@@ -97,7 +106,7 @@ def settings_page() -> str:
         "commands' flags (`--port`, `--auth`, ...) win over it. Every value is checked before",
         "anything starts, and a bad one stops the process with one line naming the variable.",
         "Booleans are `1/true/yes/on` or `0/false/no/off`; lists are comma-separated.",
-        "This page is generated from `Settings` in `mcp_server/runtime/config.py`.",
+        "This page is generated from `Settings` in `mcp_tasks/settings.py`.",
         "",
         "| variable | type | default | what it is |",
         "|---|---|---|---|",
@@ -189,10 +198,83 @@ def cli_page() -> str:
     return "\n".join(lines + _help_sections(parser, ["mcp-tasks"]))
 
 
+def layers() -> list[tuple[str, list[str]]]:
+    """Each shipped package, top first, with its own layers, top first (`a | b`: siblings), as
+    the layers contracts of pyproject.toml list them; [] for a package without one."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    inner = {
+        contract["containers"][0]: list(contract["layers"])
+        for contract in config["contracts"]
+        if contract["type"] == "layers" and contract.get("containers")
+    }
+    (top,) = [
+        c["layers"]
+        for c in config["contracts"]
+        if c["type"] == "layers" and not c.get("containers")
+    ]
+    return [(package, inner.get(package, [])) for package in top]
+
+
+def _summary(path: Path) -> str:
+    """The first line (sentence) of a module's docstring."""
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    return doc.split("\n\n", 1)[0].replace("\n", " ").strip()
+
+
+def _module_rows(folder: Path) -> list[str]:
+    rows = []
+    for path in sorted(folder.glob("*.py")):
+        if path.name != "__init__.py":
+            name = str(path.relative_to(ROOT))
+            rows.append(f"| `{name}` | {_cell(_summary(path))} |")
+    return rows
+
+
+def _package_sections(folder: Path) -> list[str]:
+    """A table of the modules of `folder`, then one per package inside it, recursively."""
+    lines: list[str] = []
+    rows = _module_rows(folder)
+    if rows:
+        title = str(folder.relative_to(ROOT)) + "/"
+        lines += [f"### `{title}`", "", "| module | what it is |", "|---|---|", *rows, ""]
+    for sub in sorted(p for p in folder.iterdir() if (p / "__init__.py").exists()):
+        lines += _package_sections(sub)
+    return lines
+
+
+def modules_page() -> str:
+    lines = [
+        "# Modules",
+        "",
+        "Every module of the shipped packages, generated from the code at every build: the",
+        "packages in the order of their layers (top first; a layer imports only the layers below",
+        "it, and `make lint` holds them to it), then each module with the first line of its",
+        "docstring. [Layout](../contributing/layout.md) says why the layers are in this order.",
+        "",
+    ]
+    for package, inner in layers():
+        lines += [f"## `{package}/`", ""]
+        if not inner:
+            lines += _package_sections(ROOT / package)
+            continue
+        lines += ["Its layers, top first: " + " > ".join(f"`{layer}`" for layer in inner), ""]
+        rows = _module_rows(ROOT / package)
+        if rows:
+            lines += [f"### `{package}/`", "", "| module | what it is |", "|---|---|", *rows, ""]
+        for layer in inner:
+            for name in (part.strip() for part in layer.split("|")):
+                if (ROOT / package / name).is_dir():
+                    lines += _package_sections(ROOT / package / name)
+    return "\n".join(lines)
+
+
 GENERATORS = {
     "reference/settings.md": settings_page,
     "reference/errors.md": errors_page,
     "reference/cli.md": cli_page,
+    "reference/modules.md": modules_page,
 }
 
 

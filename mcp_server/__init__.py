@@ -1,3 +1,1 @@
 """An MCP server (protocol revision 2026-07-28) with the Tasks extension, backed by Temporal."""
-
-__version__ = "0.1.0"

@@ -17,8 +17,8 @@ import pytest
 from fastapi import FastAPI
 
 from mcp_server.http.app import create_app
-from mcp_server.runtime.config import Settings
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.settings import Settings
 from tests.fakes.memory_store import MemoryTaskStore
 from tests.mcp_client import McpClient
 

@@ -20,11 +20,11 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from mcp_server.http.app import HttpServer, create_app
-from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.runtime.worker import build_worker
 from mcp_server.tools.loading import load_toolsets
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.settings import Settings
 from tests.mcp_client import McpClient
 from tests.timeout_stacks import pytest_timeout_set_timer  # noqa: F401  (a timed-out test's tasks)
 from tests.user_workflows import EXPOSED_TOML

@@ -16,13 +16,13 @@ from temporalio.client import Client
 
 from mcp_server.http.app import create_app
 from mcp_server.protocol.context import Services
-from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import free_port
 from mcp_server.runtime.worker import build_worker
-from mcp_server.tasks.approvers import Identity
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.identity import Identity
+from mcp_tasks.settings import Settings
 from tests.conftest import serving
 from tests.mcp_client import TASKS_AND_ELICITATION, VERSION, McpClient
 from tests.wire_schemas import assert_valid_stream_message

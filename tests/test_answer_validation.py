@@ -18,10 +18,10 @@ from temporalio.client import Client
 
 from mcp_server.protocol import errors
 from mcp_server.protocol.answer_schema import answer_problem, form_problem
-from mcp_server.protocol.fallback import input_request_id
-from mcp_server.runtime.config import Settings
+from mcp_server.protocol.attached.runs import input_request_id
 from mcp_server.runtime.operator_cli import EXIT_INVALID
 from mcp_server.tools.loading import load_toolsets
+from mcp_tasks.settings import Settings
 from tests.conftest import Stack, running_stack
 from tests.dev_process import MCP_TASKS
 from tests.legacy_client import LegacyClient

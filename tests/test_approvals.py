@@ -10,12 +10,12 @@ import pytest
 from jsonschema import Draft202012Validator
 from temporalio.testing import WorkflowEnvironment
 
-from mcp_server.http.auth import ANONYMOUS
-from mcp_server.tools.demo import MAX_DEADLINE_S
+from mcp_server.tools.request_approval import MAX_DEADLINE_S
+from mcp_tasks.identity import ANONYMOUS
 from tests.conftest import StackFactory
 from tests.mcp_client import NO_CAPABILITIES, McpClient
 from tests.time_skipping import task_input, worker_of_its_own
-from workflows.approvals import RequestApprovalWorkflow
+from workflows.request_approval import RequestApprovalWorkflow
 
 
 async def output_schema(mcp: McpClient) -> Draft202012Validator:

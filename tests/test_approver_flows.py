@@ -15,11 +15,11 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from temporalio.client import Client
 
 from mcp_server.protocol import errors
-from mcp_server.runtime.config import Settings
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.loading import load_toolsets
+from mcp_tasks.settings import Settings
 from tests.conftest import Stack, running_stack
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import TASKS, McpClient

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from mcp_server.http.auth import Principal
 from mcp_server.tasks.snapshots import snapshot_of
-from workflows.approvers import (
+from mcp_tasks.contracts.approvers import (
     MAX_APPROVERS,
     approver_id,
     describe_approvers,
     invalid_approvers,
     outstanding_ids,
 )
+from mcp_tasks.identity import Principal
 from workflows.task_state import (
     SEARCH_ATTRIBUTE_TYPES,
     SEARCH_ATTRIBUTES,

@@ -16,13 +16,13 @@ import pytest
 from temporalio.client import Client
 
 from mcp_server.protocol import errors
-from mcp_server.runtime.config import ConfigError, Settings
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.loading import load_toolsets
+from mcp_tasks.contracts.approvers import approver_id
+from mcp_tasks.settings import ConfigError, Settings
 from tests.conftest import Stack, StackFactory, running_stack
 from tests.mcp_client import TASKS, McpClient
-from workflows.approvers import approver_id
 
 NOT_FOUND = {"code": errors.INVALID_PARAMS, "message": errors.TASK_NOT_FOUND_MESSAGE}
 APPROVERS = ["release-manager", "scope:release"]

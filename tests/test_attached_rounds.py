@@ -1,7 +1,7 @@
 """What an attached call answers at 2026-07-28 to a client without the tasks extension: its
 task's questions as InputRequiredResult rounds (to a client that declares elicitation), the
 follow-up result otherwise, never `isError` while the task runs; and answers the task refuses
-(attached_rounds.py, refused_answers.py)."""
+(attached/rounds.py, refused_answers.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from mcp_server.protocol import errors, refused_answers
-from mcp_server.protocol.refused_answers import MAX_REFUSED
+from mcp_server.protocol import errors
+from mcp_server.protocol.attached import refused_answers
+from mcp_server.protocol.attached.refused_answers import MAX_REFUSED
 from tests.mcp_client import McpClient
 
 ELICITATION: dict[str, Any] = {"elicitation": {}}
@@ -143,4 +144,4 @@ def test_a_question_asked_again_has_a_new_request_id_that_routes_to_the_same_que
         "mcp-task-ab12",
         "k:with:colons",
     )
-    assert refused_answers.parse_request_id("mcp-upfront:xyz") is None
+    assert refused_answers.parse_request_id("mcp-mrtr:xyz") is None

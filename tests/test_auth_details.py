@@ -20,9 +20,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from mcp_server.http.auth import Principal, build_authenticator
-from mcp_server.runtime.config import Settings
+from mcp_server.auth.modes import build_authenticator
 from mcp_server.runtime.devserver import free_port
+from mcp_tasks.identity import Principal
+from mcp_tasks.settings import Settings
 from tests.asgi_stack import AsgiStack
 from tests.conftest import StackFactory
 from tests.jwks_server import JwksServer

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from mcp_server.runtime.config import ConfigError, Settings
+from mcp_tasks.settings import ConfigError, Settings
 from tests.dev_process import MCP_TASKS
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.commands import INVALID_PIPELINE, parse_pipeline
+from activities.deploy import INVALID_PIPELINE, parse_pipeline
 from mcp_server.runtime.devserver import TemporalDevServer
 from tests.conftest import StackFactory
 from tests.dev_process import WorkerProcess, wait_gone

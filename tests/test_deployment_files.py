@@ -16,8 +16,8 @@ import yaml
 
 from mcp_server.http.app import create_app
 from mcp_server.protocol.services import state_secret
-from mcp_server.runtime.config import Settings
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.settings import Settings
 
 COMPOSE = Path(__file__).resolve().parent.parent / "docker-compose.yml"
 SETTINGS = {f"MCP_TASKS_{name.upper()}" for name in Settings.model_fields}

@@ -62,6 +62,7 @@ def test_the_context_holds_what_the_server_and_worker_are_built_from() -> None:
         "pyproject.toml",
         "README.md",
         "mcp_server/runtime/cli.py",
+        "mcp_tasks/settings.py",
         "workflows/__init__.py",
         "activities/__init__.py",
         "pipelines",

@@ -104,7 +104,7 @@ async def test_the_documented_examples_run_as_written_from_a_fresh_directory(
 
 
 async def _resize_cluster(mcp: McpClient) -> dict[str, Any]:
-    """The example tool through a Python client: its prelude round, then its task's question."""
+    """The example tool through a Python client: its MRTR round, then its task's question."""
     first = (await mcp.call_tool("resize_cluster", {"size": 3})).result
     assert first["resultType"] == "input_required", first
     region = {"region": {"action": "accept", "content": {"region": "staging"}}}

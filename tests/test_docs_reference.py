@@ -12,7 +12,7 @@ from types import ModuleType
 
 from mcp_server.protocol import errors
 from mcp_server.runtime.cli import _parser
-from mcp_server.runtime.config import Settings
+from mcp_tasks.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 

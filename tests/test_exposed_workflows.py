@@ -9,9 +9,9 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 
-from mcp_server.runtime.config import ConfigError, Settings
 from mcp_server.tools.exposed import load
 from mcp_server.tools.loading import load_toolsets
+from mcp_tasks.settings import ConfigError, Settings
 from tests.mcp_client import McpClient
 from tests.user_workflows import (
     EXPOSED_TOML,

@@ -2,7 +2,7 @@
 `mcp-input:<taskId>:<key>`, naming a task that is missing or someone else's, as fast as it
 likes. It got -32603 and a logged traceback per try, and no rate limit applied. Now it gets the
 ordinary "not found" (-32602, the same for missing and foreign), and every such response counts
-against the sender's `tasks/update` limit (mcp_server/protocol/client_answers.py)."""
+against the sender's `tasks/update` limit (mcp_server/protocol/v2025/client_responses.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from mcp_server.protocol import errors
-from mcp_server.protocol.fallback import input_request_id
+from mcp_server.protocol.attached.runs import input_request_id
 from mcp_server.runtime.tokens import add_token
 from tests.conftest import StackFactory
 from tests.legacy_client import LegacyClient

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.commands import PipelineFiles, parse_pipeline
-from activities.records import AREAS, ImportSpec, RecordImports
-from mcp_server.http.auth import ANONYMOUS, Principal
+from activities.deploy import PipelineFiles, parse_pipeline
+from activities.import_records import AREAS, ImportSpec, RecordImports
 from mcp_server.protocol import errors
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tools.patterns import ecma_to_python
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.identity import ANONYMOUS, Principal
 from tests.conftest import Stack, StackFactory
 from tests.mcp_client import TASKS, McpClient
 

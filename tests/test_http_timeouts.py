@@ -15,9 +15,9 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from mcp_server.http.app import HttpServer, create_app, http_config
-from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import free_port
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.settings import Settings
 
 # Short limits for the test; every wait for a close is bounded well above them.
 REQUEST_TIMEOUT_S = 0.5

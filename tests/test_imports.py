@@ -15,13 +15,13 @@ import pytest
 from temporalio.api.enums.v1 import EventType, PendingActivityState
 from temporalio.client import Client, WorkflowHandle
 
-from activities.records import AREAS
-from mcp_server.http.auth import ANONYMOUS
+from activities.import_records import AREAS
 from mcp_server.protocol import errors
-from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.tools.loading import load_toolsets
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.identity import ANONYMOUS
+from mcp_tasks.settings import Settings
 from tests.conftest import Stack, StackFactory, running_stack
 from tests.dev_process import WorkerProcess
 from tests.legacy_client import LegacyClient

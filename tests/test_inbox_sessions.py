@@ -14,9 +14,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from mcp_server.http.auth import AuthError, TokenAuthentication
-from mcp_server.runtime.config import Settings
+from mcp_server.auth.authenticators import AuthError, TokenAuthentication
 from mcp_server.runtime.tokens import add_token, list_tokens, revoke_tokens
+from mcp_tasks.settings import Settings
 from tests.conftest import Stack, StackFactory
 from tests.mcp_client import McpClient
 from tests.test_security import AUDIENCE, ISSUER, _rsa, mint
@@ -275,7 +275,7 @@ async def test_an_unreadable_tokens_file_refuses_every_token_rather_than_the_old
 
 
 def test_the_auth_configuration_binding_tells_modes_and_files_apart(tmp_path: Path) -> None:
-    from mcp_server.http.auth import auth_binding
+    from mcp_server.auth.authenticators import auth_binding
 
     one = Settings(auth="tokens", tokens_file=str(tmp_path / "a.json"))
     two = Settings(auth="tokens", tokens_file=str(tmp_path / "b.json"))

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from starlette.datastructures import FormData
 
-from mcp_server.http.auth import Principal
 from mcp_server.inbox.csrf import CsrfTokens
 from mcp_server.inbox.forms import (
     FormProblem,
@@ -22,6 +21,7 @@ from mcp_server.inbox.forms import (
 from mcp_server.inbox.session import InboxSession, SessionCodec, cookie_header
 from mcp_server.inbox.timeline import render_timeline
 from mcp_server.tasks.waiting import inbox_query
+from mcp_tasks.identity import Principal
 
 SECRET = b"k" * 32
 ALICE = Principal("alice", frozenset({"deploy"}))

@@ -2,7 +2,7 @@
 requests with random `kid` values while the authorization server is slow or dead. They used to
 queue behind one lock and fill the thread pool, so a token whose key was already known waited
 for them. Now a known key never waits on a refresh, and random `kid`s cost at most one fetch
-per refresh interval (mcp_server/http/jwks.py)."""
+per refresh interval (mcp_server/auth/jwks.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from mcp_server.http import jwks as jwks_module
-from mcp_server.http.auth import AuthError
-from mcp_server.http.jwt_auth import JwtAuthentication
-from mcp_server.runtime.config import Settings
+from mcp_server.auth import jwks as jwks_module
+from mcp_server.auth.authenticators import AuthError
+from mcp_server.auth.jwt_auth import JwtAuthentication
+from mcp_tasks.settings import Settings
 from tests.jwks_server import JwksServer
 from tests.test_security import AUDIENCE, ISSUER, _rsa
 

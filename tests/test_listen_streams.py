@@ -15,10 +15,10 @@ from mcp_server.protocol import errors
 from mcp_server.protocol.context import RequestContext
 from mcp_server.protocol.models import ListenParams, parse_params
 from mcp_server.protocol.services import build_services
-from mcp_server.protocol.subscriptions import listen
-from mcp_server.runtime.config import Settings
+from mcp_server.protocol.v2026.subscriptions import listen
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.settings import Settings
 from tests.conftest import StackFactory
 from tests.listen_stream import ListenStream, counted_stack, eventually, is_final, task_status
 from tests.mcp_client import McpClient

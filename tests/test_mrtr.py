@@ -9,7 +9,7 @@ import pytest
 from mcp_server.protocol import errors
 from mcp_server.protocol.errors import McpError
 from mcp_server.protocol.request_state import PendingRound, RequestStateCodec
-from mcp_server.tools.registry import InputRequests, PreludeRound, Tool, ToolCall
+from mcp_server.tools.registry import InputRequests, MrtrRound, Tool, ToolCall
 from tests.conftest import Stack
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, McpClient
 
@@ -231,30 +231,30 @@ async def test_a_number_as_an_answer_is_invalid_params(mcp: McpClient) -> None:
 
 
 def test_a_prelude_that_sees_answers_gets_them_with_the_capabilities() -> None:
-    seen: list[PreludeRound] = []
+    seen: list[MrtrRound] = []
 
-    def prelude(arguments: dict[str, Any], so_far: PreludeRound) -> InputRequests:
+    def mrtr(arguments: dict[str, Any], so_far: MrtrRound) -> InputRequests:
         seen.append(so_far)
         return {} if "a" in so_far.answers else {"a": {"method": "roots/list", "params": {}}}
 
-    tool = Tool("t", "d", {"type": "object"}, handler=_never, prelude=prelude)
-    assert list(tool.still_needed({}, PreludeRound({"roots": {}}, {}))) == ["a"]
-    assert tool.still_needed({}, PreludeRound({}, {"a": {"roots": []}})) == {}
+    tool = Tool("t", "d", {"type": "object"}, handler=_never, mrtr=mrtr)
+    assert list(tool.still_needed({}, MrtrRound({"roots": {}}, {}))) == ["a"]
+    assert tool.still_needed({}, MrtrRound({}, {"a": {"roots": []}})) == {}
     assert seen[0].client_capabilities == {"roots": {}}
 
 
 def test_a_prelude_of_the_arguments_alone_is_not_asked_twice_for_an_answered_key() -> None:
     both = {"a": {"method": "roots/list"}, "b": {"method": "roots/list"}}
-    tool = Tool("t", "d", {"type": "object"}, handler=_never, prelude=lambda arguments: both)
-    assert list(tool.still_needed({}, PreludeRound({}, {"a": {"roots": []}}))) == ["b"]
+    tool = Tool("t", "d", {"type": "object"}, handler=_never, mrtr=lambda arguments: both)
+    assert list(tool.still_needed({}, MrtrRound({}, {"a": {"roots": []}}))) == ["b"]
 
 
 def test_a_prelude_taking_three_arguments_is_refused_at_registration() -> None:
-    def prelude(a: object, b: object, c: object) -> InputRequests:
+    def mrtr(a: object, b: object, c: object) -> InputRequests:
         return {}
 
-    with pytest.raises(ValueError, match="prelude takes"):
-        Tool("t", "d", {"type": "object"}, handler=_never, prelude=prelude)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="mrtr takes"):
+        Tool("t", "d", {"type": "object"}, handler=_never, mrtr=mrtr)  # type: ignore[arg-type]
 
 
 async def _never(call: ToolCall) -> dict[str, Any]:

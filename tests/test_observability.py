@@ -17,9 +17,9 @@ from typing import Any
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from mcp_server.http.auth import ANONYMOUS
 from mcp_server.observability import metrics
-from mcp_server.observability.logging import REQUEST_LOGGER, JsonFormatter
+from mcp_tasks.identity import ANONYMOUS
+from mcp_tasks.logging import REQUEST_LOGGER, JsonFormatter
 from tests.conftest import Stack, StackFactory
 from tests.mcp_client import McpClient
 

@@ -21,7 +21,6 @@ import pytest
 from temporalio.client import Client
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
-from mcp_server.http.auth import Principal
 from mcp_server.protocol.errors import INVALID_PARAMS
 from mcp_server.runtime.devserver import free_port
 from mcp_server.runtime.operator_cli import (
@@ -31,6 +30,7 @@ from mcp_server.runtime.operator_cli import (
     OPERATOR_DIGEST,
 )
 from mcp_server.runtime.tokens import add_token
+from mcp_tasks.identity import Principal
 from tests.dev_process import MCP_TASKS, DevProcess, client_for, reaped
 from tests.mcp_client import McpClient
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.http.auth import Principal
 from mcp_server.runtime.operator_answers import (
     InvalidAnswer,
     action_of,
@@ -14,6 +13,7 @@ from mcp_server.runtime.operator_answers import (
 )
 from mcp_server.runtime.operator_views import step_line
 from mcp_server.tasks.listing import InvalidFilter, TaskFilter
+from mcp_tasks.identity import Principal
 
 BASE = 'McpTool IS NOT NULL AND ExecutionStatus!="ContinuedAsNew"'
 

@@ -16,12 +16,12 @@ import pytest
 from temporalio.client import Client
 
 from mcp_server.http.app import create_app
-from mcp_server.runtime.config import ConfigError, Settings
 from mcp_server.runtime.devserver import free_port
 from mcp_server.runtime.worker import build_worker
 from mcp_server.tasks.poll_interval import advertised_ms
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.settings import ConfigError, Settings
 from tests.conftest import serving
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient

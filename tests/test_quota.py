@@ -21,10 +21,11 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 from activities.quota import find_closed
-from mcp_server.http.auth import ANONYMOUS
 from mcp_server.protocol import errors
 from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.contracts.quota import RELEASE_SIGNAL
+from mcp_tasks.identity import ANONYMOUS
 from tests.conftest import Stack, StackFactory, running_stack
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient, Reply
@@ -34,7 +35,6 @@ from workflows.quota import (
     IDLE,
     QUOTA_WORKFLOW,
     RECLAIM_EVERY,
-    RELEASE_SIGNAL,
     RESERVE_UPDATE,
     QuotaInput,
     QuotaWorkflow,

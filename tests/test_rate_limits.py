@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mcp_server.protocol import errors
-from mcp_server.protocol.rate_limits import PrincipalLimiter
+from mcp_server.protocol.limits.rates import PrincipalLimiter
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.store import new_task_id
 from tests.asgi_stack import AsgiStack, AsgiStackFactory

@@ -17,10 +17,10 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 from temporalio.client import Client
 
-from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
-from mcp_server.runtime.temporal_connection import observed_connection
+from mcp_server.temporal.connection import observed_connection
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.settings import Settings
 from tests.conftest import Stack, running_stack
 from tests.dev_process import MCP_TASKS
 

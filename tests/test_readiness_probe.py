@@ -11,10 +11,8 @@ from collections import Counter
 from types import SimpleNamespace
 from typing import Any, cast
 
-import pytest
 from temporalio.client import Client
 
-from mcp_server.observability import probes
 from mcp_server.observability.probes import READY_CACHE_S, Readiness
 from workflows.task_state import SEARCH_ATTRIBUTES
 
@@ -88,14 +86,12 @@ async def test_an_unreachable_temporal_is_not_named_in_the_public_body() -> None
     assert "10.20.30.40" not in json.dumps(body)
 
 
-async def test_the_embedded_engine_is_shown_without_its_address(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_the_embedded_engine_is_shown_without_its_address() -> None:
     outage = {"since": "2026-12-04T10:00:00Z",
               "reason": f"the Temporal dev server at {ADDRESS} was killed by signal 9"}  # fmt: skip
     status = {"state": "restarting", "address": ADDRESS, "restarts": 0, "outage": outage}
-    monkeypatch.setattr(probes, "_engine", lambda: status)
-    ready, body = await readiness(CountingTemporal(), Clock()).check()
+    probe = Readiness(cast(Client, CountingTemporal()), "tasks", 75.0, engine=lambda: status)
+    ready, body = await probe.check()
     assert not ready and body["engine"]["state"] == "restarting"
     assert "killed by signal 9" in body["engine"]["outage"]["reason"]
     assert "10.20.30.40" not in json.dumps(body)

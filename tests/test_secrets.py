@@ -17,12 +17,12 @@ from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
-from mcp_server.runtime.codec import KEY_ID, PayloadKeyError, key_id
-from mcp_server.runtime.config import ConfigError, Settings
 from mcp_server.runtime.devserver import TemporalDevServer
-from mcp_server.runtime.temporal_connection import connect
 from mcp_server.tasks.store import TemporalTaskStore
+from mcp_server.temporal.codec import KEY_ID, PayloadKeyError, key_id
+from mcp_server.temporal.connection import connect
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.settings import ConfigError, Settings
 from tests.conftest import running_stack
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient

@@ -19,13 +19,15 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from temporalio.client import Client
 
-from mcp_server.http.auth import ANONYMOUS, Principal, build_authenticator
+from mcp_server.auth.modes import build_authenticator
 from mcp_server.protocol import errors
-from mcp_server.protocol.limits import PollLimiter
-from mcp_server.runtime.config import Settings
+from mcp_server.protocol.limits.per_principal import PollLimiter
 from mcp_server.runtime.tokens import add_token
-from mcp_server.tasks.access import NOT_FOUND_FLOOR_S, find_task
+from mcp_server.tasks.access import find_task
+from mcp_server.tasks.not_found import NOT_FOUND_FLOOR_S
 from mcp_server.tasks.store import TemporalTaskStore, new_task_id
+from mcp_tasks.identity import ANONYMOUS, Principal
+from mcp_tasks.settings import Settings
 from tests.asgi_stack import AsgiStack, AsgiStackFactory
 from tests.conftest import Stack, StackFactory
 from tests.jwks_server import JwksServer

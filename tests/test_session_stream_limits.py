@@ -1,7 +1,7 @@
 """The attack: ten `GET /mcp` streams on one 2025-11-25 session, each looking for its tasks'
 questions every second, held Temporal at a third of a core, and nothing limited how many a
 caller could open. A session stream now takes a slot of the same pool as subscriptions/listen
-(mcp_server/protocol/streams.py): per caller and per replica, refused with QUOTA_EXCEEDED,
+(mcp_server/protocol/limits/listen.py): per caller and per replica, refused with QUOTA_EXCEEDED,
 HTTP 429 and Retry-After, as a listen is."""
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ import pytest
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from mcp_server.runtime.config import ConfigError, Settings
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.runtime.supervisor import SupervisedWorker
+from mcp_tasks.settings import ConfigError, Settings
 from tests.dev_process import DevProcess, alive, client_for, cmdline, reaped
 from tests.user_workflows import AddNumbers
 

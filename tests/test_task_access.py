@@ -10,15 +10,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from temporalio.client import Client
 
-from mcp_server.http.auth import ANONYMOUS, Principal
-from mcp_server.tasks.access import (
-    MAX_TASK_ID_LENGTH,
-    NOT_FOUND_FLOOR_S,
-    deadline_of,
-    find_task,
-    wait_until,
-)
+from mcp_server.tasks.access import MAX_TASK_ID_LENGTH, find_task, wait_until
+from mcp_server.tasks.not_found import NOT_FOUND_FLOOR_S
 from mcp_server.tasks.store import TemporalTaskStore
+from mcp_tasks.identity import ANONYMOUS, Principal
 from tests.conftest import Stack
 from tests.mcp_client import McpClient
 
@@ -101,7 +96,7 @@ async def test_only_reads_of_running_tasks_teach_the_deadline(
 ) -> None:
     """A foreign lookup is slower than a missing one: if "not found" answers moved the
     deadline, the time of the next answer would tell what the last lookup found."""
-    deadline = deadline_of(store)
+    deadline = store.not_found
     before = deadline.after(0.0)
     for task_id, owner in [(waiting_task, STRANGER), (MISSING, STRANGER), (MISSING, OWNER)]:
         assert await find_task(store, task_id, owner, now) is None

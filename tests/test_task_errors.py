@@ -15,7 +15,6 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from mcp_server.http.app import create_app
 from mcp_server.protocol import errors
 from mcp_server.protocol.errors import from_task_error
-from mcp_server.runtime.config import Settings
 from mcp_server.tasks.errors import (
     ArgumentsTooLarge,
     BackendRefused,
@@ -26,6 +25,7 @@ from mcp_server.tasks.errors import (
 )
 from mcp_server.tools.loading import load_toolsets
 from mcp_server.tools.registry import Tool, ToolRegistry
+from mcp_tasks.settings import Settings
 from tests.conftest import running_stack
 from tests.mcp_client import NO_CAPABILITIES, McpClient
 

@@ -14,7 +14,16 @@ from temporalio.worker import Replayer, WorkflowReplayResult
 
 from mcp_server.runtime.worker import workflow_runner
 from mcp_server.tools.registry import ToolRegistry
-from workflows import approvals, conformance, demo, deploy, exposed, imports, quota, task_state
+from workflows import (
+    conformance,
+    deploy,
+    exposed,
+    import_records,
+    multi_step_job,
+    quota,
+    request_approval,
+    task_state,
+)
 from workflows.task_state import TaskInput, TaskState
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -107,8 +116,8 @@ async def test_every_recorded_history_replays_with_todays_workflows(
 def test_every_task_workflow_that_ships_has_a_recorded_history() -> None:
     """So the replay above covers each one: a new tool's workflow needs a scenario in
     tests/histories/record.py (the open-task quota workflow is not a task workflow)."""
-    shipped = [*approvals.WORKFLOWS, *conformance.WORKFLOWS, *demo.WORKFLOWS,
-               *deploy.WORKFLOWS, *exposed.WORKFLOWS, *imports.WORKFLOWS]  # fmt: skip
+    shipped = [*request_approval.WORKFLOWS, *conformance.WORKFLOWS, *multi_step_job.WORKFLOWS,
+               *deploy.WORKFLOWS, *exposed.WORKFLOWS, *import_records.WORKFLOWS]  # fmt: skip
     recorded = {workflow_type(path) for path in HISTORIES.rglob("*.json")}
     names = {str(workflow._Definition.must_from_class(cls).name) for cls in shipped}
     assert len(names) == 15 and sorted(names - recorded) == []

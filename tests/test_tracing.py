@@ -17,10 +17,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from temporalio.client import Client
 
 from mcp_server.observability import tracing
-from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer
-from mcp_server.runtime.temporal_connection import observed_connection
+from mcp_server.temporal.connection import observed_connection
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.settings import Settings
 from tests.conftest import running_stack
 from tests.mcp_client import TASKS_AND_ELICITATION, VERSION
 from workflows.quota import QUOTA_WORKFLOW

@@ -13,11 +13,11 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.webhooks import WebhookSender
-from mcp_server.observability import logging as log_setup
 from mcp_server.runtime.devserver import free_port
-from mcp_server.webhooks.endpoints import WebhookEndpoint, WebhookEndpoints
+from mcp_tasks import logging as log_setup
+from mcp_tasks.contracts.webhooks import WebhookDelivery
+from mcp_tasks.webhooks.endpoints import WebhookEndpoint, WebhookEndpoints
 from tests.webhook_receiver import WebhookReceiver
-from workflows.webhooks import WebhookDelivery
 
 SLACK_TOKEN = "XOXB0SECRET0TOKEN0OF0THE0TESTS"
 SLACK_PATH = f"/services/T0TEAM/B0HOOK/{SLACK_TOKEN}"

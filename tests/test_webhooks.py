@@ -23,15 +23,16 @@ from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 from activities import webhooks as webhook_activities
 from activities.webhooks import MAX_BODY_BYTES, WebhookSender, encoded, slack_body
 from mcp_server.http.app import create_app
-from mcp_server.http.auth import ANONYMOUS
 from mcp_server.protocol.errors import INVALID_PARAMS
-from mcp_server.runtime.config import ConfigError, Settings
 from mcp_server.runtime.devserver import free_port
 from mcp_server.tasks.expiry import sweep
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
-from mcp_server.webhooks.endpoints import WebhookEndpoints, load_endpoints
-from mcp_server.webhooks.signature import (
+from mcp_tasks.contracts.webhooks import REJECTED_ERROR, UNKNOWN_ENDPOINT_ERROR, WebhookDelivery
+from mcp_tasks.identity import ANONYMOUS
+from mcp_tasks.settings import ConfigError, Settings
+from mcp_tasks.webhooks.endpoints import WebhookEndpoints, load_endpoints
+from mcp_tasks.webhooks.signature import (
     DELIVERY_HEADER,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
@@ -43,12 +44,7 @@ from tests.conftest import StackFactory
 from tests.dev_process import MCP_TASKS
 from tests.time_skipping import worker_of_its_own
 from tests.webhook_receiver import WebhookReceiver
-from workflows.webhooks import (
-    REJECTED_ERROR,
-    UNKNOWN_ENDPOINT_ERROR,
-    WebhookDelivery,
-    WebhookDeliveryWorkflow,
-)
+from workflows.webhooks import WebhookDeliveryWorkflow
 
 SECRET = "a-webhook-secret-of-the-tests"
 EVERY_EVENT = ["input_required", "completed", "failed", "cancelled"]

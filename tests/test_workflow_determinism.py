@@ -44,7 +44,12 @@ FORBIDDEN_BUILTINS = {"open", "input", "print", "exec", "eval", "__import__"}
 
 
 def modules() -> list[Path]:
-    return sorted(path for package in PASSED_THROUGH for path in (ROOT / package).rglob("*.py"))
+    folders = (ROOT / package.replace(".", "/") for package in PASSED_THROUGH)
+    return sorted(path for folder in folders for path in folder.rglob("*.py"))
+
+
+def passed_through(name: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in (*PASSED_THROUGH, ACTIVITY_PACKAGE))
 
 
 def imported(node: ast.AST) -> list[str]:
@@ -60,8 +65,7 @@ def violations(source: str) -> list[str]:
     found: list[str] = []
     for node in ast.walk(tree):
         for name in imported(node):
-            top = name.split(".")[0]
-            if name not in ALLOWED_IMPORTS and top not in {*PASSED_THROUGH, ACTIVITY_PACKAGE}:
+            if name not in ALLOWED_IMPORTS and not passed_through(name):
                 found.append(f"line {getattr(node, 'lineno', 0)}: imports {name}")
         if isinstance(node, ast.Call):
             func = node.func

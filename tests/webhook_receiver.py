@@ -1,5 +1,5 @@
 """A webhook receiver over real HTTP on 127.0.0.1, as an operator's service would run one: it
-verifies every POST with mcp_server/webhooks/signature.py (a bad one gets 401 and is kept
+verifies every POST with mcp_tasks/webhooks/signature.py (a bad one gets 401 and is kept
 apart), records each genuine delivery, and can be taken down and brought back on its port.
 Without a secret it stands for Slack: it checks nothing and records every POST."""
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from mcp_server.webhooks.signature import DELIVERY_HEADER, SignatureError, verify
+from mcp_tasks.webhooks.signature import DELIVERY_HEADER, SignatureError, verify
 
 
 @dataclass(frozen=True)

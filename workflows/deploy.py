@@ -13,11 +13,11 @@
   (succeeded)` (a cancelled task carries no result, so this is where a client reads it).
 - A worker killed mid-step: completed steps never run again (their results are in the history);
   the interrupted step is retried, so steps must be idempotent.
-- A gate with `approvers` is answered by them (workflows/approvers.py), not the caller: it
+- A gate with `approvers` is answered by them (mcp_tasks/contracts/approvers.py), not the caller: it
   needs no elicitation capability of the caller's client.
 - The step timeline (TaskState.steps: status, startedAt/endedAt, exitCode, outputTail,
   rollback) is published with the statusMessage at the points the deploy always published,
-  so it issues no command of its own (workflows/timeline.py).
+  so it issues no command of its own (workflows/deploy_timeline.py).
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 from temporalio.workflow import ActivityCancellationType
 
+from workflows.deploy_timeline import timeline
 from workflows.results import text_result
 from workflows.task_state import TaskInput, iso_timestamp
 from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
-from workflows.timeline import timeline
 
 with workflow.unsafe.imports_passed_through():
-    from activities.commands import CommandInput, PipelineFiles, run_command
+    from activities.deploy import CommandInput, PipelineFiles, run_command
 
 HEARTBEAT_TIMEOUT = timedelta(seconds=5)
 # Retries are for infrastructure (a worker that died); a command that fails is not retried.

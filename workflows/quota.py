@@ -44,13 +44,18 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, FailureError, is_cancelled_exception
 
+from mcp_tasks.contracts.quota import (
+    FIND_CLOSED_ACTIVITY,
+    RELEASE_ACTIVITY,
+    RELEASE_SIGNAL,
+    FoundTasks,
+    HeldTasks,
+    ReleaseSlot,
+)
 from workflows.task_state import TaskInput, iso_timestamp, parse_timestamp
 
 QUOTA_WORKFLOW = "McpQuota"
 RESERVE_UPDATE = "mcp.quota.reserve"
-RELEASE_SIGNAL = "mcp.quota.release"
-FIND_CLOSED_ACTIVITY = "mcp_tasks.quota_find_closed"
-RELEASE_ACTIVITY = "mcp_tasks.quota_release"
 # `TaskInput.quota_release` of the tasks that release by local activity: every task the server
 # starts now. A task without it (started by an earlier server) releases with the signal
 # command it always sent, so its history replays as it ran, with no patch marker in new ones.
@@ -112,23 +117,6 @@ class ReserveAnswer:
     open_tasks: int
     # The granted ids whose tasks must send no release (lazy slots).
     lazy: list[str] = field(default_factory=list)
-
-
-@dataclass
-class HeldTasks:
-    task_ids: list[str]
-
-
-@dataclass
-class FoundTasks:
-    closed: list[str]
-    missing: list[str]
-
-
-@dataclass
-class ReleaseSlot:
-    quota_workflow_id: str
-    task_id: str
 
 
 @workflow.defn(name=QUOTA_WORKFLOW)

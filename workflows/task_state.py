@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, get_args
+from typing import Any, Literal
+
+from workflows.task_status import TASK_STATUSES, TaskStatus
 
 MEMO_KEY = "mcp"
 MEMO_VERSION = 1
@@ -30,7 +32,7 @@ PROTOCOL_ERROR_TYPE = "McpProtocolError"
 SEARCH_ATTRIBUTE_STATUS = "McpStatus"
 SEARCH_ATTRIBUTE_TOOL = "McpTool"
 SEARCH_ATTRIBUTE_OWNER = "McpOwner"
-# KeywordList: the approver ids (workflows/approvers.py) of a task's outstanding requests;
+# KeywordList: the approver ids (mcp_tasks/contracts/approvers.py) of a task's outstanding requests;
 # upserted only by tasks that ever had approvers.
 SEARCH_ATTRIBUTE_APPROVERS = "McpApprovers"
 SEARCH_ATTRIBUTES = (
@@ -50,10 +52,6 @@ SEARCH_ATTRIBUTE_TYPES: dict[str, Literal["Keyword", "KeywordList"]] = {
 STEP_STATUSES = (
     "pending", "waiting", "running", "succeeded", "failed", "declined", "rolled back", "skipped"
 )  # fmt: skip
-
-TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
-TASK_STATUSES: tuple[TaskStatus, ...] = get_args(TaskStatus)
-TERMINAL_STATUSES: frozenset[TaskStatus] = frozenset({"completed", "failed", "cancelled"})
 
 
 def iso_timestamp(moment: datetime) -> str:
@@ -81,7 +79,8 @@ class TaskInput:
     poll_interval_ms: int
     owner: str
     client_capabilities: dict[str, Any] = field(default_factory=dict)
-    # Answers collected by MRTR rounds of tools/call before the task was created.
+    # Answers collected by MRTR rounds of tools/call before the task was created. The name is
+    # the stored one: every recorded task's input carries it, so it stays.
     prelude_responses: dict[str, Any] = field(default_factory=dict)
     # Names of arguments whose values must never reach the memo, statusMessage or errors.
     secret_arguments: list[str] = field(default_factory=list)

@@ -33,7 +33,7 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError, FailureError, is_cancelled_exception
 
-from workflows.approvers import describe_approvers, outstanding_ids
+from mcp_tasks.contracts.approvers import describe_approvers, outstanding_ids
 from workflows.input_limits import refuse_oversized
 from workflows.quota import releasing_slot
 from workflows.redaction import Redactor
@@ -50,9 +50,9 @@ from workflows.task_state import (
     SubmitInput,
     TaskInput,
     TaskState,
-    TaskStatus,
     iso_timestamp,
 )
+from workflows.task_status import TaskStatus, published_status
 from workflows.webhooks import Notifications, failure_message
 
 STATUS_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_STATUS)
@@ -188,7 +188,8 @@ class TaskWorkflow:
 
         With `timeout`, a durable timer withdraws the question when it fires and raises
         `TimeoutError` (the task goes back to `working`). With `approvers` (names, see
-        workflows/approvers.py), only they may answer, and McpApprovers lists them meanwhile.
+        mcp_tasks/contracts/approvers.py), only they may answer, and McpApprovers lists them
+        meanwhile.
         """
         answers = await self.ask_all(
             {key: request}, status_message=status_message, timeout=timeout, approvers=approvers
@@ -329,7 +330,7 @@ class TaskWorkflow:
         # Exactly one upsert_memo per call (and one upsert_search_attributes when the status
         # changes): running workflows replay these commands, so their number and order stay.
         if status is None:
-            status = "input_required" if self._outstanding else "working"
+            status = published_status(bool(self._outstanding))
         changed_status = status != self._current.status
         self._change(status=status, input_requests=dict(self._outstanding))
         if self._redactor:

@@ -1,7 +1,7 @@
 """Durable webhook notifications of a task: one child workflow per endpoint and event.
 
 A task whose `TaskInput.webhooks` names endpoints (the server fills it from the operator's
-file, mcp_server/webhooks/endpoints.py: ids and events only, never a URL or a secret) notifies
+file, mcp_tasks/webhooks/endpoints.py: ids and events only, never a URL or a secret) notifies
 them when it asks a question (`input_required`, once per `ask`/`ask_all`) and when it ends
 `completed`, `failed` or `cancelled`.
 
@@ -24,7 +24,7 @@ quotas and the open-task gauges never count them.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -33,16 +33,20 @@ from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
-from workflows.task_state import TaskState, TaskStatus, iso_timestamp
+from mcp_tasks.contracts.webhooks import (
+    DELIVER_ACTIVITY,
+    DELIVERIES_METRIC,
+    REJECTED_ERROR,
+    UNKNOWN_ENDPOINT_ERROR,
+    WebhookDelivery,
+)
+from workflows.task_state import TaskState, iso_timestamp
+from workflows.task_status import TaskStatus
 
 # Guards the commands notifications add (a marker, child starts): only tasks that name
 # endpoints ever reach it, and their histories all have the marker.
 WEBHOOKS_PATCH = "mcp-webhooks"
 DELIVERY_WORKFLOW = "McpWebhookDelivery"
-DELIVER_ACTIVITY = "mcp_tasks.deliver_webhook"
-# ApplicationError types the activity raises for what no retry can fix.
-REJECTED_ERROR = "WebhookRejected"
-UNKNOWN_ENDPOINT_ERROR = "WebhookEndpointUnknown"
 RETRY_POLICY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
@@ -50,25 +54,10 @@ RETRY_POLICY = RetryPolicy(
     non_retryable_error_types=[REJECTED_ERROR, UNKNOWN_ENDPOINT_ERROR],
 )
 GIVE_UP_AFTER = timedelta(days=1)
-# Counted by outcome: each attempt by the activity, a delivery given up by this workflow.
-DELIVERIES_METRIC = "mcp_tasks_webhook_deliveries_total"
 # One attempt: the activity's own 10 s limit on the POST, and some room.
 ATTEMPT_TIMEOUT = timedelta(seconds=30)
 MAX_MESSAGE_CHARS = 1000
 MAX_REQUESTS = 20
-
-
-@dataclass
-class WebhookDelivery:
-    """One notification: the child workflow's input and its activity's."""
-
-    delivery_id: str
-    endpoint: str
-    event: str
-    occurred_at: str
-    # taskId, tool, status, statusMessage, createdAt, lastUpdatedAt, inputRequests
-    # ([{key, message}]): the task as its memo shows it (redacted like the memo).
-    task: dict[str, Any]
 
 
 @workflow.defn(name=DELIVERY_WORKFLOW)

@@ -18,8 +18,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
 
-from mcp_server import __version__
-from mcp_server.http.auth import RESOURCE_METADATA_PATH, build_authenticator
+from mcp_server.auth.authenticators import RESOURCE_METADATA_PATH
+from mcp_server.auth.modes import build_authenticator
 from mcp_server.http.middleware import (
     AuthenticationMiddleware,
     BodyLimitMiddleware,
@@ -27,22 +27,25 @@ from mcp_server.http.middleware import (
     ObservabilityMiddleware,
     RequestIdMiddleware,
 )
-from mcp_server.http.origin import LOOPBACK_NAMES, OriginPolicy, is_loopback
+from mcp_server.http.origin import LOOPBACK_NAMES, OriginPolicy
 from mcp_server.http.sessions import SessionCodec
 from mcp_server.http.timeouts import guarded_protocol
 from mcp_server.http.transport import McpEndpoint, error_response
 from mcp_server.inbox.routes import add_inbox_routes
 from mcp_server.inbox.security import InboxHeadersMiddleware
 from mcp_server.inbox.signin import inbox_signin
+from mcp_server.observability.probes import EngineStatus
 from mcp_server.observability.routes import add_operations_routes, operations
 from mcp_server.protocol.errors import INVALID_REQUEST, McpError
 from mcp_server.protocol.services import build_services, clock, state_secret
-from mcp_server.runtime.config import Settings
-from mcp_server.runtime.temporal_connection import connect
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore
 from mcp_server.tasks.waiting import WaitingTasks
+from mcp_server.temporal.connection import connect
 from mcp_server.tools.registry import ToolRegistry
-from mcp_server.webhooks.endpoints import load_endpoints
+from mcp_tasks import __version__
+from mcp_tasks.hosts import is_loopback
+from mcp_tasks.settings import Settings
+from mcp_tasks.webhooks.endpoints import load_endpoints
 
 log = logging.getLogger("mcp_server.http.app")
 
@@ -87,11 +90,14 @@ def create_app(
     client: Client | None = None,
     store: TaskStore | None = None,
     local_client: Callable[[], Client | None] | None = None,
+    engine: EngineStatus | None = None,
 ) -> FastAPI:
     """Build the app. Without `store`, the lifespan connects to Temporal (or uses `client`).
 
     `local_client`: the client of a worker of this process on the same task queue, if one
     runs now; creates then ask Temporal for an eager start (tasks/store.py).
+
+    `engine`: the state of the embedded Temporal this process supervises, for /readyz.
 
     Raises ValueError for a configuration that must not serve (e.g. no authentication on a
     public address), before anything starts.
@@ -119,7 +125,7 @@ def create_app(
         app.state.services = services
         app.state.waiting = WaitingTasks(temporal) if temporal is not None else None
         app.state.store = task_store
-        async with operations(app, settings, registry, temporal):
+        async with operations(app, settings, registry, temporal, engine):
             yield
         if isinstance(task_store, TemporalTaskStore):
             await task_store.close()

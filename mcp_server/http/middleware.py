@@ -6,7 +6,7 @@
 2. `HostOriginMiddleware`: Host and Origin against DNS rebinding (origin.py): 403. The inbox's
    own forms post `Origin: null` (its pages send no referrer) with `Sec-Fetch-Site:
    same-origin`, which counts as no Origin there.
-3. `AuthenticationMiddleware`: the credential (auth.py) on every route but the public ones
+3. `AuthenticationMiddleware`: the credential (auth/) on every route but the public ones
    (`/healthz`, the OAuth protected-resource metadata) and the inbox's (`/inbox`, which checks
    its own session cookie): 401 / 403 with `WWW-Authenticate`,
    400 for more than one Authorization header, 503 with Retry-After when keys cannot be
@@ -30,13 +30,14 @@ from typing import Any
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_server.http.auth import Authenticator, AuthError, identity_of
+from mcp_server.auth.authenticators import Authenticator, AuthError
 from mcp_server.http.origin import OriginPolicy
 from mcp_server.observability import metrics
-from mcp_server.observability.logging import request_line
 from mcp_server.observability.record import SCOPE_KEY as OBSERVED_KEY
 from mcp_server.observability.record import RequestRecord
 from mcp_server.protocol.errors import INVALID_REQUEST
+from mcp_tasks.identity import identity_of
+from mcp_tasks.logging import request_line
 
 PUBLIC_PATHS = ("/healthz", "/readyz", "/.well-known/")
 # The approval inbox checks its own signed session cookie (mcp_server/inbox/signin.py); no

@@ -8,21 +8,12 @@ accepts any Host unless `allowed_hosts` is configured, and an Origin only when i
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from mcp_tasks.hosts import is_loopback
+
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-
-
-def is_loopback(host: str) -> bool:
-    name = host.strip("[]").lower()
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def _hostname(authority: str) -> str:

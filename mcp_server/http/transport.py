@@ -38,11 +38,13 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from mcp_server.http import headers, media_type
+from mcp_server.http import media_type
 from mcp_server.http.sessions import Session, SessionCodec
 from mcp_server.observability import record as observed
 from mcp_server.observability import tracing
-from mcp_server.protocol import audit, client_answers, dispatch, fallback
+from mcp_server.protocol import audit, dispatch
+from mcp_server.protocol import routing_headers as headers
+from mcp_server.protocol.attached import runs as attached_runs
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.envelope import names_protocol_version as _is_modern
 from mcp_server.protocol.envelope import params_of as _params
@@ -54,7 +56,6 @@ from mcp_server.protocol.errors import (
     McpError,
 )
 from mcp_server.protocol.grants import NO_SCOPE, Grant, InsufficientScope
-from mcp_server.protocol.legacy import InitializeParams, negotiate
 from mcp_server.protocol.models import (
     error_message,
     parse_params,
@@ -62,10 +63,12 @@ from mcp_server.protocol.models import (
     result_message,
     to_message,
 )
+from mcp_server.protocol.v2025 import client_responses
+from mcp_server.protocol.v2025.methods import InitializeParams, negotiate
 from mcp_server.protocol.wire import (
     HANDSHAKE_VERSIONS,
 )
-from mcp_server.tasks.approvers import NOBODY, Identity
+from mcp_tasks.identity import NOBODY, Identity
 
 log = logging.getLogger("mcp_server.http.transport")
 
@@ -255,7 +258,7 @@ class McpEndpoint:
 
     async def get(self, request: Request) -> Response:
         """The standalone stream of a 2025-11-25 session: its tasks' questions (see
-        `fallback.session_questions`). Without a session, or without SSE, 405."""
+        `attached_runs.session_questions`). Without a session, or without SSE, 405."""
         session_id = request.headers.get(SESSION_HEADER)
         if session_id is None or "text/event-stream" not in request.headers.get("accept", ""):
             return error_response(_NO_STREAM, None)
@@ -276,7 +279,7 @@ class McpEndpoint:
             identity=getattr(request.state, "identity", NOBODY),
         )
         try:  # a stream slot is taken before the stream opens: a refusal is a 429
-            questions = fallback.session_questions(ctx, self.services)
+            questions = attached_runs.session_questions(ctx, self.services)
         except McpError as error:
             return error_response(error, None)
         return StreamingResponse(
@@ -321,7 +324,7 @@ class McpEndpoint:
     async def _client_response(self, exchange: Exchange, session: Session) -> None:
         """A client's answer to a question a task asked it: delivered as tasks/update would;
         a refusal (rate limited, task not found) is answered with the response's id."""
-        refusal = await client_answers.route(
+        refusal = await client_responses.route(
             self.services,
             exchange.message,
             exchange.request_id,

@@ -9,10 +9,10 @@ The choice (`choice_of`) is the form's one required property that is
 - or a string enum of at most `MAX_OPTIONS` values of which one rejects (request_approval's
   `decision`: approve / reject), a button per value, named by its title.
 
-What the buttons send is what the workflows read (workflows/deploy.py, demo.py: approved only
-when `accept` with the boolean true; approvals.py: `accept` with `decision`): Approve is
-`accept` with true, Reject `accept` with false, so the comment typed travels with the
-rejection. An answer that rejects (`ends`) is taken only once confirmed (forms.py).
+What the buttons send is what the workflows read (workflows/deploy.py, multi_step_job.py:
+approved only when `accept` with the boolean true; request_approval.py: `accept` with
+`decision`): Approve is `accept` with true, Reject `accept` with false, so the comment typed
+travels with the rejection. An answer that rejects (`ends`) is taken only once confirmed (forms.py).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from mcp_server.inbox.list_page import list_version
 from mcp_server.inbox.pages import forms_version, task_version
 from mcp_server.protocol.errors import McpError
-from mcp_server.protocol.streams import Lease, Listening
+from mcp_server.protocol.limits.listen import Lease, Listening
 from mcp_server.tasks.errors import TaskError
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.waiting import Waiting

@@ -18,7 +18,7 @@ from mcp_server.inbox.forms import message_of
 from mcp_server.inbox.html import duration, h, join, page, parse_time
 from mcp_server.inbox.paging import WaitingPage
 from mcp_server.tasks.waiting import Waiting
-from workflows.approvers import describe_approvers
+from mcp_tasks.contracts.approvers import describe_approvers
 
 MAX_MESSAGE = 160
 MAX_SUMMARY = 120

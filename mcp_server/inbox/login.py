@@ -7,7 +7,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from mcp_server.http.auth import AuthError
+from mcp_server.auth.authenticators import AuthError
 from mcp_server.inbox import pages
 from mcp_server.inbox.csrf import FIELD_NAME
 from mcp_server.inbox.responses import forged, html_page

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_server.tasks.snapshots import TaskSnapshot
+from workflows.task_status import INBOX_LABELS
 
-# request_approval's structured `decision` (workflows/approvals.py) -> (label, tone).
+# request_approval's structured `decision` (workflows/request_approval.py) -> (label, tone).
 _DECISIONS = {
     "approved": ("approved", "ok"),
     "rejected": ("rejected", "bad"),
@@ -63,10 +64,9 @@ def outcome_of(snapshot: TaskSnapshot) -> Outcome:
     if snapshot.status == "completed":
         return _completed(snapshot)
     if snapshot.status == "failed":
-        message = snapshot.error.get("message") if snapshot.error else None
+        message = snapshot.error.message if snapshot.error else None
         return Outcome("failed", "bad", str(message or snapshot.status_message or ""))
     if snapshot.status == "cancelled":
         return Outcome("cancelled", "idle", snapshot.status_message)
-    if snapshot.status == "input_required":
-        return Outcome("input required", "wait")
-    return Outcome(snapshot.status.replace("_", " "), "run")
+    label = INBOX_LABELS[snapshot.status]
+    return Outcome(label, "wait" if snapshot.status == "input_required" else "run")

@@ -27,7 +27,7 @@ from mcp_server.inbox.list_page import age
 from mcp_server.inbox.outcome import outcome_of
 from mcp_server.inbox.timeline import render_timeline
 from mcp_server.tasks.snapshots import TaskSnapshot
-from workflows.approvers import describe_approvers
+from mcp_tasks.contracts.approvers import describe_approvers
 
 
 def consequence(snapshot: TaskSnapshot) -> str:

@@ -24,7 +24,6 @@ from starlette.responses import (
     StreamingResponse,
 )
 
-from mcp_server.http.auth import Principal, identity_of
 from mcp_server.inbox import pages
 from mcp_server.inbox.csrf import FIELD_NAME
 from mcp_server.inbox.events import list_stream, task_stream
@@ -38,11 +37,12 @@ from mcp_server.inbox.session import InboxSession
 from mcp_server.inbox.signin import SIGN_IN_PATH, SignIn
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import INTERNAL_ERROR, McpError
-from mcp_server.protocol.tasks import lookup, submit_answers
+from mcp_server.protocol.v2026.tasks import lookup, submit_answers
 from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.errors import TaskError, TaskNotFound
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.waiting import Waiting, WaitingTasks
+from mcp_tasks.identity import Principal, identity_of
 
 STATIC_DIR = Path(__file__).parent / "static"
 STATIC_FILES = {"inbox.css": "text/css", "inbox.js": "text/javascript"}

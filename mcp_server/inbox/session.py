@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server.http.auth import Principal
+from mcp_tasks.identity import Principal
 
 COOKIE_NAME = "mcp_inbox"
 COOKIE_PATH = "/inbox"
@@ -85,7 +85,7 @@ def _principal_of(value: object) -> Principal | None:
 
 class SessionCodec:
     def __init__(self, secret: bytes, lifetime_s: int, binding: str = "none") -> None:
-        """`binding`: the authentication configuration (http/auth.py `auth_binding`); the
+        """`binding`: the authentication configuration (auth/authenticators.py `auth_binding`); the
         key is derived for it alone."""
         purpose = "session" if binding == "none" else f"session under {binding}"
         self._key = derive_key(secret, purpose)

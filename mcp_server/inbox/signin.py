@@ -25,20 +25,18 @@ import jwt
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mcp_server.http.auth import (
-    ANONYMOUS,
+from mcp_server.auth.authenticators import (
     Authenticator,
     AuthError,
     NoAuthentication,
-    Principal,
     TokenAuthentication,
     auth_binding,
-    reserved_subject,
     token_hash,
 )
 from mcp_server.inbox.csrf import CsrfTokens
 from mcp_server.inbox.session import COOKIE_NAME, InboxSession, SessionCodec, cookie_header
-from mcp_server.runtime.config import Settings
+from mcp_tasks.identity import ANONYMOUS, Principal, reserved_subject
+from mcp_tasks.settings import Settings
 
 SIGN_IN_PATH = "/inbox/login"
 

@@ -1,2 +1,3 @@
 """What an operator sees of the server: Prometheus metrics (metrics.py, visibility.py), traces
-(tracing.py), one log line per request (logging.py, record.py), and the probes (probes.py)."""
+(tracing.py), one log line per request (record.py; the format: mcp_tasks/logging.py), and the
+probes (probes.py)."""

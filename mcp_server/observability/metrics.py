@@ -28,7 +28,12 @@ from prometheus_client import (
 )
 
 from mcp_server.protocol.dispatch import LEGACY_TABLE
-from workflows.webhooks import DELIVERIES_METRIC
+from mcp_server.tasks import temporal_errors
+from mcp_tasks.contracts.webhooks import (
+    DELIVERIES_METRIC,
+    DELIVERY_SECONDS_BUCKETS,
+    DELIVERY_SECONDS_METRIC,
+)
 
 # No `_created` series: half the text of every scrape, and unused here.
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -61,11 +66,9 @@ REFUSALS = Counter(
     "body_too_large",
     ["reason"],
 )
-TEMPORAL_RPC_ERRORS = Counter(
-    "mcp_tasks_temporal_rpc_errors",
-    "Temporal calls of the server that failed, by operation and gRPC status",
-    ["operation", "code"],
-)
+# Defined by the task layer, which counts them (tasks/temporal_errors.py); listed here with the
+# server's other metrics.
+TEMPORAL_RPC_ERRORS = temporal_errors.TEMPORAL_RPC_ERRORS
 OPEN_TASKS = Gauge(
     "mcp_tasks_open_tasks",
     "Running tasks by tool and status (working, input_required), from Temporal's visibility "
@@ -97,8 +100,8 @@ VISIBILITY_REFRESHED_AT = Gauge(
 # (MCP_TASKS_WORKER_METRICS_PORT), not by this registry. Outcome: delivered, failed (retried),
 # rejected (a 4xx, not retried), gave_up (a day of retries went by; the delivery workflow).
 WEBHOOK_DELIVERIES = DELIVERIES_METRIC
-WEBHOOK_DELIVERY_SECONDS = "mcp_tasks_webhook_delivery_duration_seconds"
-WEBHOOK_DELIVERY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+WEBHOOK_DELIVERY_SECONDS = DELIVERY_SECONDS_METRIC
+WEBHOOK_DELIVERY_BUCKETS = DELIVERY_SECONDS_BUCKETS
 WORKER_METRICS = (WEBHOOK_DELIVERIES, WEBHOOK_DELIVERY_SECONDS)
 
 _REFUSAL_BY_OUTCOME = {

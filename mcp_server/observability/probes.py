@@ -44,15 +44,9 @@ READY_CACHE_S = 1.0
 
 log = logging.getLogger(__name__)
 
+# The state of the process's supervised embedded Temporal (runtime/supervisor.py), shown by
+# /readyz; a server on a Temporal of its own has none.
 EngineStatus = Callable[[], dict[str, Any]]
-_engine: EngineStatus | None = None
-
-
-def report_engine(status: EngineStatus | None) -> None:
-    """The process's supervised embedded Temporal (runtime/supervisor.py), shown by /readyz;
-    None: no embedded engine (a server on a Temporal of its own)."""
-    global _engine
-    _engine = status
 
 
 def liveness() -> dict[str, Any]:
@@ -69,8 +63,10 @@ class Readiness:
         task_queue: str,
         poller_max_age_s: float,
         clock: Callable[[], float] = time.monotonic,
+        engine: EngineStatus | None = None,
     ) -> None:
         self.client = client
+        self.engine = engine
         self.task_queue = task_queue
         self.poller_max_age = timedelta(seconds=poller_max_age_s)
         self._attributes_seen = False  # once registered, they stay: not asked again
@@ -83,7 +79,7 @@ class Readiness:
         state is read on every call (it costs nothing, and an outage shows at once); the
         Temporal checks are the last ones when younger than READY_CACHE_S, else the ones
         running, else new ones."""
-        engine = _public(_engine()) if _engine is not None else None
+        engine = _public(self.engine()) if self.engine is not None else None
         if engine is not None and engine["state"] != "running":
             self._last = None  # what was checked before the outage no longer holds
             why = engine["outage"]["reason"]

@@ -19,21 +19,27 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from temporalio.client import Client
 
-from mcp_server.observability.probes import Readiness, liveness
+from mcp_server.observability.probes import EngineStatus, Readiness, liveness
 from mcp_server.observability.visibility import OpenTaskGauges
-from mcp_server.runtime.config import Settings
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.settings import Settings
 
 
 @contextlib.asynccontextmanager
 async def operations(
-    app: FastAPI, settings: Settings, registry: ToolRegistry, client: Client | None
+    app: FastAPI,
+    settings: Settings,
+    registry: ToolRegistry,
+    client: Client | None,
+    engine: EngineStatus | None = None,
 ) -> AsyncIterator[None]:
     app.state.readiness = app.state.gauges = None
     if client is None:  # a store without Temporal (tests of the app alone): no probes to run
         yield
         return
-    app.state.readiness = Readiness(client, settings.task_queue, settings.ready_poller_max_age_s)
+    app.state.readiness = Readiness(
+        client, settings.task_queue, settings.ready_poller_max_age_s, engine=engine
+    )
     tools = sorted(t.name for t in registry.tools() if t.task_support != "never")
     gauges = OpenTaskGauges(
         client, tools, settings.metrics_refresh_s, settings.task_queue,

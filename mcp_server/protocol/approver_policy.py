@@ -22,15 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_server.protocol.errors import APPROVERS_NOT_ALLOWED, McpError
-from mcp_server.protocol.rate_limits import PrincipalLimiter
-from mcp_server.runtime.config import Settings
-from mcp_server.tasks.approvers import (
-    ApproverNamingRule,
-    Identity,
-    NamingPolicy,
-    naming_problem,
-)
+from mcp_server.protocol.limits.rates import PrincipalLimiter
+from mcp_server.tasks.approvers import ApproverNamingRule, NamingPolicy, naming_problem
 from mcp_server.tools.registry import Tool
+from mcp_tasks.identity import Identity
+from mcp_tasks.settings import Settings
 
 
 def naming_policy(settings: Settings) -> NamingPolicy:

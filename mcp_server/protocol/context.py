@@ -14,17 +14,18 @@ from typing import Any
 
 import mcp_types as core
 
-from mcp_server.http.headers import HeaderSource
 from mcp_server.protocol.approver_policy import ApproverPolicy
+from mcp_server.protocol.awaited_answers import AwaitedAnswers
 from mcp_server.protocol.grants import EVERY_SCOPE, Grant
-from mcp_server.protocol.limits import Limits
+from mcp_server.protocol.limits.listen import Listening
+from mcp_server.protocol.limits.per_principal import Limits
 from mcp_server.protocol.request_state import RequestStateCodec
-from mcp_server.protocol.streams import Listening
+from mcp_server.protocol.routing_headers import HeaderSource
 from mcp_server.protocol.wire import MODERN_VERSION
-from mcp_server.tasks.approvers import NOBODY, Identity
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tools.registry import ToolRegistry
-from mcp_server.webhooks.endpoints import WebhookEndpoints
+from mcp_tasks.identity import NOBODY, Identity
+from mcp_tasks.webhooks.endpoints import WebhookEndpoints
 
 # Sends one JSON-RPC message (a notification, or at 2025-11-25 a server-to-client request) on
 # the response stream of the request being served.
@@ -51,6 +52,8 @@ class Services:
     webhooks: WebhookEndpoints = field(default_factory=WebhookEndpoints)
     # Who may name approvers, and each principal's approver requests (approver_policy.py).
     approvers: ApproverPolicy = field(default_factory=ApproverPolicy.open)
+    # The answers this process awaits to its requests of a 2025-11-25 client (v2025/mrtr.py).
+    awaited: AwaitedAnswers = field(default_factory=AwaitedAnswers)
 
 
 async def _nowhere(message: dict[str, Any]) -> None:

@@ -16,7 +16,7 @@ import binascii
 
 import mcp_types as core
 
-from mcp_server.protocol import followup
+from mcp_server.protocol.attached import followup_tools
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import invalid_params
 from mcp_server.protocol.models import DiscoverResult, ListToolsResult, PaginatedParams, Params
@@ -65,7 +65,7 @@ def tool_model(tool: Tool, *, legacy: bool) -> core.Tool:
         title=tool.title,
         description=tool.description,
         input_schema=tool.input_schema,
-        output_schema=followup.listed_output_schema(tool),
+        output_schema=followup_tools.listed_output_schema(tool),
         annotations=core.ToolAnnotations.model_validate(tool.annotations)
         if tool.annotations
         else None,
@@ -76,7 +76,7 @@ def tool_model(tool: Tool, *, legacy: bool) -> core.Tool:
 async def list_tools(
     ctx: RequestContext, services: Services, params: PaginatedParams
 ) -> ListToolsResult:
-    tools = [*services.registry.tools(), *followup.TOOLS]
+    tools = [*services.registry.tools(), *followup_tools.TOOLS]
     offset = _cursor_offset(params.cursor)
     if offset > len(tools):
         raise invalid_params("Invalid cursor")

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from mcp_server.protocol import audit, capabilities, discovery, legacy, subscriptions, tasks, tools
+from mcp_server.protocol import audit, capabilities, discovery, tools
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import METHOD_NOT_FOUND, McpError, from_task_error
 from mcp_server.protocol.models import (
@@ -34,6 +34,8 @@ from mcp_server.protocol.models import (
     UpdateTaskParams,
     parse_params,
 )
+from mcp_server.protocol.v2025 import methods as v2025
+from mcp_server.protocol.v2026 import subscriptions, tasks
 from mcp_server.protocol.wire import TASKS_CAPABILITY, TASKS_EXTENSION
 from mcp_server.tasks.errors import TaskError
 
@@ -62,7 +64,26 @@ def _method(name: str, params: type[Params], handler: Any, **spec: Any) -> Metho
     return Method(name, params, handler, **spec)
 
 
-_LEGACY_PLAIN, _LEGACY_TASKS = legacy.methods()
+# The 2025-11-25 era's handshake methods, served beside the shared ones.
+_LEGACY_PLAIN = [
+    Method("initialize", v2025.InitializeParams, v2025.initialize, eras=LEGACY),
+    Method("ping", Params, v2025.empty, eras=LEGACY),
+    Method("logging/setLevel", v2025.SetLevelParams, v2025.empty, eras=LEGACY),
+]
+# The 2025-11-25 era's own tasks methods (not the extension's).
+_LEGACY_TASKS = [
+    Method("tasks/get", TaskIdParams, v2025.get_task, eras=LEGACY, name_param="taskId"),
+    Method("tasks/result", TaskIdParams, v2025.task_result, eras=LEGACY, name_param="taskId"),
+    Method("tasks/list", PaginatedParams, v2025.list_tasks, eras=LEGACY),
+    Method(
+        "tasks/cancel",
+        TaskIdParams,
+        v2025.cancel_task,
+        eras=LEGACY,
+        name_param="taskId",
+        audit_event="tasks/cancel",
+    ),
+]
 TABLE: dict[str, Method] = {
     m.name: m
     for m in [

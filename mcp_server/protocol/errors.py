@@ -19,6 +19,7 @@ from mcp_server.tasks.errors import (
     BackendUnavailable,
     TaskError,
     TaskFailed,
+    TaskFailure,
     TaskNotFound,
 )
 
@@ -107,6 +108,21 @@ def missing_capability(required: dict[str, Any], what: str) -> McpError:
     )
 
 
+def failure_error(failure: TaskFailure) -> McpError:
+    """The JSON-RPC error of a failed task: its tool's own, else an internal error."""
+    code = INTERNAL_ERROR if failure.code is None else failure.code
+    return McpError(code, failure.message, failure.data)
+
+
+def error_object(failure: TaskFailure) -> dict[str, Any]:
+    """A failed task's JSON-RPC error object (`code`, `message`, `data` when it has one)."""
+    error = failure_error(failure)
+    body: dict[str, Any] = {"code": error.code, "message": error.message}
+    if error.data is not None:
+        body["data"] = error.data
+    return body
+
+
 def from_task_error(err: TaskError) -> McpError:
     """The JSON-RPC error a client receives for an error of the task layer."""
     if isinstance(err, TaskNotFound):
@@ -114,7 +130,7 @@ def from_task_error(err: TaskError) -> McpError:
     if isinstance(err, ArgumentsTooLarge):
         return invalid_params(str(err))
     if isinstance(err, TaskFailed):
-        return McpError(err.code, err.message, err.data)
+        return failure_error(TaskFailure(err.message, err.code, err.data))
     if isinstance(err, BackendUnavailable):
         # A deliberate 503 the client may retry.
         retry_after_s = math.ceil(err.retry_after_s)

@@ -34,7 +34,7 @@ from mcp_server.protocol.wire import (
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
 )
-from workflows.task_state import TaskStatus
+from workflows.task_status import TaskStatus
 
 M = TypeVar("M", bound=BaseModel)
 JsonObject = dict[str, Any]

@@ -3,7 +3,7 @@
 The state is attacker-controlled, so it is signed with HMAC-SHA256 and binds the method, the
 tool, a digest of the arguments, the principal and an expiry. It also carries the answers of
 earlier rounds, so a stateless server can ask in several rounds. The round of a task run
-attached to the call (attached_rounds.py) names its task instead, and how many answers of
+attached to the call (attached/rounds.py) names its task instead, and how many answers of
 that call were refused so far.
 """
 
@@ -39,7 +39,7 @@ class PendingRound:
     arguments_digest: str
     principal: str
     answers: dict[str, Any]
-    # The task whose question the round asks (attached_rounds.py); "" for a tool's prelude.
+    # The task whose question the round asks (attached/rounds.py); "" for a tool's own MRTR.
     task_id: str = ""
     # How many answers to this task's questions the call refused so far.
     refused: int = 0

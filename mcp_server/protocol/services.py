@@ -16,19 +16,19 @@ import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from mcp_server import __version__
-from mcp_server.http.origin import is_loopback
 from mcp_server.protocol.approver_policy import ApproverPolicy
 from mcp_server.protocol.context import Services
-from mcp_server.protocol.limits import Limits, PollLimiter
-from mcp_server.protocol.rate_limits import RateLimits
+from mcp_server.protocol.limits.listen import Listening, StreamSlots
+from mcp_server.protocol.limits.per_principal import Limits, PollLimiter
+from mcp_server.protocol.limits.rates import RateLimits
 from mcp_server.protocol.request_state import RequestStateCodec
-from mcp_server.protocol.streams import Listening, StreamSlots
-from mcp_server.runtime.config import Settings
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tasks.watchers import TaskWatchers
 from mcp_server.tools.registry import ToolRegistry
-from mcp_server.webhooks.endpoints import WebhookEndpoints, load_endpoints
+from mcp_tasks import __version__
+from mcp_tasks.hosts import is_loopback
+from mcp_tasks.settings import Settings
+from mcp_tasks.webhooks.endpoints import WebhookEndpoints, load_endpoints
 
 log = logging.getLogger("mcp_server.protocol.services")
 

@@ -12,11 +12,11 @@ Rules implemented:
   finish before a task is created; `requestState` never reaches a CreateTaskResult.
 - A task: at 2026-07-28 when the request declares the extension (a `params.task` is ignored:
   only the per-request capability decides); at 2025-11-25 when the request carries `task`.
-- Otherwise a task tool runs attached to the call (fallback.py): the caller waits, sees progress
+- Otherwise a task tool runs attached to the call (runs.py): the caller waits, sees progress
   and questions on the response stream, and gets either the result or, past the wait, a result
   that names the task and the follow-up tools. The task itself is never stopped for that.
   At 2026-07-28 the task's questions go to a client that can take them as MRTR rounds
-  (attached_rounds.py); a retry whose `requestState` names the task answers it and follows it
+  (rounds.py); a retry whose `requestState` names the task answers it and follows it
   again, and never starts a second task.
 - The server's own follow-up tools (`task_status`, `task_respond`, `task_cancel`) are served here.
 - A synchronous tool's log messages (`notifications/message`) go out on the call's stream: at
@@ -31,21 +31,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mcp_server.http.headers import check_param_headers, header_params
-from mcp_server.protocol import (
-    attached_rounds,
-    capabilities,
-    fallback,
-    followup,
-    idempotency,
-    legacy_views,
-    mrtr,
-    upfront,
-)
+from mcp_server.protocol import capabilities, idempotency
+from mcp_server.protocol.attached import followup_tools, rounds, runs
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import invalid_params, missing_capability
 from mcp_server.protocol.models import InputRequiredResult, ToolCallParams
-from mcp_server.protocol.task_views import create_task_result, tool_result
+from mcp_server.protocol.routing_headers import check_param_headers, header_params
+from mcp_server.protocol.v2025 import mrtr as v2025_mrtr
+from mcp_server.protocol.v2025 import views as v2025_views
+from mcp_server.protocol.v2026 import mrtr
+from mcp_server.protocol.v2026.views import create_task_result, tool_result
 from mcp_server.protocol.wire import TASKS_CAPABILITY, iso_now
 from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.store import new_task_id
@@ -67,9 +62,9 @@ def _tool(services: Services, params: ToolCallParams) -> tuple[Tool, dict[str, A
 def _log_threshold(ctx: RequestContext, params: ToolCallParams) -> str | None:
     """The least severe level the caller wants log messages at, or None for none."""
     if not ctx.modern:
-        return fallback.LOG_LEVELS[0]
+        return runs.LOG_LEVELS[0]
     level = (params.meta or {}).get(META_LOG_LEVEL)
-    return level if level in fallback.LOG_LEVELS else None
+    return level if level in runs.LOG_LEVELS else None
 
 
 def _round(
@@ -85,14 +80,15 @@ def _round(
     )
 
 
-def _prelude_answers(
+def _mrtr_answers(
     ctx: RequestContext,
     services: Services,
     tool: Tool,
     arguments: dict[str, Any],
     params: ToolCallParams,
 ) -> dict[str, Any] | InputRequiredResult:
-    """Answers to every input the tool needs up front, or the InputRequiredResult to send."""
+    """Answers to every MRTR question the tool asks before it runs, or the InputRequiredResult
+    to send."""
     outcome = mrtr.gather(
         _round(ctx, tool, arguments, params), services.request_state, services.limits
     )
@@ -110,8 +106,8 @@ def _answerable(declared: dict[str, Any], strict: bool) -> dict[str, Any]:
 
 
 async def call_tool(ctx: RequestContext, services: Services, params: ToolCallParams) -> BaseModel:
-    if followup.is_followup(params.name):
-        return await followup.call(ctx, services, params.name, dict(params.arguments or {}))
+    if followup_tools.is_followup(params.name):
+        return await followup_tools.call(ctx, services, params.name, dict(params.arguments or {}))
     tool, arguments = _tool(services, params)
     ctx.grant.require(tool.scopes, tool.name)  # 403 before anything runs (grants.py)
     check_param_headers(ctx.headers, header_params(tool.input_schema), arguments)
@@ -123,7 +119,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
     if ctx.modern and tool.task_support != "never":
         attached = mrtr.attached_task(_round(ctx, tool, arguments, params), services.request_state)
         if attached is not None:  # a round of a task already running: never a second task
-            return await attached_rounds.resume(
+            return await rounds.resume(
                 ctx, services, tool, arguments, attached, params.input_responses
             )
     # Who may name approvers (approver_policy.py): refused before anything runs.
@@ -137,7 +133,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         )
     # Only a 2026-07-28 task must be answerable by the client itself (tasks/update). Any
     # other task's questions reach the caller when it can take them, and can always be
-    # answered through task_respond: nothing to refuse up front.
+    # answered through task_respond: nothing to refuse before the task starts.
     strict = ctx.modern and as_task
     if strict or tool.task_support == "never":
         capabilities.require(
@@ -146,20 +142,20 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
             f"tool {tool.name!r} needs it to run",
         )
     if ctx.modern:
-        prelude = _prelude_answers(ctx, services, tool, arguments, params)
+        answers = _mrtr_answers(ctx, services, tool, arguments, params)
     else:  # 2025-11-25 has no InputRequiredResult: ask on the call's stream
-        prelude = await upfront.gather(ctx, services, tool, arguments, params)
-    if isinstance(prelude, InputRequiredResult):
-        return prelude
+        answers = await v2025_mrtr.gather(ctx, services, tool, arguments, params)
+    if isinstance(answers, InputRequiredResult):
+        return answers
     if tool.task_support == "never":
         assert tool.handler is not None
         call = ToolCall(
             tool.name,
             arguments,
             ctx.capabilities_dict(),
-            prelude,
-            report_progress=fallback.progress_reporter(ctx),
-            log=fallback.log_sender(ctx, _log_threshold(ctx, params)),
+            answers,
+            report_progress=runs.progress_reporter(ctx),
+            log=runs.log_sender(ctx, _log_threshold(ctx, params)),
         )
         return tool_result(await tool.handler(call))
     assert tool.workflow is not None
@@ -173,7 +169,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         poll_interval_ms=tool.poll_interval_ms,
         owner=ctx.principal,
         client_capabilities=_answerable(ctx.capabilities_dict(), strict),
-        prelude_responses=prelude,
+        prelude_responses=answers,
         secret_arguments=sorted(tool.secret_arguments),
         tool_config=tool.workflow_config,
         session=(ctx.session or "") if as_task and not ctx.modern else "",
@@ -184,7 +180,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
     workflow = tool.workflow
     try:
         if not as_task:
-            return await attached_rounds.run(ctx, services, task, workflow, tool)
+            return await rounds.run(ctx, services, task, workflow, tool)
         snapshot = await services.limits.within_open_task_quota(
             lambda quota: services.store.create(task, workflow, quota)
         )
@@ -192,4 +188,4 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         raise idempotency.conflict(err) from None
     if ctx.modern:
         return create_task_result(snapshot)
-    return legacy_views.create_task_result(snapshot)
+    return v2025_views.create_task_result(snapshot)

@@ -19,32 +19,31 @@ from typing import Any, BinaryIO
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from mcp_server.auth.modes import build_authenticator
 from mcp_server.http.app import HttpServer, create_app, http_config
-from mcp_server.http.auth import build_authenticator
 from mcp_server.observability import tracing
-from mcp_server.observability.logging import LogFormat
-from mcp_server.observability.logging import configure as configure_logging
 from mcp_server.observability.metrics import serve_metrics
-from mcp_server.observability.probes import report_engine
 from mcp_server.protocol.services import state_secret
 from mcp_server.runtime import event_loop, operator_cli
-from mcp_server.runtime.config import Settings
 from mcp_server.runtime.data_dir import state_secret_of
 from mcp_server.runtime.devserver import TemporalDevServer, port_is_free
 from mcp_server.runtime.supervisor import EngineSupervisor, SupervisedWorker, claim_data_dir
-from mcp_server.runtime.temporal_connection import (
+from mcp_server.runtime.tokens import add_token, list_tokens, revoke_tokens
+from mcp_server.runtime.worker import build_worker, sweeping_expired_tasks
+from mcp_server.stdio.channel import claim_stdio
+from mcp_server.stdio.server import StdioServer
+from mcp_server.temporal.connection import (
     connect,
     ensure_search_attributes,
     set_retention,
     warn_if_retention_short,
 )
-from mcp_server.runtime.tokens import add_token, list_tokens, revoke_tokens
-from mcp_server.runtime.worker import build_worker, sweeping_expired_tasks
-from mcp_server.stdio.channel import claim_stdio
-from mcp_server.stdio.server import StdioServer
 from mcp_server.tools.loading import load_toolsets
 from mcp_server.tools.registry import ToolRegistry
-from mcp_server.webhooks.endpoints import load_endpoints
+from mcp_tasks.logging import LogFormat
+from mcp_tasks.logging import configure as configure_logging
+from mcp_tasks.settings import Settings
+from mcp_tasks.webhooks.endpoints import load_endpoints
 
 log = logging.getLogger("mcp_server.runtime.cli")
 
@@ -74,8 +73,15 @@ def _http_part(
     registry: ToolRegistry,
     client: Client,
     local_client: Callable[[], Client | None] | None = None,
+    engine: EngineSupervisor | None = None,
 ) -> Part:
-    app = create_app(settings, registry, client=client, local_client=local_client)
+    app = create_app(
+        settings,
+        registry,
+        client=client,
+        local_client=local_client,
+        engine=engine.status if engine is not None else None,
+    )
     server = HttpServer(http_config(app, settings))
     if settings.metrics_port is not None:
         serve_metrics(settings.metrics_host, settings.metrics_port)
@@ -116,10 +122,8 @@ def _worker_part(
     return Part("worker", run, stop)
 
 
-def _engine_part(temporal: TemporalDevServer) -> Part:
+def _engine_part(engine: EngineSupervisor) -> Part:
     """The supervisor that restarts the embedded Temporal; /readyz shows what it sees."""
-    engine = EngineSupervisor(temporal)
-    report_engine(engine.status)
     return Part("Temporal dev server", engine.run)
 
 
@@ -200,6 +204,7 @@ async def run_dev(args: argparse.Namespace, settings: Settings) -> None:
             flush=True,
         )
         worker = _supervised(settings, registry)
+        engine = EngineSupervisor(temporal)
         await _serve(
             [
                 # Creates start on the worker's own client, which may hand a new task's first
@@ -209,9 +214,10 @@ async def run_dev(args: argparse.Namespace, settings: Settings) -> None:
                     registry,
                     client,
                     local_client=worker.local_client if settings.eager_start else None,
+                    engine=engine,
                 ),
                 _worker_part(settings, registry, client, supervised=worker),
-                _engine_part(temporal),
+                _engine_part(engine),
             ]
         )
     finally:
@@ -262,7 +268,7 @@ async def run_stdio(
             supervised = _supervised(settings, registry) if args.dev else None
             parts.append(_worker_part(settings, registry, client, supervised=supervised))
         if temporal is not None:
-            parts.append(_engine_part(temporal))
+            parts.append(_engine_part(EngineSupervisor(temporal)))
         await _serve(parts)
     finally:
         if temporal is not None:

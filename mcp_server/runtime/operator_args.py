@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from workflows.task_state import TASK_STATUSES
+from workflows.task_status import TASK_STATUSES
 
 _SIDE_DOOR = (
     "The operator reads and answers through Temporal directly: the MCP server's checks (owner, "

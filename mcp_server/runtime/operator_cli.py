@@ -25,17 +25,18 @@ from typing import Any
 from temporalio.client import Client
 
 from mcp_server.protocol.errors import McpError
-from mcp_server.protocol.limits import Limits, PollLimiter
+from mcp_server.protocol.limits.per_principal import Limits, PollLimiter
 from mcp_server.runtime import operator_answers as answers
 from mcp_server.runtime import operator_views as views
-from mcp_server.runtime.config import Settings
 from mcp_server.runtime.operator_args import add_parser
-from mcp_server.runtime.temporal_connection import connect
 from mcp_server.tasks.errors import BackendUnavailable, TaskError
 from mcp_server.tasks.listing import InvalidFilter, TaskFilter, list_tasks, task_detail
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TemporalTaskStore
-from workflows.task_state import TERMINAL_STATUSES, SubmitInput
+from mcp_server.temporal.connection import connect
+from mcp_tasks.settings import Settings
+from workflows.task_state import SubmitInput
+from workflows.task_status import TERMINAL_STATUSES
 
 EXIT_REFUSED = 1
 EXIT_INVALID = 2

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from mcp_server.protocol.task_views import get_task_result
+from mcp_server.protocol.errors import error_object
+from mcp_server.protocol.v2026.views import get_task_result
 from mcp_server.tasks.listing import ListedTask, TaskDetail
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.ttl import is_expired
@@ -171,8 +172,8 @@ def _outcome_lines(snapshot: TaskSnapshot) -> list[str]:
             lines.append(f"  structuredContent: {clean(json.dumps(structured))}")
         return lines
     if snapshot.status == "failed" and snapshot.error is not None:
-        error = snapshot.error
-        return [f"Error {clean(error.get('code'))}: {clean(error.get('message'))}"]
+        error = error_object(snapshot.error)
+        return [f"Error {clean(error['code'])}: {clean(error['message'])}"]
     return []
 
 

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_server.http.auth import reserved_subject, token_hash
+from mcp_server.auth.authenticators import token_hash
 from mcp_server.tools.registry import SCOPE_TOKEN
+from mcp_tasks.identity import reserved_subject
 
 ID_LENGTH = 12
 

@@ -7,30 +7,28 @@ import contextlib
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from functools import cache
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.worker import Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities import quota as quota_activities
 from activities.webhooks import WebhookSender
-from mcp_server.observability.metrics import WEBHOOK_DELIVERY_BUCKETS, WEBHOOK_DELIVERY_SECONDS
-from mcp_server.runtime.config import Settings
 from mcp_server.tasks.expiry import run_sweeper
 from mcp_server.tools.registry import ToolRegistry
-from mcp_server.webhooks.endpoints import load_endpoints
+from mcp_tasks.settings import Settings
+from mcp_tasks.webhooks.endpoints import load_endpoints
 from workflows import quota
 from workflows.secret_interceptor import SecretsInterceptor
 from workflows.webhooks import WebhookDeliveryWorkflow
 
-# The project's own workflow package, imported once per worker process instead of once per
-# workflow run inside the sandbox. Safe because those modules import and call nothing
-# non-deterministic, which tests/test_workflow_determinism.py checks statically; every other
-# workflow module (a user's, a test's) stays fully sandboxed.
-PASSED_THROUGH = ("workflows",)
+# The project's own workflow package and the contracts it shares with activities and the server
+# (mcp_tasks/contracts/), imported once per worker process instead of once per workflow run
+# inside the sandbox. Safe because those modules import and call nothing non-deterministic,
+# which tests/test_workflow_determinism.py checks statically; every other workflow module (a
+# user's, a test's) stays fully sandboxed.
+PASSED_THROUGH = ("workflows", "mcp_tasks.contracts")
 # What a tool module (a user's `--tools` module, tests/fixture_tools.py) imports to declare its
 # tools: definitions read at registration, never run by a workflow. Left in the sandbox, each
 # run of such a module's workflow re-imported it and, with it, the settings (pydantic) and
@@ -117,17 +115,3 @@ async def sweeping_expired_tasks(
         sweeper.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sweeper
-
-
-@cache
-def sdk_metrics_runtime(host: str, port: int | None) -> Runtime | None:
-    """One Temporal runtime per process whose Prometheus exporter serves the SDK's metrics
-    (workflow task failures, activity failures, polls, schedule-to-start latency) on
-    http://host:port/metrics; None when no port is set (the SDK's default runtime)."""
-    if port is None:
-        return None
-    # The SDK's own histograms keep its default buckets (milliseconds); the webhook delivery
-    # time is in seconds (activities/webhooks.py).
-    buckets = {WEBHOOK_DELIVERY_SECONDS: WEBHOOK_DELIVERY_BUCKETS}
-    prometheus = PrometheusConfig(bind_address=f"{host}:{port}", histogram_bucket_overrides=buckets)
-    return Runtime(telemetry=TelemetryConfig(metrics=prometheus))

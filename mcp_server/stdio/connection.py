@@ -14,7 +14,7 @@ Rules implemented (wire §1.1, §1.8 stdio; the 2025-11-25 lifecycle and cancell
 - `notifications/cancelled {requestId}` stops that request (a `subscriptions/listen` too), and
   no response is sent for it. A task is never stopped by it: only `tasks/cancel` does that.
 - A response from the client (to an `elicitation/create` the server sent) is delivered to the
-  task it answers exactly as on HTTP (protocol/client_answers.py).
+  task it answers exactly as on HTTP (protocol/client_responses.py).
 - Every request's principal is the local user: the anonymous principal of `--auth none`.
 - When stdin ends, the requests still running are stopped (their tasks keep running) and the
   answers being delivered get a few seconds to reach Temporal.
@@ -31,7 +31,7 @@ from typing import Any
 import mcp_types as core
 from pydantic import BaseModel
 
-from mcp_server.protocol import client_answers, dispatch
+from mcp_server.protocol import dispatch
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.envelope import (
     names_protocol_version,
@@ -40,7 +40,6 @@ from mcp_server.protocol.envelope import (
     require_supported_version,
 )
 from mcp_server.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
-from mcp_server.protocol.legacy import InitializeParams, negotiate
 from mcp_server.protocol.models import (
     error_message,
     parse_params,
@@ -48,8 +47,10 @@ from mcp_server.protocol.models import (
     result_message,
     to_message,
 )
+from mcp_server.protocol.v2025 import client_responses
+from mcp_server.protocol.v2025.methods import InitializeParams, negotiate
 from mcp_server.stdio.headers import BodyHeaders, body_headers
-from mcp_server.tasks.approvers import LOCAL_USER
+from mcp_tasks.identity import LOCAL_USER
 
 log = logging.getLogger("mcp_server.stdio")
 
@@ -232,7 +233,7 @@ class StdioConnection:
             log.info("ignored a response to %r: no request was sent before initialize", request_id)
             return
         job = asyncio.create_task(
-            client_answers.deliver(
+            client_responses.deliver(
                 self.services,
                 message,
                 request_id,

@@ -6,13 +6,13 @@ from typing import BinaryIO
 
 from temporalio.client import Client
 
-from mcp_server.http.auth import ANONYMOUS
 from mcp_server.protocol.services import build_services, clock, state_secret
-from mcp_server.runtime.config import Settings
 from mcp_server.stdio.channel import StdioChannel
 from mcp_server.stdio.connection import StdioConnection
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.identity import ANONYMOUS
+from mcp_tasks.settings import Settings
 
 
 class StdioServer:

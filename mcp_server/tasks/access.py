@@ -20,9 +20,10 @@ Rules implemented:
   that depends on when the sleep began, which would keep each kind of lookup's own phase. So
   the wait sleeps until just before the deadline, then yields to the event loop (every other
   task keeps running) until the deadline has passed: at most `_SPIN_S` of busy waiting.
-- Nothing is pooled or shared between callers but the learnt usual time: each waiting lookup
+- Nothing is pooled or shared between callers but the learnt usual time, which the store
+  keeps (`TaskStore.not_found`, not_found.py: one per store, made with it): each waiting lookup
   is one coroutine. With `misses` (the per-principal "not found" limiter,
-  protocol/rate_limits.py) a lookup takes a token first and gives it back when found, so a
+  protocol/limits/rates.py) a lookup takes a token first and gives it back when found, so a
   principal has at most its burst of "not found" lookups in flight and a bounded rate of them.
 """
 
@@ -33,17 +34,15 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Protocol
-from weakref import WeakKeyDictionary
 
-from mcp_server.tasks.approvers import Identity
 from mcp_server.tasks.errors import TaskNotFound
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tasks.ttl import is_expired
-from workflows.task_state import TERMINAL_STATUSES
+from mcp_tasks.identity import Identity
+from workflows.task_status import TERMINAL_STATUSES
 
 MAX_TASK_ID_LENGTH = 256
-NOT_FOUND_FLOOR_S = 0.005
 # Longer than asyncio's worst lateness on an idle loop (1 ms plus scheduling), so the sleep
 # ends before the deadline and the busy wait alone decides when the answer leaves.
 _SPIN_S = 0.002
@@ -53,33 +52,6 @@ class MissLimiter(Protocol):
     def take(self, principal: str) -> None: ...
 
     def give_back(self, principal: str) -> None: ...
-
-
-class NotFoundDeadline:
-    """When a "not found" may be answered, learnt from how long reading a task takes."""
-
-    def __init__(self, floor_s: float = NOT_FOUND_FLOOR_S) -> None:
-        self.floor_s = floor_s
-        self._usual_s = 0.0
-
-    def after(self, started: float) -> float:
-        """The deadline of a lookup that began at `started` (`time.perf_counter()`)."""
-        return started + max(self.floor_s, self._usual_s)
-
-    def learn(self, elapsed_s: float) -> None:
-        self._usual_s += (elapsed_s - self._usual_s) / 16  # a moving average
-
-
-# One deadline per store, living as long as it: a store is made once, in the app's lifespan.
-_deadlines: WeakKeyDictionary[TaskStore, NotFoundDeadline] = WeakKeyDictionary()
-
-
-def deadline_of(store: TaskStore) -> NotFoundDeadline:
-    """The not-found deadline of this store (one per store, made on first use)."""
-    deadline = _deadlines.get(store)
-    if deadline is None:
-        deadline = _deadlines[store] = NotFoundDeadline()
-    return deadline
 
 
 async def wait_until(deadline: float) -> None:
@@ -126,7 +98,7 @@ async def _find(
     identity: Identity | None,
 ) -> TaskSnapshot | None:
     started = time.perf_counter()
-    deadline = deadline_of(store)
+    deadline = store.not_found
     if len(task_id) <= MAX_TASK_ID_LENGTH and task_id.isprintable():
         snapshot = await store.get(task_id, owner=owner, identity=identity)
         if snapshot is not None and not is_expired(snapshot, clock()):

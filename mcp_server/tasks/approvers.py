@@ -1,9 +1,7 @@
 """Who may read and answer a task besides its owner: its approvers (issue 12).
 
 Rules implemented:
-- A caller's `Identity` is computed once per request from its authenticated principal: its
-  display name (the subject), and its approver ids, `principal:<digest of the subject alone>`
-  and `scope:<s>` for each scope its credential holds (workflows/approvers.py). The local user
+- A caller's `Identity` (mcp_tasks/identity.py) holds its approver ids; the local user
   (`--auth none`, stdio) is one user who holds every scope: it matches every approver.
 - A task is found by its owner, and by an approver of any of its requests (for the task's
   whole life, so an approver can read what they decided); by nobody else.
@@ -23,36 +21,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from workflows.approvers import PRINCIPAL_PREFIX, SCOPE_PREFIX, approver_ids, subject_digest
-
-
-@dataclass(frozen=True)
-class Identity:
-    """Who the caller is, for the approver checks (the owner check uses the principal digest)."""
-
-    name: str = ""
-    approver_ids: frozenset[str] = frozenset()
-    # The local user: one user, every scope, so every approver entry is theirs.
-    every: bool = False
-
-    @classmethod
-    def of(cls, subject: str, scopes: Iterable[str], every: bool = False) -> Identity:
-        ids = {PRINCIPAL_PREFIX + subject_digest(subject)}
-        ids.update(SCOPE_PREFIX + scope for scope in scopes)
-        return cls(subject, frozenset(ids), every)
-
-    def approves(self, names: Iterable[str]) -> bool:
-        """Whether this caller is one of the approvers `names`."""
-        return self.every or not self.approver_ids.isdisjoint(approver_ids(names))
-
-    def approves_any(self, approvers: Mapping[str, Iterable[str]]) -> bool:
-        """Whether this caller is an approver of any request of a task."""
-        return any(self.approves(names) for names in approvers.values())
-
-
-# No approver at all (a request without an authenticated caller).
-NOBODY = Identity()
-LOCAL_USER = Identity("anonymous", every=True)
+from mcp_tasks.contracts.approvers import (
+    SCOPE_PREFIX,
+)
+from mcp_tasks.identity import Identity
 
 
 def may_read(owner: str, approvers: Mapping[str, Iterable[str]], caller: str,

@@ -10,7 +10,7 @@ it is read. The memo key goes through the client's data converter, codec include
 
 The call is the same RPC the SDK makes (retried by the SDK's client, the same timeout), and a
 failure is counted in `mcp_tasks_temporal_rpc_errors_total` as the client interceptor counts the
-others (observability/temporal_errors.py)."""
+others (tasks/temporal_errors.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ from temporalio.api.workflowservice.v1 import (
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.converter import DataConverter, WorkflowSerializationContext
 from temporalio.service import RPCError
+
+from mcp_server.tasks.temporal_errors import count_rpc_error
 
 
 @dataclass(frozen=True)
@@ -70,9 +72,6 @@ async def describe(client: Client, workflow_id: str, rpc_timeout: timedelta) -> 
             request, retry=True, timeout=rpc_timeout
         )
     except RPCError as err:
-        # Imported here: the metrics module imports the protocol layer, which imports this one.
-        from mcp_server.observability.temporal_errors import count_rpc_error
-
         count_rpc_error("describe_workflow", err)
         raise
     context = WorkflowSerializationContext(namespace=client.namespace, workflow_id=workflow_id)

@@ -5,12 +5,15 @@ Rules implemented:
   into JSON-RPC errors (`mcp_server.protocol.errors.from_task_error`).
 - A backend that cannot be reached says when to retry (`retry_after_s`); one that answers but
   refuses says what it refused. Both name the backend, so an operator knows where to look.
-- A task that ended failed, awaited by a caller, is `TaskFailed`, with the JSON-RPC-ish error
-  object the task itself ends with.
+- A task that ended failed says how in a `TaskFailure`: the code of the protocol error the
+  tool raised, or none when the task failed on its own (an exception, its time limit, a
+  termination), which the protocol layer renders as an internal error. Awaited by a caller,
+  it is raised as `TaskFailed`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from temporalio.service import RPCError, RPCStatusCode
@@ -65,10 +68,20 @@ class ArgumentsTooLarge(TaskError):
         self.detail = detail
 
 
-class TaskFailed(TaskError):
-    """A task awaited by its caller ended failed, with this error object."""
+@dataclass(frozen=True)
+class TaskFailure:
+    """How a task failed: `code` is the JSON-RPC code of the protocol error its tool raised
+    (with `data`), None when the task failed on its own."""
 
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
+    message: str
+    code: int | None = None
+    data: Any = None
+
+
+class TaskFailed(TaskError):
+    """A task awaited by its caller ended failed (`code` as in `TaskFailure`)."""
+
+    def __init__(self, code: int | None, message: str, data: Any = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message

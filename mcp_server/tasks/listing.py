@@ -20,20 +20,20 @@ from dataclasses import dataclass
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_server.http.auth import Principal
 from mcp_server.tasks.errors import from_rpc_error
 from mcp_server.tasks.snapshots import TaskSnapshot, listed_snapshot
 from mcp_server.tasks.store import RPC_TIMEOUT
-from workflows.approvers import PRINCIPAL_PREFIX, SCOPE_PREFIX
+from mcp_tasks.contracts.approvers import PRINCIPAL_PREFIX, SCOPE_PREFIX
+from mcp_tasks.identity import Principal
 from workflows.task_state import (
     MEMO_KEY,
     SEARCH_ATTRIBUTE_APPROVERS,
     SEARCH_ATTRIBUTE_OWNER,
     SEARCH_ATTRIBUTE_STATUS,
     SEARCH_ATTRIBUTE_TOOL,
-    TASK_STATUSES,
     TaskState,
 )
+from workflows.task_status import TASK_STATUSES
 
 # Where a status lives: the search attribute while the task runs, the execution once it closed
 # (a failed workflow never upserts "failed").
@@ -63,8 +63,9 @@ def owner_digest(principal: str) -> str:
 
 
 def approver_id(approver: str) -> str:
-    """The McpApprovers entry naming `approver` (workflows/approvers.py): `scope:<name>` as
-    given, else `principal:<digest>` of a subject (or of a 32-hex digest given as is)."""
+    """The McpApprovers entry naming `approver` (mcp_tasks/contracts/approvers.py):
+    `scope:<name>` as given, else `principal:<digest>` of a subject (or of a 32-hex digest
+    given as is)."""
     if approver.startswith(SCOPE_PREFIX):
         if not _SCOPE_NAME.fullmatch(approver):
             raise InvalidFilter(

@@ -39,9 +39,9 @@ from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_server.tasks.errors import BackendRefused, BackendUnavailable, TaskError
+from mcp_tasks.contracts.quota import RELEASE_SIGNAL
 from workflows.quota import (
     QUOTA_WORKFLOW,
-    RELEASE_SIGNAL,
     RESERVE_UPDATE,
     TASK_TIMEOUT,
     QuotaInput,

@@ -22,8 +22,9 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError, TerminatedError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
-from mcp_server.protocol.errors import INTERNAL_ERROR
-from workflows.task_state import PROTOCOL_ERROR_TYPE, TaskState, TaskStatus
+from mcp_server.tasks.errors import TaskFailure
+from workflows.task_state import PROTOCOL_ERROR_TYPE, TaskState
+from workflows.task_status import TaskStatus, listed_status
 
 if TYPE_CHECKING:
     from mcp_server.tasks.description import Description
@@ -43,7 +44,7 @@ class TaskSnapshot:
     poll_interval_ms: int | None
     input_requests: dict[str, Any]
     result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
+    error: TaskFailure | None = None
     # What the task tells clients (tasks/poll_interval.py); None: `poll_interval_ms`, the tool's
     # base, which the poll limiter always counts against.
     advertised_poll_interval_ms: int | None = None
@@ -57,23 +58,23 @@ class TaskSnapshot:
     tool: str = ""
 
 
-def failure_of(err: BaseException) -> tuple[dict[str, Any], str]:
-    """The JSON-RPC error object and statusMessage for a workflow that did not complete."""
+def failure_of(err: BaseException) -> tuple[TaskFailure, str]:
+    """How a workflow that did not complete failed, and its statusMessage."""
     cause = err.cause if isinstance(err, WorkflowFailureError) else err
     if isinstance(cause, ApplicationError) and cause.type == PROTOCOL_ERROR_TYPE and cause.details:
         detail = cause.details[0]
         if isinstance(detail, dict) and isinstance(detail.get("code"), int):
-            error = {"code": detail["code"], "message": str(detail.get("message", cause.message))}
-            if detail.get("data") is not None:
-                error["data"] = detail["data"]
-            return error, f"Task failed: {error['message']}"
+            message = str(detail.get("message", cause.message))
+            return TaskFailure(
+                message, detail["code"], detail.get("data")
+            ), f"Task failed: {message}"
     if isinstance(cause, TerminatedError):
         message = f"Task was terminated in Temporal: {cause.message or 'no reason given'}"
     elif isinstance(cause, TemporalTimeoutError):
         message = "Task exceeded its time limit (its ttlMs) and was stopped by Temporal"
     else:
         message = f"Task failed: {_root_message(cause)}"
-    return {"code": INTERNAL_ERROR, "message": message}, message
+    return TaskFailure(message), message
 
 
 def _root_message(err: BaseException | None) -> str:
@@ -121,21 +122,11 @@ def snapshot_of(state: TaskState) -> TaskSnapshot:
     )
 
 
-# How a closed execution whose memo does not say how it ended reads in a listing.
-_CLOSED_STATUS: dict[WorkflowExecutionStatus, TaskStatus] = {
-    WorkflowExecutionStatus.COMPLETED: "completed",
-    WorkflowExecutionStatus.CANCELED: "cancelled",
-    WorkflowExecutionStatus.FAILED: "failed",
-    WorkflowExecutionStatus.TERMINATED: "failed",
-    WorkflowExecutionStatus.TIMED_OUT: "failed",
-}
-
-
 def listed_snapshot(state: TaskState, execution: WorkflowExecutionStatus | None) -> TaskSnapshot:
     """A task as a listing of the visibility store shows it (tasks/list, `mcp-tasks tasks
     list`): its memo, and how its execution ended when the memo does not say so."""
     snapshot = snapshot_of(state)
-    closed = _CLOSED_STATUS.get(execution) if execution else None
-    if closed is not None and snapshot.status not in ("completed", "cancelled"):
-        snapshot = replace(snapshot, status=closed, input_requests={})
+    status = listed_status(snapshot.status, execution.name if execution else None)
+    if status != snapshot.status:
+        snapshot = replace(snapshot, status=status, input_requests={})
     return snapshot

@@ -58,7 +58,7 @@ from temporalio.common import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_server.tasks.approvers import Identity, may_read
+from mcp_server.tasks.approvers import may_read
 from mcp_server.tasks.description import Description, describe
 from mcp_server.tasks.errors import (
     ArgumentsTooLarge,
@@ -69,6 +69,7 @@ from mcp_server.tasks.errors import (
 from mcp_server.tasks.expiry import Deletions
 from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.memo import task_state_of
+from mcp_server.tasks.not_found import NotFoundDeadline
 from mcp_server.tasks.poll_interval import DEFAULT_MAX_MS, advertised_ms
 from mcp_server.tasks.quota import QuotaExceeded, QuotaReservations
 from mcp_server.tasks.quota_prefetch import PrefetchedSlots
@@ -80,6 +81,7 @@ from mcp_server.tasks.snapshots import (
     with_activity_progress,
 )
 from mcp_server.tasks.ttl import is_expired, ttl_after_close
+from mcp_tasks.identity import Identity
 from workflows.quota import RELEASE_BY_LOCAL_ACTIVITY, RELEASE_LAZILY
 from workflows.task_state import (
     CANCEL_REQUESTED_SIGNAL,
@@ -94,6 +96,7 @@ from workflows.task_state import (
     TaskState,
     iso_timestamp,
 )
+from workflows.task_status import running_status
 
 INITIAL_STATUS_MESSAGE = "Queued"
 RPC_TIMEOUT = timedelta(seconds=5)
@@ -113,6 +116,9 @@ class TaskStore(Protocol):
     `get` compares the owner before reading anything else, and reads a task that is still
     running afresh each time: task access (access.py) learns the backend's pace from those.
     """
+
+    # When a "not found" may be answered, learnt from this store's reads (access.py).
+    not_found: NotFoundDeadline
 
     async def create(self, task: TaskInput, workflow: str, quota: int = 0) -> TaskSnapshot: ...
     async def get(
@@ -167,6 +173,7 @@ class TemporalTaskStore:
         self._quota = QuotaReservations(client, task_queue, lazy_release=quota_lazy_release)
         self._ahead = PrefetchedSlots(self._quota, new_task_id)
         self._deletions = Deletions(client)
+        self.not_found = NotFoundDeadline()
 
     async def close(self) -> None:
         """Give back the open-task slots this replica reserved ahead (a stopping server):
@@ -386,9 +393,8 @@ class TemporalTaskStore:
                     return await self._closed(task_id, fresher, state)
         snapshot = snapshot_of(state)
         pending = {k: v for k, v in snapshot.input_requests.items() if k not in answered}
-        status, message = snapshot.status, snapshot.status_message
-        if status == "input_required" and not pending:
-            status, message = "working", "Processing the answers"
+        status, said = running_status(snapshot.status, unanswered=bool(pending))
+        message = said or snapshot.status_message
         if cancel_requested:
             message = "Cancellation requested"
         if status == "working" and message:

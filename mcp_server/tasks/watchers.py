@@ -31,7 +31,8 @@ from mcp_server.tasks.errors import TaskError
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tasks.ttl import is_expired
-from workflows.task_state import TERMINAL_STATUSES
+from mcp_tasks.token_buckets import TokenBucket
+from workflows.task_status import TERMINAL_STATUSES
 
 log = logging.getLogger("mcp_server.tasks.watchers")
 
@@ -70,19 +71,16 @@ class _Pace:
 
     def __init__(self, rate_factor: int, burst: int) -> None:
         self.rate_factor = max(1, rate_factor)
-        self.burst = max(1, burst)
-        self.tokens = float(self.burst)
-        self.updated = time.monotonic()
+        self.bucket = TokenBucket(burst, time.monotonic())
 
     async def next_read(self, poll_ms: int | None) -> None:
         rate = self.rate_factor * 1000 / (poll_ms or _DEFAULT_POLL_MS)  # reads per second
-        now = time.monotonic()
-        self.tokens = min(float(self.burst), self.tokens + (now - self.updated) * rate)
-        self.updated = now
-        if self.tokens < 1:
-            await asyncio.sleep((1 - self.tokens) / rate)
-            self.tokens, self.updated = 1.0, time.monotonic()
-        self.tokens -= 1
+        self.bucket.refill(time.monotonic(), rate)
+        if not self.bucket.take():
+            await asyncio.sleep(self.bucket.seconds_to_next(rate))
+            self.bucket.refill(time.monotonic(), rate)
+            self.bucket.tokens = max(self.bucket.tokens, 1.0)  # the sleep earned this read
+            self.bucket.take()
 
 
 class _Watcher:

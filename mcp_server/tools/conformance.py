@@ -163,7 +163,7 @@ async def _json_schema_tool(call: ToolCall) -> dict[str, Any]:
     return text_result(f"Valid contact for {call.arguments.get('name', 'someone')}: {contact}")
 
 
-def _sampling_prelude(arguments: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _sampling_mrtr(arguments: dict[str, Any]) -> dict[str, dict[str, Any]]:
     message = {"role": "user", "content": {"type": "text", "text": "Say hello"}}
     return {
         "sample": {
@@ -173,11 +173,11 @@ def _sampling_prelude(arguments: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
-def _favorite_prelude(arguments: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _favorite_mrtr(arguments: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {"favorite": elicitation("Pick a colour", {"colour": {"type": "string"}}, ["colour"])}
 
 
-def _name_prelude(arguments: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _name_mrtr(arguments: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {"name": elicitation("What is your name?", {"name": {"type": "string"}}, ["name"])}
 
 
@@ -270,7 +270,7 @@ def register(registry: ToolRegistry) -> None:
             task_support="required",
             workflow="TestToolWithTask",
             poll_interval_ms=500,
-            prelude=_name_prelude,
+            mrtr=_name_mrtr,
         )
     )
     registry.add(
@@ -279,7 +279,7 @@ def register(registry: ToolRegistry) -> None:
             "Needs the client's sampling capability.",
             _EMPTY,
             handler=_missing_capability,
-            prelude=_sampling_prelude,
+            mrtr=_sampling_mrtr,
         )
     )
     registry.add(
@@ -288,7 +288,7 @@ def register(registry: ToolRegistry) -> None:
             "Asks for input by MRTR (never a server request).",
             _EMPTY,
             handler=_streaming_elicitation,
-            prelude=_favorite_prelude,
+            mrtr=_favorite_mrtr,
         )
     )
     registry.add(

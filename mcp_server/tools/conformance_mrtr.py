@@ -1,6 +1,6 @@
 """Fixture tools of the conformance suite's `input-required-result-*` scenarios (MRTR, wire §1.6).
 
-Each asks for input through its prelude (mcp_server/protocol/mrtr.py does the rounds) and then
+Each asks for input through its `mrtr` (mcp_server/protocol/v2026/mrtr.py does the rounds), then
 answers synchronously with what it was told. The keys and questions are the ones the suite's
 scenarios name (src/scenarios/server/input-required-result.ts).
 """
@@ -11,8 +11,8 @@ from typing import Any
 
 from mcp_server.tools.registry import (
     InputRequests,
-    Prelude,
-    PreludeRound,
+    Mrtr,
+    MrtrRound,
     SyncHandler,
     Tool,
     ToolCall,
@@ -86,7 +86,7 @@ async def _summary(call: ToolCall) -> dict[str, Any]:
     return text_result(f"Received {', '.join(parts)}")
 
 
-def _multi_round_prelude(arguments: dict[str, Any], so_far: PreludeRound) -> InputRequests:
+def _multi_round_mrtr(arguments: dict[str, Any], so_far: MrtrRound) -> InputRequests:
     # Round 2's question depends on round 1's answer: one question per round.
     if "step1" not in so_far.answers:
         return {
@@ -107,7 +107,7 @@ async def _multi_round(call: ToolCall) -> dict[str, Any]:
     return text_result(f"{name}'s favorite color is {color}")
 
 
-def _capabilities_prelude(arguments: dict[str, Any], so_far: PreludeRound) -> InputRequests:
+def _capabilities_mrtr(arguments: dict[str, Any], so_far: MrtrRound) -> InputRequests:
     """Asks through every capability the client declared; with none, elicitation (-32021)."""
     declared = so_far.client_capabilities
     wanted: InputRequests = {}
@@ -121,8 +121,8 @@ def _capabilities_prelude(arguments: dict[str, Any], so_far: PreludeRound) -> In
 
 
 def register(registry: ToolRegistry) -> None:
-    def add(name: str, description: str, handler: SyncHandler, prelude: Prelude) -> None:
-        registry.add(Tool(name, description, _EMPTY, handler=handler, prelude=prelude))
+    def add(name: str, description: str, handler: SyncHandler, mrtr: Mrtr) -> None:
+        registry.add(Tool(name, description, _EMPTY, handler=handler, mrtr=mrtr))
 
     add(
         "test_input_required_result_elicitation",
@@ -162,7 +162,7 @@ def register(registry: ToolRegistry) -> None:
         "test_input_required_result_multi_round",
         "Asks a name, then (a second round) a favorite color.",
         _multi_round,
-        _multi_round_prelude,
+        _multi_round_mrtr,
     )
     add(
         "test_input_required_result_tampered_state",
@@ -174,5 +174,5 @@ def register(registry: ToolRegistry) -> None:
         "test_input_required_result_capabilities",
         "Asks only through the capabilities the request declares.",
         _summary,
-        _capabilities_prelude,
+        _capabilities_mrtr,
     )

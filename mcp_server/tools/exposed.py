@@ -45,8 +45,8 @@ from pydantic import (
 )
 
 from activities import exposed as exposed_activities
-from mcp_server.runtime.config import ConfigError, describe, key_path
 from mcp_server.tools.registry import Tool, ToolRegistry
+from mcp_tasks.settings import ConfigError, describe, key_path
 from workflows import exposed
 
 Name = Annotated[str, StringConstraints(min_length=1)]

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from mcp_server.runtime.config import Settings
 from mcp_server.tools import exposed
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.settings import Settings
 
 BUILTIN_TOOLSETS = {
     "demo": "mcp_server.tools.demo",

@@ -24,9 +24,9 @@ from typing import Any, Literal, cast
 from jsonschema import Draft202012Validator
 from jsonschema.protocols import Validator
 
-from mcp_server.runtime.config import Settings
 from mcp_server.tasks.ttl import kept_for
 from mcp_server.tools.patterns import ArgumentValidator
+from mcp_tasks.settings import Settings
 
 TaskSupport = Literal["never", "optional", "required"]
 
@@ -59,7 +59,7 @@ class ToolCall:
     name: str
     arguments: dict[str, Any]
     client_capabilities: dict[str, Any]
-    # Answers gathered by MRTR rounds (keys of the tool's `prelude`).
+    # Answers gathered by MRTR rounds (keys of the tool's `mrtr`).
     input_responses: dict[str, Any]
     # Sends `notifications/progress` on this request's own response stream when the request
     # carries `_meta.progressToken`; otherwise does nothing, so a handler may always call it.
@@ -77,8 +77,8 @@ InputRequests = dict[str, dict[str, Any]]
 
 
 @dataclass(frozen=True)
-class PreludeRound:
-    """What a prelude of several rounds sees besides the arguments."""
+class MrtrRound:
+    """What `mrtr` of several rounds sees besides the arguments."""
 
     # This request's capabilities (each request declares its own; nothing is remembered).
     client_capabilities: dict[str, Any]
@@ -87,29 +87,28 @@ class PreludeRound:
 
 
 # The input a tool needs before it runs (MRTR), in one of two forms:
-# - `prelude(arguments)` returns every input request at once; they are asked in one round
+# - `mrtr(arguments)` returns every input request at once; they are asked in one round
 #   (those already answered are not asked again);
-# - `prelude(arguments, so_far: PreludeRound)` returns the requests it still needs given the
+# - `mrtr(arguments, so_far: MrtrRound)` returns the requests it still needs given the
 #   answers so far, so a later round can depend on an earlier answer, and what is asked can
 #   depend on the client's capabilities. Returning an answered key asks it again.
-# Either way `{}` lets the tool run. A prelude must be a pure function of its inputs: to
+# Either way `{}` lets the tool run. `mrtr` must be a pure function of its inputs: to
 # validate a retry, the server recomputes the round the retry answers.
-Prelude = (
-    Callable[[dict[str, Any]], InputRequests]
-    | Callable[[dict[str, Any], PreludeRound], InputRequests]
+Mrtr = (
+    Callable[[dict[str, Any]], InputRequests] | Callable[[dict[str, Any], MrtrRound], InputRequests]
 )
 
 
-def _sees_answers(prelude: Prelude) -> bool:
-    """Whether `prelude` is of the second form (takes the answers so far)."""
-    signature = inspect.signature(prelude)
+def _sees_answers(mrtr: Mrtr) -> bool:
+    """Whether `mrtr` is of the second form (takes the answers so far)."""
+    signature = inspect.signature(mrtr)
     for arity in (2, 1):
         try:
             signature.bind(*[None] * arity)
         except TypeError:
             continue
         return arity == 2
-    raise ValueError("a prelude takes (arguments) or (arguments, so_far)")
+    raise ValueError("mrtr takes (arguments) or (arguments, so_far)")
 
 
 @dataclass(frozen=True)
@@ -125,7 +124,7 @@ class Tool:
     workflow: str | None = None
     ttl_ms: int | None = DEFAULT_TTL_MS
     poll_interval_ms: int = DEFAULT_POLL_INTERVAL_MS
-    prelude: Prelude | None = None
+    mrtr: Mrtr | None = None
     # Client capabilities the tool cannot run without (e.g. {"elicitation": {}} for a task
     # that asks questions); a request that lacks one gets -32021.
     required_capabilities: dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]] = field(
@@ -139,8 +138,8 @@ class Tool:
     scopes: frozenset[str] = frozenset()
     # Handed to the workflow as TaskInput.tool_config (one workflow type, several tools).
     workflow_config: dict[str, Any] = field(default_factory=dict)
-    # Whether `prelude` is of the form that sees the answers so far (set from its signature).
-    _prelude_sees_answers: bool = field(default=False, init=False, repr=False, compare=False)
+    # Whether `mrtr` is of the form that sees the answers so far (set from its signature).
+    _mrtr_sees_answers: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.task_support == "never" and self.handler is None:
@@ -159,21 +158,21 @@ class Tool:
         object.__setattr__(self, "scopes", frozenset(self.scopes))  # a list works too
         if not all(SCOPE_TOKEN.match(scope) for scope in self.scopes):
             raise ValueError(f"tool {self.name!r}: a scope is visible ASCII without '\"' or '\\'")
-        if self.prelude is not None:
+        if self.mrtr is not None:
             try:
-                sees_answers = _sees_answers(self.prelude)
+                sees_answers = _sees_answers(self.mrtr)
             except ValueError as exc:
                 raise ValueError(f"tool {self.name!r}: {exc}") from None
-            object.__setattr__(self, "_prelude_sees_answers", sees_answers)
+            object.__setattr__(self, "_mrtr_sees_answers", sees_answers)
 
-    def still_needed(self, arguments: dict[str, Any], so_far: PreludeRound) -> InputRequests:
+    def still_needed(self, arguments: dict[str, Any], so_far: MrtrRound) -> InputRequests:
         """The input requests the tool still needs before it can run ({} when none)."""
-        if self.prelude is None:
+        if self.mrtr is None:
             return {}
-        if self._prelude_sees_answers:
-            multi = cast(Callable[[dict[str, Any], PreludeRound], InputRequests], self.prelude)
+        if self._mrtr_sees_answers:
+            multi = cast(Callable[[dict[str, Any], MrtrRound], InputRequests], self.mrtr)
             return multi(arguments, so_far)
-        single = cast(Callable[[dict[str, Any]], InputRequests], self.prelude)
+        single = cast(Callable[[dict[str, Any]], InputRequests], self.mrtr)
         return {k: r for k, r in single(arguments).items() if k not in so_far.answers}
 
     def capabilities_for(self, arguments: dict[str, Any]) -> dict[str, Any]:

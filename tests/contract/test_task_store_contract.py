@@ -18,13 +18,14 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from mcp_server.runtime.config import Settings
+from mcp_server.protocol.errors import error_object
 from mcp_server.runtime.worker import build_worker
 from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.quota import QuotaExceeded
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore, new_task_id
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.settings import Settings
 from tests.fakes.memory_store import MemoryTaskStore
 from workflows.task_state import AuditStamp, SubmitInput, TaskInput, iso_timestamp
 
@@ -143,8 +144,8 @@ async def test_a_tool_error_completes_and_a_protocol_error_fails_with_its_code(
     completed = await status_of(store, tool_error.task_id, "completed")
     assert completed.result is not None and completed.result["isError"] is True
     failed = await status_of(store, protocol_error.task_id, "failed")
-    assert failed.error is not None and failed.error["code"] == -32603
-    assert failed.status_message == f"Task failed: {failed.error['message']}"
+    assert failed.error is not None and error_object(failed.error)["code"] == -32603
+    assert failed.status_message == f"Task failed: {failed.error.message}"
 
 
 async def test_cancel_stops_a_running_task_and_is_a_no_op_once_closed_or_missing(

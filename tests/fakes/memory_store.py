@@ -22,21 +22,18 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from mcp_server.tasks.approvers import Identity, may_read
+from mcp_server.tasks.approvers import may_read
+from mcp_server.tasks.errors import TaskFailure
 from mcp_server.tasks.idempotency import IdempotencyConflict
+from mcp_server.tasks.not_found import NotFoundDeadline
 from mcp_server.tasks.poll_interval import DEFAULT_MAX_MS, advertised_ms
 from mcp_server.tasks.quota import QuotaExceeded
 from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of
 from mcp_server.tasks.ttl import is_expired, ttl_after_close
+from mcp_tasks.identity import Identity
 from tests.fakes.task_runner import SCRIPTS, Script, ScriptFailed
-from workflows.task_state import (
-    AuditStamp,
-    SubmitInput,
-    TaskInput,
-    TaskState,
-    TaskStatus,
-    iso_timestamp,
-)
+from workflows.task_state import AuditStamp, SubmitInput, TaskInput, TaskState, iso_timestamp
+from workflows.task_status import TaskStatus
 
 INITIAL_STATUS_MESSAGE = "Queued"
 LONG_POLL_S = 20.0
@@ -50,7 +47,7 @@ class _Task:
     answers: dict[str, Any] = field(default_factory=dict)
     closed_at: str | None = None
     result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
+    error: TaskFailure | None = None
     events: int = 1
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     job: asyncio.Task[None] | None = None
@@ -92,6 +89,7 @@ class MemoryTaskStore:
         self._scripts = SCRIPTS if scripts is None else scripts
         self._poll_interval_max_ms = poll_interval_max_ms
         self._tasks: dict[str, _Task] = {}
+        self.not_found = NotFoundDeadline()
 
     async def close(self) -> None:
         """Stop every task still running (the end of a test)."""
@@ -139,7 +137,7 @@ class MemoryTaskStore:
             raise
         except ScriptFailed as failed:
             entry.error = failed.error
-            self._close(entry, "failed", f"Task failed: {failed.error['message']}")
+            self._close(entry, "failed", f"Task failed: {failed.error.message}")
             return
         entry.result = result
         text = next((c.get("text") for c in result.get("content", []) if "text" in c), None)

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from mcp_server.tasks.errors import TaskFailure
 from workflows.results import text_result
 from workflows.task_state import TaskInput
 from workflows.task_workflow import elicitation
@@ -22,9 +23,7 @@ class ScriptFailed(Exception):
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
-        self.error: dict[str, Any] = {"code": code, "message": message}
-        if data is not None:
-            self.error["data"] = data
+        self.error = TaskFailure(message, code, data)
 
 
 class Run(Protocol):

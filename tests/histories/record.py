@@ -28,11 +28,11 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from mcp_server.http.auth import ANONYMOUS
 from mcp_server.protocol import errors
-from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.tools.loading import load_toolsets
+from mcp_tasks.identity import ANONYMOUS
+from mcp_tasks.settings import Settings
 from tests.conftest import Stack, running_stack
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION
 from tests.user_workflows import EXPOSED_TOML, USERS_TASK_QUEUE, AddNumbers, PlaceOrder

@@ -1,0 +1,298 @@
+"""A task tool run attached to its `tools/call`, for hosts that do not use tasks.
+
+A host without task support (2026-07-28 without the extension for a tool that allows it, or
+2025-11-25 without the `task` parameter) still gets the work done:
+- The task is created exactly as for a task-aware client (durable, owned by the caller), and
+  the call waits for it, at most `Services.sync_wait_s` (well under usual host time-outs).
+- While it waits: each new statusMessage goes out as `notifications/progress` when the request
+  carries a `progressToken`; at 2025-11-25, each question the task asks goes out as a request
+  to the client (`elicitation/create`, `sampling/createMessage`, `roots/list`) when the session
+  declared the capability it needs, on the response stream, related to the task. Its id names
+  the task and the input key (`input_request_id`), so the client's response may reach any
+  replica and is delivered to the workflow as a `tasks/update` would be.
+  An answer the task refuses is asked again under a new id, saying what was wrong
+  (refused_answers.py).
+- What the call then answers (the result, an InputRequiredResult round at 2026-07-28, or the
+  follow-up result naming the taskId and the follow-up tools) is attached/rounds.py's. The task
+  is never stopped because a host stopped waiting: nothing a host does can lose it.
+- A 2025-11-25 session's GET stream (`session_questions`) relays the questions of the tasks
+  that session created, for clients that never call `tasks/result` while input is needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from typing import Any, get_args
+
+import mcp_types as core
+from mcp_types.jsonrpc import JSONRPCRequest
+
+from mcp_server.protocol import capabilities
+from mcp_server.protocol.attached import refused_answers
+from mcp_server.protocol.attached.refused_answers import Refusals
+from mcp_server.protocol.context import RequestContext, Services
+from mcp_server.protocol.errors import task_not_found
+from mcp_server.protocol.limits.listen import Lease
+from mcp_server.protocol.models import Notification, to_message
+from mcp_server.protocol.v2026.views import RELATED_TASK, tool_result
+from mcp_server.tasks.access import find_task
+from mcp_server.tasks.approvers import may_answer
+from mcp_server.tasks.errors import TaskFailed
+from mcp_server.tasks.snapshots import TaskSnapshot
+from mcp_server.tools.registry import Logger, ProgressReporter
+from workflows.task_state import TaskInput
+
+# The GET stream of a 2025-11-25 session looks for its tasks' questions this often, and ends
+# after SESSION_STREAM_S (the client opens it again).
+SESSION_POLL_S = 1.0
+SESSION_STREAM_S = 1800.0
+# Tasks whose questions a call of this process is relaying right now (tasks/result, attached).
+_relaying: Counter[str] = Counter()
+# The questions each session's GET stream of this process has sent, per (session, taskId): a
+# tasks/result call of that session that starts later does not send them again.
+_sent_on_session_stream: dict[tuple[str, str], set[str]] = {}
+# Log levels from least to most severe (RFC 5424 order, as the LoggingLevel type lists them).
+LOG_LEVELS: tuple[str, ...] = get_args(core.LoggingLevel)
+_FIRST_POLL_S = 0.05
+_MAX_POLL_S = 1.0
+
+
+def input_request_id(task_id: str, key: str, attempt: int = 0) -> str:
+    """The JSON-RPC id of a server-to-client request asking a task's question `key`."""
+    return refused_answers.request_id(task_id, key, attempt)
+
+
+def parse_input_request_id(request_id: object) -> tuple[str, str] | None:
+    """(taskId, key) of an id made by `input_request_id`, else None."""
+    return refused_answers.parse_request_id(request_id)
+
+
+def progress_reporter(ctx: RequestContext) -> ProgressReporter:
+    """Sends `notifications/progress` for this request, or nothing when it asked for none."""
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        if ctx.progress_token is None:
+            return
+        params = core.ProgressNotificationParams(
+            progress_token=ctx.progress_token, progress=progress, total=total, message=message
+        )
+        await ctx.send(to_message(Notification(method="notifications/progress", params=params)))
+
+    return report
+
+
+def log_sender(ctx: RequestContext, threshold: str | None) -> Logger:
+    """Sends `notifications/message` for this request at `threshold` and above; nothing at all
+    when `threshold` is None (the request asked for no log messages)."""
+
+    async def log(level: str, data: Any) -> None:
+        if threshold is None or LOG_LEVELS.index(level) < LOG_LEVELS.index(threshold):
+            return
+        params = core.LoggingMessageNotificationParams.model_validate(
+            {"level": level, "data": data}
+        )
+        await ctx.send(to_message(Notification(method="notifications/message", params=params)))
+
+    return log
+
+
+def outcome(snapshot: TaskSnapshot) -> core.CallToolResult:
+    """The result of a terminal task, as the synchronous call returns it."""
+    if snapshot.status == "completed" and snapshot.result is not None:
+        return tool_result(snapshot.result)
+    if snapshot.status == "failed" and snapshot.error is not None:
+        error = snapshot.error
+        raise TaskFailed(error.code, error.message, error.data)
+    text = f"Task {snapshot.task_id} was cancelled: {snapshot.status_message or 'Cancelled'}"
+    return core.CallToolResult(content=[core.TextContent(type="text", text=text)], is_error=True)
+
+
+def can_answer(
+    ctx: RequestContext, request: dict[str, Any], snapshot: TaskSnapshot, key: str
+) -> bool:
+    """Whether this caller may answer `key` (approvers.py: a request that names approvers is
+    theirs) and the session declared what `request` needs (elicitation in its mode, sampling,
+    roots). A question it cannot take stays outstanding, for `task_respond` or its approver."""
+    if not may_answer(key, snapshot.owner, snapshot.approvers, ctx.principal, ctx.identity):
+        return False
+    try:
+        needed = capabilities.required_for_input(request)
+    except ValueError:
+        return False
+    return not capabilities.missing(ctx.capabilities, needed)
+
+
+async def _ask(
+    ctx: RequestContext, snapshot: TaskSnapshot, asked: set[str], refusals: Refusals | None = None
+) -> None:
+    """Send the task's new questions to a 2025-11-25 client as server-to-client requests; a
+    question whose answer was refused goes again, saying what was wrong."""
+    refused = refusals or Refusals()
+    for key, request in snapshot.input_requests.items():
+        if key in asked or not can_answer(ctx, request, snapshot, key):
+            continue
+        asked.add(key)
+        params = dict(request.get("params") or {})
+        if key in refused.problems:
+            problem = refused.problems[key]
+            params["message"] = (
+                f"Your previous answer was not accepted: {problem}. {params.get('message', '')}"
+            )
+        params["_meta"] = {
+            **(params.get("_meta") or {}),
+            RELATED_TASK: {"taskId": snapshot.task_id},
+        }
+        message = JSONRPCRequest(
+            jsonrpc="2.0",
+            id=input_request_id(snapshot.task_id, key, refused.counts.get(key, 0)),
+            method=str(request["method"]),
+            params=params,
+        )
+        await ctx.send(to_message(message))
+
+
+def _stuck(ctx: RequestContext, snapshot: TaskSnapshot) -> bool:
+    """Whether the task waits on a question this caller cannot be asked on this call."""
+    if snapshot.status != "input_required":
+        return False
+    askable = not ctx.modern and ctx.streaming
+    return not askable or not all(
+        can_answer(ctx, request, snapshot, key) for key, request in snapshot.input_requests.items()
+    )
+
+
+async def follow(
+    ctx: RequestContext,
+    services: Services,
+    task_id: str,
+    wait_s: float | None,
+    *,
+    until_stuck: bool = False,
+    refusals: Refusals | None = None,
+) -> TaskSnapshot:
+    """Watch a task until it is terminal (or `wait_s` passes), relaying progress and, where the
+    client can take them, its questions. With `until_stuck`, also stop as soon as the task waits
+    on a question this call cannot relay: waiting longer would only delay the follow-up (or the
+    round that asks it, attached/rounds.py). With `refusals`, a relayed question whose answer
+    the task refused is asked again (refused_answers.py) until it was refused too often; then
+    an attached call (`until_stuck`) stops, and a tasks/result call waits without asking.
+    Returns the last snapshot read."""
+    deadline = None if wait_s is None else time.monotonic() + wait_s
+    can_ask = not ctx.modern and ctx.streaming
+    report = progress_reporter(ctx)
+    sent_before = _sent_on_session_stream.get((ctx.session or "", task_id), set())
+    asked: set[str] = set(sent_before) if ctx.session else set()
+    last_message: str | None = None
+    steps = 0
+    pause = _FIRST_POLL_S
+    _relaying[task_id] += 1
+    if refusals is not None:
+        refused_answers.watch(task_id)
+    try:
+        while True:
+            snapshot = await find_task(
+                services.store, task_id, ctx.principal, services.clock, identity=ctx.identity
+            )
+            if snapshot is None:
+                raise task_not_found()
+            if snapshot.status in ("completed", "failed", "cancelled"):
+                return snapshot
+            if snapshot.status_message and snapshot.status_message != last_message:
+                last_message = snapshot.status_message
+                steps += 1
+                await report(steps, None, last_message)
+            if can_ask and refusals is not None:
+                for key, problem in refused_answers.take(task_id).items():
+                    if key in asked and refusals.add(key, problem):
+                        asked.discard(key)  # ask it again, saying what was wrong
+                if until_stuck and refusals.exhausted:
+                    return snapshot  # the follow-up result names the problem
+            if can_ask and snapshot.status == "input_required":
+                await _ask(ctx, snapshot, asked, refusals)
+            if until_stuck and _stuck(ctx, snapshot):
+                return snapshot
+            if deadline is not None and time.monotonic() >= deadline:
+                return snapshot
+            await asyncio.sleep(pause)
+            pause = min(_MAX_POLL_S, pause * 1.5)
+    finally:
+        if refusals is not None:
+            refused_answers.unwatch(task_id)
+        _relaying[task_id] -= 1
+        if not _relaying[task_id]:
+            del _relaying[task_id]
+
+
+def session_questions(
+    ctx: RequestContext, services: Services, *, lifetime_s: float = SESSION_STREAM_S
+) -> AsyncIterator[None]:
+    """The session's GET stream (below), after taking one of the caller's stream slots: the
+    same per-caller and per-replica limits as subscriptions/listen (limits/listen.py, one pool).
+    A full pool raises QUOTA_EXCEEDED (HTTP 429, Retry-After) here, before the stream opens;
+    the slot is freed when the stream ends or is dropped."""
+    lease = services.listening.slots.acquire(ctx.principal)
+    return _session_questions(ctx, services, lease, lifetime_s)
+
+
+async def _session_questions(
+    ctx: RequestContext, services: Services, lease: Lease, lifetime_s: float
+) -> AsyncIterator[None]:
+    """The standalone GET stream of a 2025-11-25 session: the questions of the tasks this
+    session created with `task`, for clients that poll `tasks/get` and never call
+    `tasks/result` while input is needed. A question a call of this process already relays
+    (tasks/result, an attached run) is left to it, so a client is not asked twice. Yields
+    None every `SESSION_POLL_S` (the transport sends a keep-alive when nothing else went out);
+    the questions themselves go out through `ctx.send`."""
+    assert ctx.session is not None
+    session = ctx.session
+    asked: dict[str, set[str]] = {}
+    deadline = time.monotonic() + lifetime_s
+    try:
+        while time.monotonic() < deadline:
+            waiting = await services.store.waiting_in_session(ctx.principal, session)
+            for task_id in waiting:
+                if task_id in _relaying:
+                    continue
+                snapshot = await find_task(
+                    services.store, task_id, ctx.principal, services.clock, identity=ctx.identity
+                )
+                # Checked again: a tasks/result call may have started relaying during the read.
+                if task_id in _relaying:
+                    continue
+                if snapshot is not None and snapshot.status == "input_required":
+                    sent = asked.setdefault(task_id, set())
+                    _sent_on_session_stream[(session, task_id)] = sent
+                    await _ask(ctx, snapshot, sent)
+            yield None
+            await asyncio.sleep(SESSION_POLL_S)
+    finally:
+        lease.release()
+        for task_id in asked:
+            _sent_on_session_stream.pop((session, task_id), None)
+
+
+async def run_attached(
+    ctx: RequestContext,
+    services: Services,
+    task: TaskInput,
+    workflow: str,
+    wait_s: float,
+    refusals: Refusals,
+) -> TaskSnapshot:
+    """Start the task and follow it at most `wait_s` (the tool's own bound, or the server's),
+    or until it waits on a question this call cannot relay. Returns the last snapshot: what
+    the call answers is attached/rounds.py's to decide."""
+    created = await services.limits.within_open_task_quota(
+        lambda quota: services.store.create(task, workflow, quota)
+    )
+    # The store may have given the task an id reserved ahead with its quota slot.
+    wait = attached_wait(services, wait_s)
+    return await follow(ctx, services, created.task_id, wait, until_stuck=True, refusals=refusals)
+
+
+def attached_wait(services: Services, wait_s: float) -> float:
+    """How long an attached call waits for its task: the tool's bound, capped by the server's."""
+    return min(wait_s, services.sync_wait_s)

@@ -1,0 +1,105 @@
+"""Per-principal rate limits of the calls that write to a task, and of "not found" lookups.
+
+- `tasks/update` (and the follow-up tool `task_respond`) and `tasks/cancel` (both eras, and
+  `task_cancel`): a token bucket per principal, `burst` calls at once, then `per_minute`.
+- Lookups that end "not found": a bucket per principal too. A lookup takes a token before it
+  asks the store and gives it back when the task was found, so only "not found" answers spend
+  the bucket, and a principal can never have more than `burst` of them in flight. Every "not
+  found" counts the same (missing, someone else's, expired, an impossible taskId), so being
+  limited tells nothing about which it was. This bounds guessing taskIds and the work each
+  guess costs the server (a Temporal read and the common not-found deadline, tasks/access.py).
+- A limited call is refused before it does anything: RATE_LIMITED (-31000), HTTP 429,
+  `Retry-After` (whole seconds) and `data.retryAfterMs`, as the tasks/get poll limiter answers.
+- A rate of 0 turns a limit off. Buckets live in this replica's memory, at most `_MAX_BUCKETS`
+  principals each (the least recently seen are forgotten, i.e. start full again;
+  mcp_tasks/token_buckets.py).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mcp_server.protocol.errors import RATE_LIMITED, McpError
+from mcp_tasks.settings import Settings
+from mcp_tasks.token_buckets import TokenBucket, TokenBuckets
+
+
+class PrincipalLimiter:
+    """A token bucket per principal: `burst` at once, refilled at `per_minute`."""
+
+    def __init__(
+        self,
+        what: str,
+        per_minute: int,
+        burst: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.what = what
+        self.per_minute = per_minute
+        self.burst = max(1, burst)
+        self._buckets: TokenBuckets[str, TokenBucket] = TokenBuckets(
+            lambda now: TokenBucket(self.burst, now), clock
+        )
+
+    def _rate(self, _: TokenBucket) -> float:
+        return self.per_minute / 60  # tokens per second
+
+    def take(self, principal: str) -> None:
+        """Spend one token of `principal`'s bucket, or raise RATE_LIMITED when it is empty."""
+        if not self.per_minute:
+            return
+        bucket = self._buckets.refilled(principal, self._rate)
+        if bucket.take():
+            return
+        wait_ms = math.ceil(bucket.seconds_to_next(self._rate(bucket)) * 1000)
+        raise McpError(
+            RATE_LIMITED,
+            f"Too many {self.what}: at most {self.per_minute} a minute after a burst of "
+            f"{self.burst}; retry in {wait_ms} ms",
+            {"retryAfterMs": wait_ms},
+            http_status=429,
+            headers={"Retry-After": str(max(1, math.ceil(wait_ms / 1000)))},
+        )
+
+    def give_back(self, principal: str) -> None:
+        """Return the token `take` spent (the call turned out not to count)."""
+        bucket = self._buckets.get(principal) if self.per_minute else None
+        if bucket is not None:
+            bucket.give_back()
+
+
+@dataclass(frozen=True)
+class RateLimits:
+    updates: PrincipalLimiter
+    cancels: PrincipalLimiter
+    misses: PrincipalLimiter
+
+    @classmethod
+    def of(cls, settings: Settings) -> RateLimits:
+        return cls(
+            updates=PrincipalLimiter(
+                "answers to tasks (tasks/update, task_respond)",
+                settings.update_rate_per_minute,
+                settings.update_burst,
+            ),
+            cancels=PrincipalLimiter(
+                "cancellations (tasks/cancel, task_cancel)",
+                settings.cancel_rate_per_minute,
+                settings.cancel_burst,
+            ),
+            misses=PrincipalLimiter(
+                'task lookups answered "not found"',
+                settings.not_found_rate_per_minute,
+                settings.not_found_burst,
+            ),
+        )
+
+    @classmethod
+    def off(cls) -> RateLimits:
+        unlimited = Settings(
+            update_rate_per_minute=0, cancel_rate_per_minute=0, not_found_rate_per_minute=0
+        )
+        return cls.of(unlimited)

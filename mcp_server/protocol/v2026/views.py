@@ -1,0 +1,70 @@
+"""Task snapshots rendered as the typed wire objects of the tasks extension (wire §2.3-§2.5).
+
+- CreateTaskResult is flat: `Result & Task & {resultType: "task"}`, never a nested `task`, and
+  never `result`, `error`, `inputRequests` or `requestState`.
+- GetTaskResult is `Result & DetailedTask & {resultType: "complete"}`: `inputRequests` only when
+  `input_required`, `result` only when `completed`, `error` only when `failed`.
+- Absent optional fields are omitted, never sent as null (`ttlMs` alone may be null).
+- An inlined result carries `resultType: "complete"` and never the 2025-11-25 related-task key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as core
+
+from mcp_server.protocol.errors import error_object
+from mcp_server.protocol.models import CreateTaskResult, DetailedTask, ExtTask, GetTaskResult
+from mcp_server.tasks.snapshots import TaskSnapshot
+
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+
+
+def tool_result(result: dict[str, Any]) -> core.CallToolResult:
+    """A workflow's result (a CallToolResult as JSON) as the typed model."""
+    model = core.CallToolResult.model_validate(result)
+    if model.meta and RELATED_TASK in model.meta:
+        model.meta = {k: v for k, v in model.meta.items() if k != RELATED_TASK}
+    return model
+
+
+def task_fields(snapshot: TaskSnapshot) -> dict[str, Any]:
+    return {
+        "task_id": snapshot.task_id,
+        "status": snapshot.status,
+        "status_message": snapshot.status_message or None,
+        "created_at": snapshot.created_at,
+        "last_updated_at": snapshot.last_updated_at,
+        "ttl_ms": snapshot.ttl_ms,
+        "poll_interval_ms": snapshot.advertised_poll_interval_ms
+        or snapshot.poll_interval_ms
+        or None,
+    }
+
+
+def task(snapshot: TaskSnapshot) -> ExtTask:
+    return ExtTask(**task_fields(snapshot))
+
+
+def _details(snapshot: TaskSnapshot) -> dict[str, Any]:
+    fields = task_fields(snapshot)
+    if snapshot.status == "input_required":
+        fields["input_requests"] = snapshot.input_requests
+    elif snapshot.status == "completed" and snapshot.result is not None:
+        fields["result"] = tool_result(snapshot.result)
+    elif snapshot.status == "failed" and snapshot.error is not None:
+        fields["error"] = core.ErrorData.model_validate(error_object(snapshot.error))
+    return fields
+
+
+def detailed_task(snapshot: TaskSnapshot) -> DetailedTask:
+    return DetailedTask(**_details(snapshot))
+
+
+def create_task_result(snapshot: TaskSnapshot) -> CreateTaskResult:
+    return CreateTaskResult(**task_fields(snapshot))
+
+
+def get_task_result(snapshot: TaskSnapshot) -> GetTaskResult:
+    return GetTaskResult(**_details(snapshot))

@@ -1,0 +1,34 @@
+"""What the webhook delivery workflow (workflows/webhooks.py) and its activity
+(activities/webhooks.py) agree on: the activity's name, its input, the errors it raises for
+what no retry can fix, and the names of the metrics both record (served on the worker's SDK
+metrics port, MCP_TASKS_WORKER_METRICS_PORT)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+DELIVER_ACTIVITY = "mcp_tasks.deliver_webhook"
+# ApplicationError types the activity raises for what no retry can fix.
+REJECTED_ERROR = "WebhookRejected"
+UNKNOWN_ENDPOINT_ERROR = "WebhookEndpointUnknown"
+# Counted by outcome: each attempt by the activity, a delivery given up by the workflow.
+# Outcome: delivered, failed (retried), rejected (a 4xx, not retried), gave_up (a day of
+# retries went by).
+DELIVERIES_METRIC = "mcp_tasks_webhook_deliveries_total"
+# The time of one attempt, by the activity.
+DELIVERY_SECONDS_METRIC = "mcp_tasks_webhook_delivery_duration_seconds"
+DELIVERY_SECONDS_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+@dataclass
+class WebhookDelivery:
+    """One notification: the child workflow's input and its activity's."""
+
+    delivery_id: str
+    endpoint: str
+    event: str
+    occurred_at: str
+    # taskId, tool, status, statusMessage, createdAt, lastUpdatedAt, inputRequests
+    # ([{key, message}]): the task as its memo shows it (redacted like the memo).
+    task: dict[str, Any]
