@@ -38,6 +38,7 @@ from mcp_server.http.auth import (
 )
 from mcp_server.inbox.csrf import CsrfTokens
 from mcp_server.inbox.session import COOKIE_NAME, InboxSession, SessionCodec, cookie_header
+from mcp_server.protocol.state_keys import StateSecret
 from mcp_server.runtime.config import Settings
 
 SIGN_IN_PATH = "/inbox/login"
@@ -139,7 +140,7 @@ class SignIn:
         return self.csrf.valid(session, form_value)
 
 
-def inbox_signin(settings: Settings, authenticator: Authenticator, secret: bytes) -> SignIn:
+def inbox_signin(settings: Settings, authenticator: Authenticator, secret: StateSecret) -> SignIn:
     return SignIn(
         authenticator=authenticator,
         sessions=SessionCodec(secret, settings.inbox_session_s, auth_binding(settings)),

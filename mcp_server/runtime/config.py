@@ -42,7 +42,7 @@ def _flag(value: object) -> object:
 
 
 # Settings whose values a message never shows.
-_HIDDEN = frozenset({"payload_key"})
+_HIDDEN = frozenset({"payload_key", "state_secret"})
 
 Flag = Annotated[bool, BeforeValidator(_flag)]
 CommaList = Annotated[tuple[str, ...], BeforeValidator(_split)]
@@ -84,10 +84,12 @@ class Settings(BaseModel):
     api_key: str | None = None
     # AES-256-GCM keys of the payload codec (runtime/codec.py), newest first; never printed.
     payload_key: CommaList = Field(default=(), repr=False)
-    # HMAC key of MRTR requestState, 2025-11-25 session ids and inbox cookies; every server
-    # replica must share it. Required on a non-loopback address (the server refuses to start
+    # HMAC keys of MRTR requestState, 2025-11-25 session ids and inbox cookies, comma-separated,
+    # each at least 16 characters: the first signs, any listed verifies (to rotate, put the new
+    # key first and drop the old one a day later; docs/operations/maintenance.md). Every server
+    # replica must share them. Required on a non-loopback address (the server refuses to start
     # without it); on loopback, random per process (`dev`, `stdio --dev`: kept in the data dir).
-    state_secret: str | None = None
+    state_secret: str | None = Field(default=None, repr=False)
     # DNS-rebinding protection: the `Host` values accepted (403 otherwise; loopback only when
     # bound to loopback).
     allowed_hosts: CommaList = ()
@@ -273,6 +275,15 @@ class Settings(BaseModel):
 
         parse_keys(keys)
         return keys
+
+    @field_validator("state_secret")
+    @classmethod
+    def _state_keys(cls, secret: str | None) -> str | None:
+        # The same rule as protocol/state_keys.py, checked here so a bad value stops the start.
+        keys = [key.strip() for key in (secret or "").split(",") if key.strip()]
+        if secret is not None and (not keys or any(len(key.encode()) < 16 for key in keys)):
+            raise ValueError("each comma-separated key must be at least 16 characters")
+        return secret
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
