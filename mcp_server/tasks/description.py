@@ -27,6 +27,8 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.converter import DataConverter, WorkflowSerializationContext
 from temporalio.service import RPCError
 
+from mcp_server.observability.tracer import temporal_span
+
 
 @dataclass(frozen=True)
 class Description:
@@ -66,9 +68,10 @@ async def describe(client: Client, workflow_id: str, rpc_timeout: timedelta) -> 
         namespace=client.namespace, execution=WorkflowExecution(workflow_id=workflow_id)
     )
     try:
-        raw = await client.workflow_service.describe_workflow_execution(
-            request, retry=True, timeout=rpc_timeout
-        )
+        with temporal_span("DescribeWorkflowExecution", workflow_id):
+            raw = await client.workflow_service.describe_workflow_execution(
+                request, retry=True, timeout=rpc_timeout
+            )
     except RPCError as err:
         # Imported here: the metrics module imports the protocol layer, which imports this one.
         from mcp_server.observability.temporal_errors import count_rpc_error

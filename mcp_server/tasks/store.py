@@ -58,6 +58,7 @@ from temporalio.common import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from mcp_server.observability.tracer import temporal_span
 from mcp_server.tasks.approvers import Identity, may_read
 from mcp_server.tasks.description import Description, describe
 from mcp_server.tasks.errors import (
@@ -417,12 +418,12 @@ class TemporalTaskStore:
                 maximum_page_size=50,
                 next_page_token=token,
             )
+            service = self._client.workflow_service
             try:
-                response = (
-                    await self._client.workflow_service.get_workflow_execution_history_reverse(
+                with temporal_span("GetWorkflowExecutionHistoryReverse", task_id):
+                    response = await service.get_workflow_execution_history_reverse(
                         request, retry=True, timeout=RPC_TIMEOUT
                     )
-                )
             except RPCError as err:
                 raise from_rpc_error(err, "read the task history") from err
             for event in response.history.events:
