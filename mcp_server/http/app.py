@@ -34,6 +34,7 @@ from mcp_server.http.transport import McpEndpoint, error_response
 from mcp_server.inbox.routes import add_inbox_routes
 from mcp_server.inbox.security import InboxHeadersMiddleware
 from mcp_server.inbox.signin import inbox_signin
+from mcp_server.observability.logging import use_principal_key
 from mcp_server.observability.routes import add_operations_routes, operations
 from mcp_server.protocol.errors import INVALID_REQUEST, McpError
 from mcp_server.protocol.services import build_services, clock, state_secret
@@ -98,6 +99,7 @@ def create_app(
     """
     authenticator = build_authenticator(settings, registry.scopes())
     secret = state_secret(settings)
+    use_principal_key(secret)  # the key of the principals the logs show
     webhooks = load_endpoints(settings.webhooks_file, resolve_secrets=False)
 
     @asynccontextmanager

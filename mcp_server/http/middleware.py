@@ -36,6 +36,7 @@ from mcp_server.observability import metrics
 from mcp_server.observability.logging import request_line
 from mcp_server.observability.record import SCOPE_KEY as OBSERVED_KEY
 from mcp_server.observability.record import RequestRecord
+from mcp_server.observability.request_id import HTTP_REQUEST_ID
 from mcp_server.protocol.errors import INVALID_REQUEST
 
 PUBLIC_PATHS = ("/healthz", "/readyz", "/.well-known/")
@@ -82,7 +83,11 @@ class RequestIdMiddleware:
                 MutableHeaders(scope=message)["X-Request-Id"] = request_id
             await send(message)
 
-        await self.app(scope, receive, send_with_id)
+        bound = HTTP_REQUEST_ID.set(request_id)  # every line logged meanwhile carries it
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            HTTP_REQUEST_ID.reset(bound)
 
 
 class HostOriginMiddleware:
@@ -232,14 +237,16 @@ class ObservabilityMiddleware:
             outcome = record.outcome or ("ok" if status < 400 else f"http_{status}")
             latency = None if first_byte is None else first_byte - started
             metrics.record_request(record.method, outcome, record.created_task, latency)
-            request_line(
-                {
-                    "requestId": state.get("request_id"),
-                    "method": record.method,
-                    "taskId": record.task_id,
-                    "principal": state.get("principal"),
-                    "outcome": outcome,
-                    "status": status,
-                    "durationMs": round((time.perf_counter() - started) * 1000, 2),
-                }
-            )
+            fields: dict[str, Any] = {
+                "requestId": state.get("request_id"),
+                "jsonrpcId": record.jsonrpc_id,
+                "method": record.method,
+                "taskId": record.task_id,
+                "principal": state.get("principal"),
+                "outcome": outcome,
+                "status": status,
+                "durationMs": round((time.perf_counter() - started) * 1000, 2),
+            }
+            if record.trace_id is not None:
+                fields |= {"trace_id": record.trace_id, "span_id": record.span_id}
+            request_line(fields)

@@ -48,6 +48,12 @@ def add_parser(commands: Any) -> None:
     )
     listing.add_argument("--limit", type=_positive, default=50, help="at most this many (50)")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    principal = sub.add_parser(
+        "principal", help="a principal's McpOwner digest and the value the logs show for it",
+        description="What Temporal (McpOwner) and the logs (`principal`, keyed by each key of "
+        "MCP_TASKS_STATE_SECRET, newest first) hold for a principal; asks Temporal nothing.",
+    )  # fmt: skip
+    principal.add_argument("subject", metavar="PRINCIPAL", help="a subject, or its 32-hex digest")
     show = sub.add_parser("show", help="one task as tasks/get shows it, plus Temporal's detail")
     show.add_argument("task_id", metavar="ID")
     show.add_argument(

@@ -24,6 +24,8 @@ from typing import Any
 
 from temporalio.client import Client
 
+from mcp_server.observability.logging import principal_key, principal_tag
+from mcp_server.protocol import state_keys
 from mcp_server.protocol.errors import McpError
 from mcp_server.protocol.limits import Limits, PollLimiter
 from mcp_server.runtime import operator_answers as answers
@@ -32,7 +34,13 @@ from mcp_server.runtime.config import Settings
 from mcp_server.runtime.operator_args import add_parser
 from mcp_server.runtime.temporal_connection import connect
 from mcp_server.tasks.errors import BackendUnavailable, TaskError
-from mcp_server.tasks.listing import InvalidFilter, TaskFilter, list_tasks, task_detail
+from mcp_server.tasks.listing import (
+    InvalidFilter,
+    TaskFilter,
+    list_tasks,
+    owner_digest,
+    task_detail,
+)
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TemporalTaskStore
 from workflows.task_state import TERMINAL_STATUSES, SubmitInput
@@ -86,7 +94,22 @@ async def _client(settings: Settings) -> Client:
         ) from None
 
 
+def _principal(subject: str, settings: Settings) -> int:
+    """`tasks principal`: McpOwner, and the logged value under each state secret key."""
+    digest = owner_digest(subject)
+    print(f"McpOwner   {digest}")
+    if settings.state_secret is None:
+        print("mcp-tasks: MCP_TASKS_STATE_SECRET is not set: a server without it logs "
+              "principals under a random key", file=sys.stderr)  # fmt: skip
+        return 0
+    for key in state_keys.parse(settings.state_secret):
+        print(f"principal  {principal_tag(digest, principal_key(key))}")
+    return 0
+
+
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.tasks_command == "principal":
+        return _principal(args.subject, settings)
     if args.tasks_command == "list":
         where = TaskFilter(args.status, args.tool, args.owner, args.approver)
         where.query()  # a bad value is refused before Temporal is called

@@ -7,6 +7,7 @@ from typing import BinaryIO
 from temporalio.client import Client
 
 from mcp_server.http.auth import ANONYMOUS
+from mcp_server.observability.logging import use_principal_key
 from mcp_server.protocol.services import build_services, clock, state_secret
 from mcp_server.runtime.config import Settings
 from mcp_server.stdio.channel import StdioChannel
@@ -34,7 +35,9 @@ class StdioServer:
             settings.poll_interval_max_ms,
             quota_lazy_release=settings.quota_lazy_release,
         )
-        services = build_services(settings, registry, store, state_secret(settings))
+        secret = state_secret(settings)
+        use_principal_key(secret)  # the key of the principals the logs show
+        services = build_services(settings, registry, store, secret)
         self.connection = StdioConnection(services, self.channel.send, ANONYMOUS.digest)
 
     async def serve(self) -> None:
