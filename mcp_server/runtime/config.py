@@ -248,6 +248,21 @@ class Settings(BaseModel):
     sqlite_synchronous: Literal["full", "normal"] = "full"
     # OTLP/HTTP collector for traces (needs the `otel` extra)
     otlp_endpoint: str | None = None
+    # Draining and upgrading workers (issue 30; docs/operations/maintenance.md).
+    # On SIGTERM the worker stops taking work and lets the activities it runs finish for this
+    # long before it cancels them (a cancelled step runs again elsewhere): longer than your
+    # typical step, and shorter than the orchestrator's grace (Kubernetes
+    # terminationGracePeriodSeconds, compose stop_grace_period), which then kills it.
+    worker_shutdown_grace_s: float = Field(default=60.0, gt=0, le=86400)
+    # Worker Versioning: the Worker Deployment this worker belongs to (unset: an unversioned
+    # worker; a change to a workflow then goes through `workflow.patched`).
+    worker_deployment_name: str | None = None
+    # Worker Versioning: this worker's build id in its deployment (required with the name).
+    worker_build_id: str | None = None
+    # Worker Versioning: `pinned` (a task runs on the build that started it, to its end) or
+    # `auto_upgrade` (it moves to the deployment's current build); the open-task quota workflow
+    # always moves.
+    worker_versioning_behavior: Literal["pinned", "auto_upgrade"] = "pinned"
 
     @field_validator("jwt_algorithms")
     @classmethod

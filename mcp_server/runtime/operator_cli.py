@@ -20,6 +20,7 @@ import getpass
 import hashlib
 import sys
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 from temporalio.client import Client
@@ -94,6 +95,13 @@ async def _client(settings: Settings) -> Client:
         ) from None
 
 
+def _filter(args: argparse.Namespace, settings: Settings) -> TaskFilter:
+    queue = None if args.all_queues else args.task_queue or settings.task_queue
+    longer = args.waiting_longer_than
+    before = None if longer is None else datetime.now(UTC) - longer
+    return TaskFilter(args.status, args.tool, args.owner, args.approver, queue, before)
+
+
 def _principal(subject: str, settings: Settings) -> int:
     """`tasks principal`: McpOwner, and the logged value under each state secret key."""
     digest = owner_digest(subject)
@@ -111,7 +119,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.tasks_command == "principal":
         return _principal(args.subject, settings)
     if args.tasks_command == "list":
-        where = TaskFilter(args.status, args.tool, args.owner, args.approver)
+        where = _filter(args, settings)
         where.query()  # a bad value is refused before Temporal is called
         found = await list_tasks(await _client(settings), where, args.limit)
         if args.json:
