@@ -9,6 +9,7 @@ activity the deploy workflow runs.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import hashlib
 import json
@@ -35,6 +36,7 @@ from mcp_server.observability.logging import (
     principal_key,
     principal_tag,
 )
+from mcp_server.runtime.operator_cli import add_parser, run
 from mcp_server.tasks.listing import owner_digest
 from tests.asgi_stack import AsgiStackFactory
 
@@ -166,3 +168,19 @@ async def test_a_missing_pipeline_is_one_info_line_and_a_benign_error(
     ours = [r for r in caplog.records if r.name == "temporalio.activity"]
     assert [(r.levelno, r.exc_info) for r in ours] == [(logging.INFO, None)]
     assert "no pipeline named 'nope'" in ours[0].getMessage()
+
+
+def test_the_operator_finds_a_names_logged_value_under_each_state_secret_key(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    new, old = "new-" + "n" * 20, "old-" + "o" * 20
+    monkeypatch.setenv("MCP_TASKS_STATE_SECRET", f"{new},{old}")
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"))
+    assert run(parser.parse_args(["tasks", "principal", "alice"])) == 0
+    digest = owner_digest("alice")
+    assert capsys.readouterr().out.split() == [
+        "McpOwner", digest,
+        "principal", principal_tag(digest, principal_key(new.encode())),
+        "principal", principal_tag(digest, principal_key(old.encode())),
+    ]  # fmt: skip
