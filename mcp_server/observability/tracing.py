@@ -77,10 +77,34 @@ def configure(otlp_endpoint: str | None, service_name: str) -> bool:
         exporter = OTLPSpanExporter(endpoint=otlp_endpoint.rstrip("/") + "/v1/traces")
     else:
         exporter = OTLPSpanExporter()  # reads the OTEL_EXPORTER_OTLP_* variables
-    provider.add_span_processor(BatchSpanProcessor(exporter))
-    use(provider, exporter)
+    stoppable = StopOnce(exporter)
+    provider.add_span_processor(BatchSpanProcessor(stoppable))  # type: ignore[arg-type]
+    use(provider, stoppable)
     log.info("tracing on: spans exported by OTLP/HTTP to %s", target)
     return True
+
+
+class StopOnce:
+    """A span exporter shut down at most once: by `shutdown`'s bound, or by its processor after
+    (which would otherwise log that it was already shut down)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._stopped = False
+        self._lock = threading.Lock()
+
+    def export(self, spans: Any) -> Any:
+        return self._inner.export(spans)
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return bool(self._inner.force_flush(timeout_millis))
+
+    def shutdown(self) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        self._inner.shutdown()
 
 
 def use(provider: Any, exporter: Any = None) -> None:
@@ -98,7 +122,7 @@ def shutdown(bound_s: float = SHUTDOWN_EXPORT_S) -> None:
     use(None)
     if provider is None:
         return
-    stop = threading.Timer(bound_s, _stop_exporting, (exporter,)) if exporter else None
+    stop = threading.Timer(bound_s, _stop_exporting, (exporter, bound_s)) if exporter else None
     if stop is not None:
         stop.daemon = True
         stop.start()
@@ -109,8 +133,8 @@ def shutdown(bound_s: float = SHUTDOWN_EXPORT_S) -> None:
             stop.cancel()
 
 
-def _stop_exporting(exporter: Any) -> None:
-    log.warning("spans not exported within %.1f s of shutdown: dropped", SHUTDOWN_EXPORT_S)
+def _stop_exporting(exporter: Any, bound_s: float) -> None:
+    log.warning("spans not exported within %.1f s of shutdown: dropped", bound_s)
     exporter.shutdown()
 
 
