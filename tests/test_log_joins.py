@@ -26,6 +26,7 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from temporalio.testing import ActivityEnvironment
 
 from activities.commands import PipelineFiles
+from activities.records import refused
 from mcp_server.http.auth import ANONYMOUS
 from mcp_server.observability import logging as log_setup
 from mcp_server.observability import tracing
@@ -184,3 +185,19 @@ def test_the_operator_finds_a_names_logged_value_under_each_state_secret_key(
         "principal", principal_tag(digest, principal_key(new.encode())),
         "principal", principal_tag(digest, principal_key(old.encode())),
     ]  # fmt: skip
+
+
+@activity.defn
+async def _refuses_an_import() -> None:
+    raise refused("the source 'x.csv' does not exist in the import directory")
+
+
+async def test_a_refused_import_is_one_info_line_and_a_benign_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="temporalio.activity")
+    with pytest.raises(ApplicationError) as caught:
+        await ActivityEnvironment().run(_refuses_an_import)
+    assert caught.value.category == ApplicationErrorCategory.BENIGN
+    ours = [r for r in caplog.records if r.name == "temporalio.activity"]
+    assert [(r.levelno, r.exc_info) for r in ours] == [(logging.INFO, None)]
