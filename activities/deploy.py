@@ -41,7 +41,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from mcp_tasks.contracts.approvers import invalid_approvers
 
@@ -262,6 +262,20 @@ def parse_pipeline(path: Path) -> dict[str, Any]:
     return {"description": pipeline.description, "steps": steps}
 
 
+def _expected(err: ApplicationError) -> ApplicationError:
+    """A refusal the caller caused (a pipeline that does not exist or does not parse): one
+    INFO line, and the error marked BENIGN, so the SDK logs its own line at DEBUG instead of a
+    traceback at WARNING (and counts no activity failure)."""
+    activity.logger.info("pipeline refused: %s", err.message)
+    return ApplicationError(
+        err.message,
+        *err.details,
+        type=err.type,
+        non_retryable=True,
+        category=ApplicationErrorCategory.BENIGN,
+    )
+
+
 class PipelineFiles:
     """Reads pipelines from one directory only: a caller names a pipeline, never a path, and
     errors never show where that directory is."""
@@ -271,6 +285,12 @@ class PipelineFiles:
 
     @activity.defn(name="mcp_tasks.load_pipeline")
     async def load_pipeline(self, name: str) -> dict[str, Any]:
+        try:
+            return self._load(name)
+        except ApplicationError as err:
+            raise _expected(err) from None
+
+    def _load(self, name: str) -> dict[str, Any]:
         if not PIPELINE_NAME.fullmatch(name):
             raise ApplicationError(
                 f"{name!r} is not a pipeline name ({PIPELINE_NAME.pattern})",

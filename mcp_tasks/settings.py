@@ -45,7 +45,7 @@ def _flag(value: object) -> object:
 
 
 # Settings whose values a message never shows.
-_HIDDEN = frozenset({"payload_key"})
+_HIDDEN = frozenset({"payload_key", "state_secret"})
 
 Flag = Annotated[bool, BeforeValidator(_flag)]
 CommaList = Annotated[tuple[str, ...], BeforeValidator(_split)]
@@ -87,10 +87,12 @@ class Settings(BaseModel):
     api_key: str | None = None
     # AES-256-GCM keys of the payload codec (temporal/codec.py), newest first; never printed.
     payload_key: CommaList = Field(default=(), repr=False)
-    # HMAC key of MRTR requestState, 2025-11-25 session ids and inbox cookies; every server
-    # replica must share it. Required on a non-loopback address (the server refuses to start
+    # HMAC keys of MRTR requestState, 2025-11-25 session ids and inbox cookies, comma-separated,
+    # each at least 16 characters: the first signs, any listed verifies (to rotate, put the new
+    # key first and drop the old one a day later; docs/operations/maintenance.md). Every server
+    # replica must share them. Required on a non-loopback address (the server refuses to start
     # without it); on loopback, random per process (`dev`, `stdio --dev`: kept in the data dir).
-    state_secret: str | None = None
+    state_secret: str | None = Field(default=None, repr=False)
     # DNS-rebinding protection: the `Host` values accepted (403 otherwise; loopback only when
     # bound to loopback).
     allowed_hosts: CommaList = ()
@@ -249,6 +251,21 @@ class Settings(BaseModel):
     sqlite_synchronous: Literal["full", "normal"] = "full"
     # OTLP/HTTP collector for traces (needs the `otel` extra)
     otlp_endpoint: str | None = None
+    # Draining and upgrading workers (issue 30; docs/operations/maintenance.md).
+    # On SIGTERM the worker stops taking work and lets the activities it runs finish for this
+    # long before it cancels them (a cancelled step runs again elsewhere): longer than your
+    # typical step, and shorter than the orchestrator's grace (Kubernetes
+    # terminationGracePeriodSeconds, compose stop_grace_period), which then kills it.
+    worker_shutdown_grace_s: float = Field(default=60.0, gt=0, le=86400)
+    # Worker Versioning: the Worker Deployment this worker belongs to (unset: an unversioned
+    # worker; a change to a workflow then goes through `workflow.patched`).
+    worker_deployment_name: str | None = None
+    # Worker Versioning: this worker's build id in its deployment (required with the name).
+    worker_build_id: str | None = None
+    # Worker Versioning: `pinned` (a task runs on the build that started it, to its end) or
+    # `auto_upgrade` (it moves to the deployment's current build); the open-task quota workflow
+    # always moves.
+    worker_versioning_behavior: Literal["pinned", "auto_upgrade"] = "pinned"
 
     @field_validator("jwt_algorithms")
     @classmethod
@@ -272,6 +289,15 @@ class Settings(BaseModel):
     def _payload_keys(cls, keys: tuple[str, ...]) -> tuple[str, ...]:
         parse_keys(keys)
         return keys
+
+    @field_validator("state_secret")
+    @classmethod
+    def _state_keys(cls, secret: str | None) -> str | None:
+        # The same rule as protocol/state_keys.py, checked here so a bad value stops the start.
+        keys = [key.strip() for key in (secret or "").split(",") if key.strip()]
+        if secret is not None and (not keys or any(len(key.encode()) < 16 for key in keys)):
+            raise ValueError("each comma-separated key must be at least 16 characters")
+        return secret
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

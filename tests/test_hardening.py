@@ -220,6 +220,6 @@ async def test_long_request_ids_and_task_ids_are_logged_truncated_and_marked(
     ]
     assert line["outcome"] == f"error {errors.INVALID_PARAMS}"
     assert len(caplog.text) < 2000
-    assert line["requestId"] == "r" * 64 + "…" and line["requestIdTruncated"] is True
-    assert line["requestIdSha256"] == hashlib.sha256(request_id.encode()).hexdigest()
+    assert line["jsonrpcId"] == "r" * 64 + "…" and line["jsonrpcIdTruncated"] is True
+    assert line["jsonrpcIdSha256"] == hashlib.sha256(request_id.encode()).hexdigest()
     assert line["taskId"] == "t" * 64 + "…" and line["taskIdTruncated"] is True

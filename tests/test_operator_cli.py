@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -30,9 +31,14 @@ from mcp_server.runtime.operator_cli import (
     OPERATOR_DIGEST,
 )
 from mcp_server.runtime.tokens import add_token
+from mcp_server.tasks.listing import WAITING_SINCE_KEY
+from mcp_server.tasks.store import initial_search_attributes
+from mcp_server.temporal.connection import connect
 from mcp_tasks.identity import Principal
+from mcp_tasks.settings import Settings
 from tests.dev_process import MCP_TASKS, DevProcess, client_for, reaped
 from tests.mcp_client import McpClient
+from workflows.task_state import MEMO_KEY, TaskInput, TaskState, iso_timestamp
 
 pytestmark = pytest.mark.slow
 CLI_TIMEOUT_S = 60
@@ -138,13 +144,69 @@ async def test_list_finds_a_waiting_task_by_status_tool_and_owner(
     table = cli(running, "list", "--tool", "request_approval")
     assert table.returncode == 0, table.stderr
     header, *rows = table.stdout.splitlines()
-    assert header.split() == ["TASK", "ID", "TOOL", "STATUS", "AGE", "STATUS", "MESSAGE"]
+    assert header.split() == [
+        "TASK", "ID", "TOOL", "STATUS", "AGE", "WAITING", "STATUS", "MESSAGE"
+    ]  # fmt: skip
     (row,) = [row for row in rows if row.startswith(task_id)]
     assert row.split()[1:3] == ["request_approval", "input_required"]
+    assert row.split()[4] != "-"  # it waits: for how long
     assert "Waiting for a decision" in row
     await mcp.cancel_task(task_id)
     await mcp.wait_terminal(task_id, within=20)
     eventually_listed(running, ("--status", "cancelled"), lambda ids: task_id in ids)
+
+
+async def test_list_says_how_long_a_task_waits_and_finds_the_waits_longer_than_a_threshold(
+    running: Running, mcp: McpClient
+) -> None:
+    task_id = await waiting_approval(mcp)
+    temporal = await Client.connect(running.env["MCP_TASKS_TEMPORAL_ADDRESS"])
+    handle = temporal.get_workflow_handle(task_id)
+    since = (await handle.describe()).typed_search_attributes.get(WAITING_SINCE_KEY)
+    assert since is not None  # set by the workflow as it started to wait
+    found = eventually_listed(running, ("--waiting-longer-than", "1s"), lambda ids: task_id in ids)
+    assert task_id not in listed(running, "--waiting-longer-than", "1d")
+    done = cli(running, "list", "--json", "--status", "input_required")
+    (line,) = [json.loads(x) for x in done.stdout.splitlines() if task_id in x]
+    assert line["waitingSince"] == iso_timestamp(since) and line["taskQueue"] == "mcp-tasks"
+    assert found == sorted(found, key=waiting_order(running))  # the longest wait first
+    await mcp.cancel_task(task_id)
+    await mcp.wait_terminal(task_id, within=20)
+    assert (await handle.describe()).typed_search_attributes.get(WAITING_SINCE_KEY) is None
+
+
+def waiting_order(running: Running) -> Callable[[str], str]:
+    done = cli(running, "list", "--json", "--status", "input_required", "--limit", "1000")
+    since = {entry["taskId"]: entry["waitingSince"] for entry in map(json.loads,
+             done.stdout.splitlines())}  # fmt: skip
+    return lambda task_id: str(since.get(task_id))
+
+
+async def test_list_shows_this_deployments_task_queue_unless_told_otherwise(
+    running: Running, mcp: McpClient
+) -> None:
+    # Another deployment's task in the same namespace: an MCP task (memo, search attributes)
+    # on its own task queue, which no worker here polls.
+    other = await connect(Settings.from_env(running.env))
+    task = TaskInput(
+        task_id=f"mcp-task-{uuid.uuid4().hex}", tool="request_approval", arguments={},
+        created_at=iso_timestamp(datetime.now(UTC)), ttl_ms=None, poll_interval_ms=1000,
+        owner=Principal("alice").digest,
+    )  # fmt: skip
+    handle = await other.start_workflow(
+        "RequestApproval", task, id=task.task_id, task_queue="another-team",
+        memo={MEMO_KEY: TaskState.initial(task, "Queued").to_memo()},
+        search_attributes=initial_search_attributes(task),
+    )  # fmt: skip
+    try:
+        ours = await waiting_approval(mcp)
+        eventually_listed(running, ("--all-queues",), lambda ids: {ours, task.task_id} <= set(ids))
+        mine = listed(running)
+        assert ours in mine and task.task_id not in mine
+        assert listed(running, "--task-queue", "another-team") == [task.task_id]
+        await mcp.cancel_task(ours)
+    finally:
+        await handle.terminate()
 
 
 async def test_show_prints_the_form_and_the_operator_detail(

@@ -3,6 +3,9 @@ runs (the whole commands: tests/test_operator_cli.py)."""
 
 from __future__ import annotations
 
+import argparse
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from mcp_server.runtime.operator_answers import (
@@ -11,6 +14,7 @@ from mcp_server.runtime.operator_answers import (
     content_from_flags,
     parse_value,
 )
+from mcp_server.runtime.operator_args import duration
 from mcp_server.runtime.operator_views import step_line
 from mcp_server.tasks.listing import InvalidFilter, TaskFilter
 from mcp_tasks.identity import Principal
@@ -34,6 +38,32 @@ def test_each_filter_becomes_one_condition() -> None:
     )
 
 
+def test_the_task_queue_and_a_wait_threshold_become_conditions() -> None:
+    assert TaskFilter(task_queue="mcp-tasks").query() == f'{BASE} AND TaskQueue="mcp-tasks"'
+    before = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+    waiting = (
+        'ExecutionStatus="Running" AND McpStatus="input_required" AND '
+        '(McpWaitingSince < "2026-12-01T09:30:00.000Z" OR McpWaitingSince IS NULL)'
+    )
+    assert TaskFilter(waiting_before=before).query() == f"{BASE} AND {waiting}"
+    assert TaskFilter(status="input_required", waiting_before=before).query() == (
+        f"{BASE} AND {waiting}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90s", 90), ("30m", 1800), ("2h", 7200), ("3d", 259200)]
+)
+def test_a_wait_threshold_is_a_number_and_a_unit(text: str, seconds: int) -> None:
+    assert duration(text) == timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize("text", ["", "2", "h", "1.5h", "-1h", "2w"])
+def test_a_wait_threshold_without_a_known_unit_is_refused(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        duration(text)
+
+
 def test_a_principal_reaches_the_query_only_as_its_digest() -> None:
     odd = 'x" OR McpOwner!="y'
     assert TaskFilter(owner=odd).query() == f'{BASE} AND McpOwner="{Principal(odd).digest}"'
@@ -50,6 +80,9 @@ def test_a_principal_reaches_the_query_only_as_its_digest() -> None:
         TaskFilter(approver="scope:a'b"),
         TaskFilter(approver="scope:"),
         TaskFilter(owner=""),
+        TaskFilter(task_queue='q" OR TaskQueue!="r'),
+        TaskFilter(task_queue=""),
+        TaskFilter(status="completed", waiting_before=datetime(2026, 12, 1, tzinfo=UTC)),
     ],
 )
 def test_values_a_query_cannot_hold_are_refused(where: TaskFilter) -> None:

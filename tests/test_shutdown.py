@@ -112,7 +112,9 @@ name = "c"
 run = "echo c >> JOURNAL"
 """,
     )
-    settings = {"pipelines_dir": str(pipelines_dir), "max_open_tasks_per_principal": "0"}
+    # A grace (MCP_TASKS_WORKER_SHUTDOWN_GRACE_S) shorter than "b", to cut it.
+    settings = {"pipelines_dir": str(pipelines_dir), "max_open_tasks_per_principal": "0",
+                "worker_shutdown_grace_s": "5"}  # fmt: skip
     with replicas(temporal.address, tmp_path, **settings) as running:
         worker = running.start("worker")
         _, port = running.server()
@@ -132,3 +134,45 @@ run = "echo c >> JOURNAL"
             attempts = [step["attempt"] for step in steps]
             assert attempts[0] == 1 and attempts[1] >= 2 and attempts[2] == 1, attempts
             assert journal(log) == ["a", *["b"] * attempts[1], "b-done", "c"], attempts
+
+
+@pytest.mark.timeout(180)
+async def test_sigterm_to_a_worker_lets_a_step_shorter_than_its_grace_finish(
+    temporal: TemporalDevServer, pipelines_dir: Path, tmp_path: Path
+) -> None:
+    """A rollout does not cut a step that ends within MCP_TASKS_WORKER_SHUTDOWN_GRACE_S: the
+    stopping worker finishes it (once, attempt 1) and the next worker runs the rest. Real
+    processes: the grace is the SDK worker's own shutdown on a real SIGTERM."""
+    name, log = pipeline(
+        pipelines_dir,
+        """
+[[steps]]
+name = "a"
+run = "echo a >> JOURNAL"
+[[steps]]
+name = "b"
+run = "echo b >> JOURNAL; sleep 8; echo b-done >> JOURNAL"
+[[steps]]
+name = "c"
+run = "echo c >> JOURNAL"
+""",
+    )
+    # The default grace (60 s): "b" lasts longer than the 5 s the worker used to give.
+    settings = {"pipelines_dir": str(pipelines_dir), "max_open_tasks_per_principal": "0"}
+    with replicas(temporal.address, tmp_path, **settings) as running:
+        worker = running.start("worker")
+        _, port = running.server()
+        async with httpx.AsyncClient(timeout=60) as http:
+            await running.ready(http, port)
+            mcp = McpClient(http, f"http://127.0.0.1:{port}/mcp")
+            task_id = await mcp.create_task("deploy", {"pipeline": name})
+            await mcp.wait_for(task_id, lambda t: journal(log) == ["a", "b"], within=30)
+            worker.send_signal(signal.SIGTERM)
+            assert await exit_code(worker, within=90) == 0
+            assert journal(log) == ["a", "b", "b-done"]  # finished by the stopping worker
+            running.start("worker")
+            done = await mcp.wait_terminal(task_id, within=90)
+            assert done["status"] == "completed" and done["result"]["isError"] is False, done
+            steps = done["result"]["structuredContent"]["steps"]
+            assert [step["attempt"] for step in steps] == [1, 1, 1]
+            assert journal(log) == ["a", "b", "b-done", "c"]

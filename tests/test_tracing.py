@@ -1,26 +1,39 @@
 """Traces: one trace from the HTTP request through the workflow to an activity, joined to the
-client's traceparent; off without an endpoint; exported by OTLP/HTTP when configured."""
+client's traceparent, with the Temporal reads behind tasks/get as spans of their own; the
+request span's attributes and status (in process: they are the transport's); off without an
+endpoint; exported by OTLP/HTTP when configured, and within a bound when the process stops
+while the collector is down."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
 from temporalio.client import Client
 
 from mcp_server.observability import tracing
 from mcp_server.runtime.devserver import TemporalDevServer
+from mcp_server.tasks.errors import BackendUnavailable
 from mcp_server.temporal.connection import observed_connection
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.settings import Settings
+from tests.asgi_stack import AsgiStackFactory
 from tests.conftest import running_stack
 from tests.mcp_client import TASKS_AND_ELICITATION, VERSION
 from workflows.quota import QUOTA_WORKFLOW
@@ -88,6 +101,16 @@ async def test_one_trace_runs_from_the_http_request_through_the_workflow_to_an_a
     joined = [s for s in spans if s.name == "MCP tasks/get"][-1]  # after wait_terminal's
     assert f"{joined.context.trace_id:032x}" == other
     assert joined.parent is not None and f"{joined.parent.span_id:016x}" == parent
+    # The polls of wait_terminal read Temporal (the last, of a closed task, reads a cache).
+    gets = {s.context.span_id for s in spans if s.name == "MCP tasks/get"}
+    describe = next(
+        s for s in spans
+        if s.name == "temporal DescribeWorkflowExecution" and s.parent and s.parent.span_id in gets
+    )  # fmt: skip
+    assert describe.kind == SpanKind.CLIENT and describe.attributes is not None
+    assert describe.attributes["mcp.task.id"] == task_id
+    assert http.attributes is not None and http.attributes["mcp.task.id"] == task_id
+    assert http.attributes["gen_ai.tool.name"] == "multi_step_job"
 
 
 def test_tracing_is_off_and_costs_nothing_without_an_endpoint() -> None:
@@ -133,4 +156,97 @@ def test_spans_go_to_the_configured_otlp_endpoint() -> None:
     exported = ExportTraceServiceRequest.FromString(received[0][1])
     spans = [s for r in exported.resource_spans for ss in r.scope_spans for s in ss.spans]
     assert [(s.name, s.trace_id.hex()) for s in spans] == [("MCP tools/list", trace_id)]
+    assert not tracing.enabled()
+
+
+@contextlib.contextmanager
+def in_memory_spans() -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.use(provider)
+    try:
+        yield exporter
+    finally:
+        tracing.use(None)
+
+
+async def test_the_request_span_names_the_task_the_tool_and_the_http_exchange(
+    fresh_asgi_stack: AsgiStackFactory,
+) -> None:
+    with in_memory_spans() as exporter:
+        async with fresh_asgi_stack() as stack:
+            created = await stack.mcp.call_tool(
+                "multi_step_job", {"steps": 1, "step_seconds": 0},
+                headers={"User-Agent": "probe/1.0"},
+            )  # fmt: skip
+            await stack.mcp.rpc("tasks/get", {"taskId": "mcp-task-" + "0" * 32})
+    call, missing = [s for s in exporter.get_finished_spans() if s.name.startswith("MCP ")]
+    assert call.name == "MCP tools/call" and call.kind == SpanKind.SERVER
+    assert call.attributes is not None and missing.attributes is not None
+    assert {k: call.attributes[k] for k in (
+        "http.request.method", "url.path", "http.response.status_code", "user_agent.original",
+        "mcp.method.name", "rpc.system", "mcp.task.id", "gen_ai.tool.name",
+    )} == {
+        "http.request.method": "POST", "url.path": "/mcp", "http.response.status_code": 200,
+        "user_agent.original": "probe/1.0", "mcp.method.name": "tools/call",
+        "rpc.system": "jsonrpc", "mcp.task.id": created.result["taskId"],
+        "gen_ai.tool.name": "multi_step_job",
+    }  # fmt: skip
+    assert call.status.status_code == StatusCode.UNSET
+    # A client's mistake: its code on the span, the status left to the server's own faults.
+    assert missing.attributes["rpc.jsonrpc.error_code"] == -32602
+    assert missing.attributes["error.type"] == "-32602"
+    assert missing.attributes["http.response.status_code"] == 400
+    assert missing.status.status_code == StatusCode.UNSET
+
+
+async def test_a_fault_of_the_server_sets_the_request_span_status_to_error(
+    fresh_asgi_stack: AsgiStackFactory,
+) -> None:
+    async def unavailable(*args: Any, **kwargs: Any) -> None:
+        raise BackendUnavailable("temporal", "connection refused")
+
+    with in_memory_spans() as exporter:
+        async with fresh_asgi_stack() as stack:
+            stack.store.get = unavailable  # type: ignore[method-assign]
+            reply = await stack.mcp.rpc("tasks/get", {"taskId": "mcp-task-" + "1" * 32})
+    assert reply.status == 503
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "MCP tasks/get"]
+    assert span.status.status_code == StatusCode.ERROR
+    assert span.attributes is not None and span.attributes["error.type"] == "-32603"
+    assert span.attributes["http.response.status_code"] == 503
+
+
+class _CollectorDown(SpanExporter):
+    """An exporter whose export waits as the OTLP exporter's retries wait for a collector
+    that is down: until it is shut down, or for 20 s (less than the 30 s the batch processor
+    waits for its thread before it shuts the exporter down: without the bound, the export gives
+    up on its own first)."""
+
+    def __init__(self) -> None:
+        self.exporting = threading.Event()
+        self.stopped = threading.Event()
+        self.aborted_by_shutdown: bool | None = None
+
+    def export(self, spans: Any) -> SpanExportResult:
+        self.exporting.set()
+        self.aborted_by_shutdown = self.stopped.wait(20)
+        return SpanExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        self.stopped.set()
+
+
+def test_a_stopping_process_stops_exporting_to_a_collector_that_is_down() -> None:
+    exporter = _CollectorDown()
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    tracing.use(provider, exporter)
+    with tracing.server_span({}, {"method": "tools/list"}):
+        pass
+    tracing.shutdown(bound_s=0.2)  # the batch is exported now, and hangs
+    assert exporter.exporting.is_set()
+    # Shut down while its export still waited (the bound ended the wait, not the export).
+    assert exporter.aborted_by_shutdown is True
     assert not tracing.enabled()

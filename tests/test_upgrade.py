@@ -10,13 +10,15 @@ takes the old branch and completes as V1 would have. A task started on V2 takes 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from temporalio.client import Client
 
 from tests.conftest import running_stack
 from tests.mcp_client import McpClient
-from tests.upgrade_workflows import TOOL, ApprovalV1, ApprovalV2, registry_with
+from tests.upgrade_workflows import PATCH, TOOL, ApprovalV1, ApprovalV2, registry_with
+from workflows.task_workflow import WAITING_SINCE_PATCH
 
 APPROVE = {"approve": {"action": "accept", "content": {"approve": True}}}
 
@@ -56,10 +58,13 @@ async def test_a_task_parked_on_old_code_completes_on_the_upgraded_worker(
         assert result["content"][0]["text"] == "v2: approved=True"
         history = await stack.client.get_workflow_handle(new_task).fetch_history()
         markers = [
-            e.marker_recorded_event_attributes.marker_name
+            e.marker_recorded_event_attributes
             for e in history.events
             if e.HasField("marker_recorded_event_attributes")
         ]
-        # The patch marker: the new branch is recorded as taken (and no quota release: far
-        # from the limit the task's slot is lazy, workflows/quota.py).
-        assert markers == ["core_patch"], markers
+        # The patch markers: the new branch is recorded as taken, and so is the base's
+        # McpWaitingSince upsert (WAITING_SINCE_PATCH); no quota release: far from the limit
+        # the task's slot is lazy, workflows/quota.py.
+        assert [m.marker_name for m in markers] == ["core_patch"] * 2, markers
+        patches = [json.loads(m.details["patch-data"].payloads[0].data)["id"] for m in markers]
+        assert sorted(patches) == sorted([PATCH, WAITING_SINCE_PATCH]), patches

@@ -56,6 +56,8 @@ def search_attribute_key(name: str) -> SearchAttributeKey[Any]:
     """The key the server registers for `name` (mcp_server/temporal/connection.py)."""
     if SEARCH_ATTRIBUTE_TYPES[name] == "KeywordList":
         return SearchAttributeKey.for_keyword_list(name)
+    if SEARCH_ATTRIBUTE_TYPES[name] == "Datetime":
+        return SearchAttributeKey.for_datetime(name)
     return SearchAttributeKey.for_keyword(name)
 
 

@@ -41,7 +41,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RetryPolicy, VersioningBehavior
 from temporalio.exceptions import ActivityError, FailureError, is_cancelled_exception
 
 from mcp_tasks.contracts.quota import (
@@ -326,4 +326,23 @@ def releasing_slot(execute: Execute) -> Execute:
     return run
 
 
+@workflow.defn(name=QUOTA_WORKFLOW, versioning_behavior=VersioningBehavior.AUTO_UPGRADE)
+class AutoUpgradingQuotaWorkflow(QuotaWorkflow):
+    """The quota workflow as a worker under Worker Versioning registers it (the same type and
+    code): it moves to each new current build instead of being pinned. It lives as long as its
+    principal has open tasks, so pinned it would keep an old build polling for good; its
+    changes go through workflow.patched either way. (Temporal refuses a versioning behavior
+    from an unversioned worker, hence a declaration of its own.)"""
+
+    @workflow.init
+    def __init__(self, start: QuotaInput) -> None:
+        super().__init__(start)
+
+    @workflow.run
+    async def run(self, start: QuotaInput) -> None:
+        await super().run(start)
+
+
 WORKFLOWS = [QuotaWorkflow]
+# What a versioned worker registers instead (mcp_server/runtime/worker.py).
+VERSIONED_WORKFLOWS = [AutoUpgradingQuotaWorkflow]

@@ -35,18 +35,28 @@ SEARCH_ATTRIBUTE_OWNER = "McpOwner"
 # KeywordList: the approver ids (mcp_tasks/contracts/approvers.py) of a task's outstanding requests;
 # upserted only by tasks that ever had approvers.
 SEARCH_ATTRIBUTE_APPROVERS = "McpApprovers"
+# Datetime: since when a task waits at input_required (set as it starts waiting, removed as
+# it stops); upserted by runs that reached that point on code with WAITING_SINCE_PATCH, e.g.
+#   temporal workflow list -q 'McpWaitingSince < "2026-12-01T00:00:00Z"'
+SEARCH_ATTRIBUTE_WAITING_SINCE = "McpWaitingSince"
+# Every search attribute the tasks need, in ONE place: the server registers them at start
+# (runtime/temporal_connection.py), the dev server at its start (runtime/devserver.py), the
+# tests' time-skipping server too, and `/readyz` checks them (observability/probes.py).
 SEARCH_ATTRIBUTES = (
     SEARCH_ATTRIBUTE_STATUS,
     SEARCH_ATTRIBUTE_TOOL,
     SEARCH_ATTRIBUTE_OWNER,
     SEARCH_ATTRIBUTE_APPROVERS,
+    SEARCH_ATTRIBUTE_WAITING_SINCE,
 )
+SearchAttributeType = Literal["Keyword", "KeywordList", "Datetime"]
 # Each one's type, as `temporal operator search-attribute create --type` spells it.
-SEARCH_ATTRIBUTE_TYPES: dict[str, Literal["Keyword", "KeywordList"]] = {
+SEARCH_ATTRIBUTE_TYPES: dict[str, SearchAttributeType] = {
     SEARCH_ATTRIBUTE_STATUS: "Keyword",
     SEARCH_ATTRIBUTE_TOOL: "Keyword",
     SEARCH_ATTRIBUTE_OWNER: "Keyword",
     SEARCH_ATTRIBUTE_APPROVERS: "KeywordList",
+    SEARCH_ATTRIBUTE_WAITING_SINCE: "Datetime",
 }
 # What a task's step timeline says of each step (TaskState.steps).
 STEP_STATUSES = (

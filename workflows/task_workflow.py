@@ -4,7 +4,8 @@ A tool's workflow subclasses `TaskWorkflow`, implements `execute()`, and is decl
 `@task_workflow("name")`. The base gives it:
 - the task state (`TaskState`: status, statusMessage, inputRequests, pollIntervalMs) mirrored
   into the memo (`TaskState.to_memo()`, its one shape) and the `McpStatus` search attribute at
-  every change, so `tasks/get` can answer from `describe()` with no worker alive; a change
+  every change (with `McpWaitingSince` while it waits, under WAITING_SINCE_PATCH), so
+  `tasks/get` can answer from `describe()` with no worker alive; a change
   issues exactly the Temporal commands it always did, so running workflows keep replaying;
 - `ask()` / `ask_all()`, which park the workflow at `input_required` until `tasks/update`
   answers (keys unique for the task's whole life); a question too large for the memo is
@@ -44,6 +45,7 @@ from workflows.task_state import (
     PROTOCOL_ERROR_TYPE,
     SEARCH_ATTRIBUTE_APPROVERS,
     SEARCH_ATTRIBUTE_STATUS,
+    SEARCH_ATTRIBUTE_WAITING_SINCE,
     STATE_QUERY,
     SUBMIT_INPUT_SIGNAL,
     AuditStamp,
@@ -57,6 +59,9 @@ from workflows.webhooks import Notifications, failure_message
 
 STATUS_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_STATUS)
 APPROVERS_KEY = SearchAttributeKey.for_keyword_list(SEARCH_ATTRIBUTE_APPROVERS)
+WAITING_SINCE_KEY = SearchAttributeKey.for_datetime(SEARCH_ATTRIBUTE_WAITING_SINCE)
+# Runs that reach a change of waiting on code with this patch upsert McpWaitingSince.
+WAITING_SINCE_PATCH = "mcp-waiting-since-attribute"
 W = TypeVar("W", bound="TaskWorkflow")
 
 
@@ -331,7 +336,8 @@ class TaskWorkflow:
         # changes): running workflows replay these commands, so their number and order stay.
         if status is None:
             status = published_status(bool(self._outstanding))
-        changed_status = status != self._current.status
+        previous = self._current.status
+        changed_status = status != previous
         self._change(status=status, input_requests=dict(self._outstanding))
         if self._redactor:
             self._change(
@@ -341,12 +347,24 @@ class TaskWorkflow:
         self._change(last_updated_at=iso_timestamp(workflow.now()))
         workflow.upsert_memo({MEMO_KEY: self._current.to_memo()})
         if changed_status:
-            workflow.upsert_search_attributes([STATUS_KEY.value_set(status)])
+            waiting = self._waiting_since(previous, status)
+            workflow.upsert_search_attributes([STATUS_KEY.value_set(status), *waiting])
         if self._current.approvers:  # only tasks that ever had approvers: no other commands
             ids = outstanding_ids(self._current.approvers, self._outstanding)
             if ids != self._approver_ids:
                 workflow.upsert_search_attributes([APPROVERS_KEY.value_set(ids)])
                 self._approver_ids = ids
+
+    def _waiting_since(self, previous: TaskStatus, status: TaskStatus) -> list[Any]:
+        """McpWaitingSince, set as the task starts waiting and removed as it stops, in the
+        same upsert as McpStatus. Under WAITING_SINCE_PATCH: a history recorded before it
+        replays that upsert without the attribute (the patch is asked only when the waiting
+        changes, so a task that never waits records no marker)."""
+        if "input_required" not in (previous, status) or not workflow.patched(WAITING_SINCE_PATCH):
+            return []
+        if status == "input_required":
+            return [WAITING_SINCE_KEY.value_set(workflow.now())]
+        return [WAITING_SINCE_KEY.value_unset()]
 
     def _scrub(self, value: Any) -> Any:
         """`value` with every secret argument's value replaced by "[redacted]"."""

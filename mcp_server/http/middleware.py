@@ -38,6 +38,7 @@ from mcp_server.observability.record import RequestRecord
 from mcp_server.protocol.errors import INVALID_REQUEST
 from mcp_tasks.identity import identity_of
 from mcp_tasks.logging import request_line
+from mcp_tasks.request_id import HTTP_REQUEST_ID
 
 PUBLIC_PATHS = ("/healthz", "/readyz", "/.well-known/")
 # The approval inbox checks its own signed session cookie (mcp_server/inbox/signin.py); no
@@ -83,7 +84,11 @@ class RequestIdMiddleware:
                 MutableHeaders(scope=message)["X-Request-Id"] = request_id
             await send(message)
 
-        await self.app(scope, receive, send_with_id)
+        bound = HTTP_REQUEST_ID.set(request_id)  # every line logged meanwhile carries it
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            HTTP_REQUEST_ID.reset(bound)
 
 
 class HostOriginMiddleware:
@@ -233,14 +238,16 @@ class ObservabilityMiddleware:
             outcome = record.outcome or ("ok" if status < 400 else f"http_{status}")
             latency = None if first_byte is None else first_byte - started
             metrics.record_request(record.method, outcome, record.created_task, latency)
-            request_line(
-                {
-                    "requestId": state.get("request_id"),
-                    "method": record.method,
-                    "taskId": record.task_id,
-                    "principal": state.get("principal"),
-                    "outcome": outcome,
-                    "status": status,
-                    "durationMs": round((time.perf_counter() - started) * 1000, 2),
-                }
-            )
+            fields: dict[str, Any] = {
+                "requestId": state.get("request_id"),
+                "jsonrpcId": record.jsonrpc_id,
+                "method": record.method,
+                "taskId": record.task_id,
+                "principal": state.get("principal"),
+                "outcome": outcome,
+                "status": status,
+                "durationMs": round((time.perf_counter() - started) * 1000, 2),
+            }
+            if record.trace_id is not None:
+                fields |= {"trace_id": record.trace_id, "span_id": record.span_id}
+            request_line(fields)

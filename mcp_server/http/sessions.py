@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import hmac
 import secrets
 import time
 from collections.abc import Callable
@@ -33,6 +32,7 @@ from typing import Any
 import mcp_types as core
 
 from mcp_server.protocol import strict_json
+from mcp_server.protocol.state_keys import Signer, StateSecret
 
 _MAX_ID_LENGTH = 16_384
 SESSION_LIFETIME_S = 24 * 3600
@@ -52,6 +52,10 @@ def _unb64(text: str) -> bytes:
     return data
 
 
+def _session_key(key: bytes) -> bytes:
+    return hashlib.sha256(b"mcp-session:" + key).digest()
+
+
 @dataclass(frozen=True)
 class Session:
     version: str
@@ -60,14 +64,11 @@ class Session:
 
 
 class SessionCodec:
-    def __init__(self, secret: bytes, clock: Callable[[], float] = time.time) -> None:
-        if len(secret) < 16:
-            raise ValueError("the session secret must be at least 16 bytes")
-        self._secret = hashlib.sha256(b"mcp-session:" + secret).digest()
+    def __init__(self, secret: StateSecret, clock: Callable[[], float] = time.time) -> None:
+        """`secret`: the state secret's keys (state_keys.py): minted with the first, an id
+        signed with any of them is served, so a rotation keeps every session."""
+        self._signer = Signer(secret, _session_key, "session secret")
         self._clock = clock
-
-    def _sign(self, body: bytes) -> bytes:
-        return hmac.new(self._secret, body, hashlib.sha256).digest()
 
     def mint(self, session: Session) -> str:
         payload: dict[str, Any] = {
@@ -80,7 +81,7 @@ class SessionCodec:
             "n": secrets.token_hex(8),
         }
         body = strict_json.dumps(payload, separators=(",", ":")).encode("utf-8")
-        return f"{_b64(body)}.{_b64(self._sign(body))}"
+        return f"{_b64(body)}.{_b64(self._signer.sign(body))}"
 
     def open(self, session_id: str, principal: str) -> Session | None:
         """The session this id stands for, or None when it is not one of ours (or not the
@@ -92,7 +93,7 @@ class SessionCodec:
             body, signature = _unb64(body_text), _unb64(signature_text)
         except (ValueError, TypeError):
             return None
-        if not hmac.compare_digest(signature, self._sign(body)):
+        if not self._signer.verify(body, signature):
             return None
         try:
             payload = strict_json.loads(body)

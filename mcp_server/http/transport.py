@@ -142,19 +142,29 @@ class McpEndpoint:
             return error_response(error, None)
         principal: str = request.state.principal
         body = await request.body()
-        request_id: RequestId = None
-        legacy = False
         try:
             message, request_id = _parse_envelope(body)
-            observed.note_message(request, message)
+        except McpError as error:
+            observed.note_error(request, error.code)
+            return error_response(error, None)
+        observed.note_message(request, message)
+        with tracing.server_span(request.headers, message) as span:
+            response = await self._serve(request, message, request_id, principal)
+            tracing.annotate(span, request, response.status_code, message)
+            return response
+
+    async def _serve(
+        self, request: Request, message: dict[str, Any], request_id: RequestId, principal: str
+    ) -> Response:
+        legacy = False
+        try:
             grant: Grant = getattr(request.state, "grant", NO_SCOPE)
             identity: Identity = getattr(request.state, "identity", NOBODY)
             exchange = Exchange(request, message, request_id, principal, grant, identity)
             legacy = self._is_legacy(exchange)
-            with tracing.server_span(request.headers, message):
-                if legacy:
-                    return await self._legacy(exchange)
-                return await self._modern(exchange)
+            if legacy:
+                return await self._legacy(exchange)
+            return await self._modern(exchange)
         except McpError as error:
             observed.note_error(request, error.code)
             # An insufficient scope is 403 in every era: clients step up on the status.

@@ -2,27 +2,31 @@
 
 A token is an HMAC of the session id under a key of its own (derived from the state secret), so
 it is worthless without the session cookie and the cookie is worthless without it. A POST with
-a missing or wrong token is refused with 403 before anything else happens.
+a missing or wrong token is refused with 403 before anything else happens. Tokens are made
+with the state secret's first key and accepted under any key it lists (state_keys.py), so a
+form opened before a rotation still posts after it.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-
 from mcp_server.inbox.session import InboxSession, derive_key
+from mcp_server.protocol.state_keys import Signer, StateSecret
 
 FIELD_NAME = "csrf"
 
 
 class CsrfTokens:
-    def __init__(self, secret: bytes) -> None:
-        self._key = derive_key(secret, "csrf")
+    def __init__(self, secret: StateSecret) -> None:
+        self._signer = Signer(secret, lambda key: derive_key(key, "csrf"))
 
     def token(self, session: InboxSession) -> str:
-        return hmac.new(self._key, session.session_id.encode(), hashlib.sha256).hexdigest()
+        return self._signer.sign(session.session_id.encode()).hex()
 
     def valid(self, session: InboxSession | None, offered: object) -> bool:
         if session is None or not isinstance(offered, str) or not offered:
             return False
-        return hmac.compare_digest(self.token(session), offered)
+        try:
+            signature = bytes.fromhex(offered)
+        except ValueError:
+            return False
+        return self._signer.verify(session.session_id.encode(), signature)

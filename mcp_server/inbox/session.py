@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_server.protocol.state_keys import Signer, StateSecret
 from mcp_tasks.identity import Principal
 
 COOKIE_NAME = "mcp_inbox"
@@ -84,11 +85,12 @@ def _principal_of(value: object) -> Principal | None:
 
 
 class SessionCodec:
-    def __init__(self, secret: bytes, lifetime_s: int, binding: str = "none") -> None:
+    def __init__(self, secret: StateSecret, lifetime_s: int, binding: str = "none") -> None:
         """`binding`: the authentication configuration (auth/authenticators.py `auth_binding`); the
-        key is derived for it alone."""
+        key is derived for it alone, from each key of the state secret (signed with the first,
+        a cookie signed with any is read: a rotation keeps every sign-in)."""
         purpose = "session" if binding == "none" else f"session under {binding}"
-        self._key = derive_key(secret, purpose)
+        self._signer = Signer(secret, lambda key: derive_key(key, purpose))
         self.lifetime_s = lifetime_s
         self.local_user_allowed = binding == "none"
 
@@ -113,14 +115,14 @@ class SessionCodec:
         if session.credential is not None:
             body["k"] = session.credential
         payload = _b64(json.dumps(body, separators=(",", ":")).encode())
-        return f"{payload}.{_b64(self._sign(payload))}"
+        return f"{payload}.{_b64(self._signer.sign(payload.encode('ascii')))}"
 
     def decode(self, cookie: str | None) -> InboxSession | None:
         if not cookie or cookie.count(".") != 1 or len(cookie) > 4096:
             return None
         payload, signature = cookie.split(".")
         try:
-            if not hmac.compare_digest(_unb64(signature), self._sign(payload)):
+            if not self._signer.verify(payload.encode("ascii"), _unb64(signature)):
                 return None
             body = json.loads(_unb64(payload))
         except (ValueError, UnicodeError):
@@ -141,9 +143,6 @@ class SessionCodec:
         if credential is not None and not isinstance(credential, str):
             return None
         return InboxSession(session_id, expires, principal, credential)
-
-    def _sign(self, payload: str) -> bytes:
-        return hmac.new(self._key, payload.encode("ascii"), hashlib.sha256).digest()
 
 
 def cookie_header(value: str, max_age: int, secure: bool) -> str:

@@ -35,6 +35,7 @@ from mcp_server.auth.authenticators import (
 )
 from mcp_server.inbox.csrf import CsrfTokens
 from mcp_server.inbox.session import COOKIE_NAME, InboxSession, SessionCodec, cookie_header
+from mcp_server.protocol.state_keys import StateSecret
 from mcp_tasks.identity import ANONYMOUS, Principal, reserved_subject
 from mcp_tasks.settings import Settings
 
@@ -137,7 +138,7 @@ class SignIn:
         return self.csrf.valid(session, form_value)
 
 
-def inbox_signin(settings: Settings, authenticator: Authenticator, secret: bytes) -> SignIn:
+def inbox_signin(settings: Settings, authenticator: Authenticator, secret: StateSecret) -> SignIn:
     return SignIn(
         authenticator=authenticator,
         sessions=SessionCodec(secret, settings.inbox_session_s, auth_binding(settings)),

@@ -24,6 +24,10 @@ class RequestRecord:
     task_id: str | None = None
     outcome: str | None = None  # "ok", or a JSON-RPC error code as a string
     created_task: bool = False
+    jsonrpc_id: str | int | None = None  # the message's id, cut to _MAX_LOGGED characters
+    # The request span's ids (hex), while tracing is on (tracing.annotate).
+    trace_id: str | None = None
+    span_id: str | None = None
 
 
 def record_of(request: Request) -> RequestRecord | None:
@@ -39,6 +43,11 @@ def note_message(request: Request, message: dict[str, Any]) -> None:
         return
     method = message.get("method")
     record.method = method[:_MAX_LOGGED] if isinstance(method, str) else None
+    jsonrpc_id = message.get("id")
+    if isinstance(jsonrpc_id, str):
+        record.jsonrpc_id = jsonrpc_id[:_MAX_LOGGED]
+    elif isinstance(jsonrpc_id, int) and not isinstance(jsonrpc_id, bool):
+        record.jsonrpc_id = jsonrpc_id
     params = message.get("params")
     task_id = params.get("taskId") if isinstance(params, dict) else None
     if isinstance(task_id, str):

@@ -1,14 +1,16 @@
 """One structured JSON line per task change (create, update, cancel), on the
-`mcp_server.protocol.audit` logger: time, request id, taskId, principal digest, the caller's
-name (`by`, when it has one), method, outcome; and a `task.decision` line for each delivered
-answer to requests that name approvers (who decided, which keys).
+`mcp_server.protocol.audit` logger: time, `requestId` (the HTTP request's `X-Request-Id`, the
+same as on its request line; absent on stdio), `jsonrpcId` (the JSON-RPC id), taskId, principal
+digest (logged keyed: observability/logging.py), the caller's name (`by`, when it has one),
+method, outcome; and a `task.decision` line for each delivered answer to requests that name
+approvers (who decided, which keys).
 
 The dispatch table declares which methods are audited; this module decides when a call counts
 (a `tools/call` only when it names a task tool) and writes the line. No arguments, answers or
 tokens are ever logged. The Temporal history keeps the same facts: the principal travels in the
 `mcp.submit_input` and `mcp.cancel_requested` signal payloads.
 
-What the client chose is bounded: a request id or taskId longer than `MAX_LOGGED_CHARS` is
+What the client chose is bounded: a JSON-RPC id or taskId longer than `MAX_LOGGED_CHARS` is
 logged as its first characters and "…", plus `<field>Sha256` (the digest of the whole value,
 to match it with the client's own logs) and `<field>Truncated: true`. (The envelope already
 refuses ids over 256 characters; a taskId may be any length.)
@@ -27,6 +29,7 @@ from pydantic import BaseModel
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.models import CreateTaskResult
 from mcp_server.protocol.wire import iso_now
+from mcp_tasks.request_id import HTTP_REQUEST_ID
 
 log = logging.getLogger("mcp_server.protocol.audit")
 MAX_LOGGED_CHARS = 128
@@ -65,13 +68,20 @@ def bounded(entry: dict[str, Any], name: str, value: Any) -> None:
     entry[f"{name}Truncated"] = True
 
 
+def _request_ids(entry: dict[str, Any], ctx: RequestContext) -> None:
+    request_id = HTTP_REQUEST_ID.get()
+    if request_id is not None:
+        entry["requestId"] = request_id
+    bounded(entry, "jsonrpcId", ctx.request_id)
+
+
 def write(ctx: RequestContext, params: Any, outcome: str, *, task_id: str | None = None) -> None:
     entry: dict[str, Any] = {
         "time": iso_now(),
         "event": _EVENTS.get(ctx.method, "task.cancel"),
         "method": ctx.method,
     }
-    bounded(entry, "requestId", ctx.request_id)
+    _request_ids(entry, ctx)
     bounded(entry, "taskId", task_id or getattr(params, "task_id", None))
     entry["principal"] = ctx.principal
     if ctx.identity.name:
@@ -87,7 +97,7 @@ def decided(ctx: RequestContext, task_id: str, keys: list[str]) -> None:
     name approvers, on whichever path the answer came (tasks/update, a 2025-11-25 client's
     response, task_respond)."""
     entry: dict[str, Any] = {"time": iso_now(), "event": "task.decision", "method": ctx.method}
-    bounded(entry, "requestId", ctx.request_id)
+    _request_ids(entry, ctx)
     bounded(entry, "taskId", task_id)
     entry.update(principal=ctx.principal, by=ctx.identity.name, keys=keys, outcome="delivered")
     log.info(json.dumps(entry, separators=(",", ":")))

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import hmac
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from mcp_server.protocol import strict_json
 from mcp_server.protocol.errors import invalid_params
+from mcp_server.protocol.state_keys import Signer, StateSecret
 
 
 def _b64(data: bytes) -> str:
@@ -46,14 +46,11 @@ class PendingRound:
 
 
 class RequestStateCodec:
-    def __init__(self, secret: bytes, lifetime_s: float = 900.0) -> None:
-        if len(secret) < 16:
-            raise ValueError("the requestState secret must be at least 16 bytes")
-        self._secret = secret
+    def __init__(self, secret: StateSecret, lifetime_s: float = 900.0) -> None:
+        """`secret`: the state secret's keys (state_keys.py): signed with the first, a token
+        signed with any of them is read."""
+        self._signer = Signer(secret, what="requestState secret")
         self._lifetime_s = lifetime_s
-
-    def _sign(self, body: bytes) -> bytes:
-        return hmac.new(self._secret, body, hashlib.sha256).digest()
 
     def encode(self, pending: PendingRound, *, now: float | None = None) -> str:
         moment = time.time() if now is None else now
@@ -68,7 +65,7 @@ class RequestStateCodec:
         if pending.task_id:
             payload |= {"k": pending.task_id, "n": pending.refused}
         body = strict_json.dumps(payload, separators=(",", ":")).encode("utf-8")
-        return f"{_b64(body)}.{_b64(self._sign(body))}"
+        return f"{_b64(body)}.{_b64(self._signer.sign(body))}"
 
     def decode(self, token: object, *, now: float | None = None) -> PendingRound:
         """The round a valid token describes; -32602 for anything forged, altered or stale."""
@@ -80,7 +77,7 @@ class RequestStateCodec:
             signature = _unb64(signature_text)
         except (ValueError, TypeError) as exc:
             raise invalid_params("requestState is malformed") from exc
-        if not hmac.compare_digest(signature, self._sign(body)):
+        if not self._signer.verify(body, signature):
             raise invalid_params("requestState failed its integrity check")
         try:
             payload = strict_json.loads(body)

@@ -4,7 +4,8 @@
 - The instructions tell a model how tasks work in both eras (`MCP_TASKS_INSTRUCTIONS` replaces
   them).
 - `state_secret` keys MRTR `requestState` and 2025-11-25 sessions: every replica must share it.
-  On a loopback address a missing one is replaced by a random key (development); anywhere else
+  It is a list (state_keys.py): the first key signs, any listed verifies, so it rotates. On a
+  loopback address a missing one is replaced by a random key (development); anywhere else
   the server refuses to start without one (a random key per replica breaks every session and
   requestState that reaches another replica, and a guessable one lets anyone forge them).
 """
@@ -16,12 +17,14 @@ import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from mcp_server.protocol import state_keys
 from mcp_server.protocol.approver_policy import ApproverPolicy
 from mcp_server.protocol.context import Services
 from mcp_server.protocol.limits.listen import Listening, StreamSlots
 from mcp_server.protocol.limits.per_principal import Limits, PollLimiter
 from mcp_server.protocol.limits.rates import RateLimits
 from mcp_server.protocol.request_state import RequestStateCodec
+from mcp_server.protocol.state_keys import StateSecret
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tasks.watchers import TaskWatchers
 from mcp_server.tools.registry import ToolRegistry
@@ -41,10 +44,11 @@ DEFAULT_INSTRUCTIONS = (
 )
 
 
-def state_secret(settings: Settings) -> bytes:
-    """The HMAC key of this server; a ValueError (one line) on a public address without one."""
+def state_secret(settings: Settings) -> tuple[bytes, ...]:
+    """The HMAC keys of this server, newest first; a ValueError (one line) on a public address
+    without one."""
     if settings.state_secret:
-        return settings.state_secret.encode("utf-8")
+        return state_keys.parse(settings.state_secret)
     if not is_loopback(settings.host):
         raise ValueError(
             f"MCP_TASKS_STATE_SECRET is required to serve on {settings.host} (not loopback): "
@@ -55,7 +59,7 @@ def state_secret(settings: Settings) -> bytes:
         "MCP_TASKS_STATE_SECRET is not set: using a random key, so MRTR requestState and "
         "2025-11-25 sessions do not survive a restart and are not shared between replicas"
     )
-    return secrets.token_bytes(32)
+    return (secrets.token_bytes(32),)
 
 
 def clock() -> datetime:
@@ -67,7 +71,7 @@ def build_services(
     settings: Settings,
     registry: ToolRegistry,
     store: TaskStore,
-    secret: bytes,
+    secret: StateSecret,
     now: Callable[[], datetime] = clock,
     webhooks: WebhookEndpoints | None = None,
 ) -> Services:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from datetime import timedelta
 from typing import Any
 
 from workflows.task_status import TASK_STATUSES
@@ -11,6 +12,17 @@ _SIDE_DOOR = (
     "The operator reads and answers through Temporal directly: the MCP server's checks (owner, "
     "approvers) do not apply; the answer is validated as tasks/update validates it."
 )
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration(value: str) -> timedelta:
+    """`90s`, `30m`, `2h`, `3d` (a number and a unit) as a timedelta."""
+    number, unit = value[:-1], value[-1:]
+    if unit not in _UNITS or not number.isdigit():
+        raise argparse.ArgumentTypeError(f"{value!r} is not a duration such as 30m, 2h or 3d")
+    return timedelta(seconds=int(number) * _UNITS[unit])
 
 
 def _positive(value: str) -> int:
@@ -29,9 +41,10 @@ def add_parser(commands: Any) -> None:
     sub = tasks.add_subparsers(dest="tasks_command", required=True)
     listing = sub.add_parser(
         "list", help="tasks from Temporal's visibility store, newest first",
-        description="MCP tasks from Temporal's visibility store (McpStatus, McpTool, McpOwner, "
-        "McpApprovers), newest first. --limit counts in Temporal's order: open tasks first, "
-        "then the most recently closed.",
+        description="MCP tasks of this deployment's task queue (MCP_TASKS_TASK_QUEUE) from "
+        "Temporal's visibility store (McpStatus, McpTool, McpOwner, McpApprovers, "
+        "McpWaitingSince), newest first; WAITING is how long a task has waited for input. "
+        "--limit counts in Temporal's order: open tasks first, then the most recently closed.",
     )  # fmt: skip
     listing.add_argument("--status", choices=TASK_STATUSES)
     listing.add_argument("--tool", help="a tool name, e.g. request_approval")
@@ -46,8 +59,26 @@ def add_parser(commands: Any) -> None:
         metavar="PRINCIPAL",
         help="whose decision they await: a subject, a digest, or scope:<name>",
     )
+    listing.add_argument(
+        "--waiting-longer-than", type=duration, metavar="DURATION",
+        help="only tasks waiting for input longer than this (30m, 2h, 3d), longest wait first",
+    )  # fmt: skip
+    queues = listing.add_mutually_exclusive_group()
+    queues.add_argument(
+        "--task-queue", metavar="QUEUE",
+        help="another task queue's tasks (default: MCP_TASKS_TASK_QUEUE's)",
+    )  # fmt: skip
+    queues.add_argument(
+        "--all-queues", action="store_true", help="the tasks of every task queue of the namespace"
+    )
     listing.add_argument("--limit", type=_positive, default=50, help="at most this many (50)")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    principal = sub.add_parser(
+        "principal", help="a principal's McpOwner digest and the value the logs show for it",
+        description="What Temporal (McpOwner) and the logs (`principal`, keyed by each key of "
+        "MCP_TASKS_STATE_SECRET, newest first) hold for a principal; asks Temporal nothing.",
+    )  # fmt: skip
+    principal.add_argument("subject", metavar="PRINCIPAL", help="a subject, or its 32-hex digest")
     show = sub.add_parser("show", help="one task as tasks/get shows it, plus Temporal's detail")
     show.add_argument("task_id", metavar="ID")
     show.add_argument(

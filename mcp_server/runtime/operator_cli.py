@@ -20,20 +20,29 @@ import getpass
 import hashlib
 import sys
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 from temporalio.client import Client
 
+from mcp_server.protocol import state_keys
 from mcp_server.protocol.errors import McpError
 from mcp_server.protocol.limits.per_principal import Limits, PollLimiter
 from mcp_server.runtime import operator_answers as answers
 from mcp_server.runtime import operator_views as views
 from mcp_server.runtime.operator_args import add_parser
 from mcp_server.tasks.errors import BackendUnavailable, TaskError
-from mcp_server.tasks.listing import InvalidFilter, TaskFilter, list_tasks, task_detail
+from mcp_server.tasks.listing import (
+    InvalidFilter,
+    TaskFilter,
+    list_tasks,
+    owner_digest,
+    task_detail,
+)
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.temporal.connection import connect
+from mcp_tasks.logging import principal_key, principal_tag
 from mcp_tasks.settings import Settings
 from workflows.task_state import SubmitInput
 from workflows.task_status import TERMINAL_STATUSES
@@ -87,9 +96,31 @@ async def _client(settings: Settings) -> Client:
         ) from None
 
 
+def _filter(args: argparse.Namespace, settings: Settings) -> TaskFilter:
+    queue = None if args.all_queues else args.task_queue or settings.task_queue
+    longer = args.waiting_longer_than
+    before = None if longer is None else datetime.now(UTC) - longer
+    return TaskFilter(args.status, args.tool, args.owner, args.approver, queue, before)
+
+
+def _principal(subject: str, settings: Settings) -> int:
+    """`tasks principal`: McpOwner, and the logged value under each state secret key."""
+    digest = owner_digest(subject)
+    print(f"McpOwner   {digest}")
+    if settings.state_secret is None:
+        print("mcp-tasks: MCP_TASKS_STATE_SECRET is not set: a server without it logs "
+              "principals under a random key", file=sys.stderr)  # fmt: skip
+        return 0
+    for key in state_keys.parse(settings.state_secret):
+        print(f"principal  {principal_tag(digest, principal_key(key))}")
+    return 0
+
+
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.tasks_command == "principal":
+        return _principal(args.subject, settings)
     if args.tasks_command == "list":
-        where = TaskFilter(args.status, args.tool, args.owner, args.approver)
+        where = _filter(args, settings)
         where.query()  # a bad value is refused before Temporal is called
         found = await list_tasks(await _client(settings), where, args.limit)
         if args.json:

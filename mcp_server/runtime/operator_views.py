@@ -65,6 +65,8 @@ def listed_json(task: ListedTask) -> str:
         "lastUpdatedAt": snapshot.last_updated_at,
         "owner": snapshot.owner,
         "runId": task.run_id,
+        "taskQueue": task.task_queue,
+        "waitingSince": task.waiting_since,
     }
     if snapshot.approvers:
         line["approvers"] = snapshot.approvers
@@ -72,17 +74,19 @@ def listed_json(task: ListedTask) -> str:
 
 
 def table(tasks: list[ListedTask]) -> str:
-    header = ("TASK ID", "TOOL", "STATUS", "AGE", "STATUS MESSAGE")
+    """AGE: since the task was created; WAITING: since it waits for input ("-" when not)."""
+    header = ("TASK ID", "TOOL", "STATUS", "AGE", "WAITING", "STATUS MESSAGE")
     rows = [
         (clean(t.snapshot.task_id), clean(t.tool), t.snapshot.status,
-         age(t.snapshot.created_at), _short(t.snapshot.status_message))
+         age(t.snapshot.created_at), age(t.waiting_since) if t.waiting_since else "-",
+         _short(t.snapshot.status_message))
         for t in tasks
     ]  # fmt: skip
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(5)]
     lines = []
     for row in [header, *rows]:
-        cells = [cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
-        lines.append("  ".join([*cells, row[4]]).rstrip())
+        cells = [cell.ljust(width) for cell, width in zip(row[:5], widths, strict=True)]
+        lines.append("  ".join([*cells, row[5]]).rstrip())
     return "\n".join(lines)
 
 

@@ -1,4 +1,14 @@
-"""The Temporal worker that runs the registry's task workflows and activities."""
+"""The Temporal worker that runs the registry's task workflows and activities.
+
+- On SIGTERM it stops polling and gives the activities it runs `worker_shutdown_grace_s` to
+  finish (then cancels them; their retries run on another worker).
+- Unversioned by default. With `worker_deployment_name` and `worker_build_id` it is a Worker
+  Deployment Version (Worker Versioning): each task is pinned to the build that started it
+  (`worker_versioning_behavior=pinned`) or moves to the current build (`auto_upgrade`); the
+  quota workflow, which lives as long as its principal has tasks, always moves
+  (workflows/quota.py, AutoUpgradingQuotaWorkflow). docs/operations/maintenance.md says
+  which to use.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +20,15 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Worker, WorkflowRunner
+from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
+from temporalio.worker import Worker, WorkerDeploymentConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities import quota as quota_activities
 from activities.webhooks import WebhookSender
 from mcp_server.tasks.expiry import run_sweeper
 from mcp_server.tools.registry import ToolRegistry
-from mcp_tasks.settings import Settings
+from mcp_tasks.settings import ConfigError, Settings
 from mcp_tasks.webhooks.endpoints import load_endpoints
 from workflows import quota
 from workflows.secret_interceptor import SecretsInterceptor
@@ -78,11 +89,13 @@ def build_worker(
     # pool: one thread per activity slot, so a slot never waits for a thread (threads are
     # made on demand).
     pool = ThreadPoolExecutor(settings.max_concurrent_activities, "mcp-tasks-activity")
+    versioning = deployment_config(settings)
+    quota_workflows = quota.WORKFLOWS if versioning is None else quota.VERSIONED_WORKFLOWS
     return _PooledWorker(
         pool,
         client,
         task_queue=settings.task_queue,
-        workflows=[*registry.workflows, *quota.WORKFLOWS, WebhookDeliveryWorkflow],
+        workflows=[*registry.workflows, *quota_workflows, WebhookDeliveryWorkflow],
         workflow_runner=runner or workflow_runner(),
         activities=[*registry.activities, *quota_activities.ACTIVITIES, sender.deliver],
         # Secret arguments out of the exceptions the SDK logs and Temporal records.
@@ -92,7 +105,32 @@ def build_worker(
         # After a worker crash, its sticky queue would hold the next workflow task for the
         # default 10 s; 1 s lets a replacement worker take over quickly.
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
-        graceful_shutdown_timeout=timedelta(seconds=5),
+        graceful_shutdown_timeout=timedelta(seconds=settings.worker_shutdown_grace_s),
+        deployment_config=versioning,
+    )
+
+
+_BEHAVIORS = {
+    "pinned": VersioningBehavior.PINNED,
+    "auto_upgrade": VersioningBehavior.AUTO_UPGRADE,
+}
+
+
+def deployment_config(settings: Settings) -> WorkerDeploymentConfig | None:
+    """The worker's Worker Deployment Version, None when it is unversioned; a ConfigError when
+    only one of the deployment name and the build id is set."""
+    name, build_id = settings.worker_deployment_name, settings.worker_build_id
+    if name is None and build_id is None:
+        return None
+    if not name or not build_id:
+        raise ConfigError(
+            "Worker Versioning needs both MCP_TASKS_WORKER_DEPLOYMENT_NAME and "
+            "MCP_TASKS_WORKER_BUILD_ID (or neither, for an unversioned worker)"
+        )
+    return WorkerDeploymentConfig(
+        version=WorkerDeploymentVersion(deployment_name=name, build_id=build_id),
+        use_worker_versioning=True,
+        default_versioning_behavior=_BEHAVIORS[settings.worker_versioning_behavior],
     )
 
 

@@ -12,6 +12,7 @@ from mcp_server.stdio.connection import StdioConnection
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.identity import ANONYMOUS
+from mcp_tasks.logging import use_principal_key
 from mcp_tasks.settings import Settings
 
 
@@ -34,7 +35,9 @@ class StdioServer:
             settings.poll_interval_max_ms,
             quota_lazy_release=settings.quota_lazy_release,
         )
-        services = build_services(settings, registry, store, state_secret(settings))
+        secret = state_secret(settings)
+        use_principal_key(secret)  # the key of the principals the logs show
+        services = build_services(settings, registry, store, secret)
         self.connection = StdioConnection(services, self.channel.send, ANONYMOUS.digest)
 
     async def serve(self) -> None:

@@ -28,6 +28,7 @@ from temporalio.converter import DataConverter, WorkflowSerializationContext
 from temporalio.service import RPCError
 
 from mcp_server.tasks.temporal_errors import count_rpc_error
+from mcp_tasks.tracer import temporal_span
 
 
 @dataclass(frozen=True)
@@ -68,9 +69,10 @@ async def describe(client: Client, workflow_id: str, rpc_timeout: timedelta) -> 
         namespace=client.namespace, execution=WorkflowExecution(workflow_id=workflow_id)
     )
     try:
-        raw = await client.workflow_service.describe_workflow_execution(
-            request, retry=True, timeout=rpc_timeout
-        )
+        with temporal_span("DescribeWorkflowExecution", workflow_id):
+            raw = await client.workflow_service.describe_workflow_execution(
+                request, retry=True, timeout=rpc_timeout
+            )
     except RPCError as err:
         count_rpc_error("describe_workflow", err)
         raise

@@ -1,8 +1,12 @@
 """What operators read from Temporal about tasks, beside the store (`mcp-tasks tasks`).
 
 - `list_tasks`: MCP tasks found in the visibility store by status, tool, owner and approver
-  (the McpStatus, McpTool, McpOwner and McpApprovers search attributes), newest first. Runs
-  that continued as new and workflows that are not MCP tasks are skipped.
+  (the McpStatus, McpTool, McpOwner and McpApprovers search attributes), task queue (Temporal's
+  TaskQueue), and how long they have waited for input (McpWaitingSince), newest first (oldest
+  wait first when filtering by wait). Runs that continued as new and workflows that are not MCP
+  tasks are skipped. Each task says since when it waits: McpWaitingSince, or for a task whose
+  wait began before that attribute existed (WAITING_SINCE_PATCH), its memo's lastUpdatedAt
+  (the last change it published, the start of its wait unless an answer came in part).
 - `task_detail`: what Temporal knows of one task beyond its snapshot (tool, run id, workflow
   type, task queue, history length), read with one `describe()`.
 
@@ -16,8 +20,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
 from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_server.tasks.errors import from_rpc_error
@@ -31,7 +37,10 @@ from workflows.task_state import (
     SEARCH_ATTRIBUTE_OWNER,
     SEARCH_ATTRIBUTE_STATUS,
     SEARCH_ATTRIBUTE_TOOL,
+    SEARCH_ATTRIBUTE_WAITING_SINCE,
     TaskState,
+    iso_timestamp,
+    parse_timestamp,
 )
 from workflows.task_status import TASK_STATUSES
 
@@ -47,6 +56,9 @@ STATUS_QUERIES = {
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-/]{1,128}")
 _SCOPE_NAME = re.compile(r"scope:[A-Za-z0-9_.:\-/]{1,200}")
 _DIGEST = re.compile(r"[0-9a-f]{32}")
+# Temporal's task queue names: no quotes, no control characters; kept to what needs no quoting.
+_TASK_QUEUE = re.compile(r"[A-Za-z0-9_.:\-/@]{1,255}")
+WAITING_SINCE_KEY = SearchAttributeKey.for_datetime(SEARCH_ATTRIBUTE_WAITING_SINCE)
 
 
 class InvalidFilter(ValueError):
@@ -88,6 +100,10 @@ class TaskFilter:
     tool: str | None = None
     owner: str | None = None
     approver: str | None = None
+    # Only this task queue's tasks (None: every queue of the namespace).
+    task_queue: str | None = None
+    # Only tasks waiting for input since before this moment (aware).
+    waiting_before: datetime | None = None
 
     def query(self) -> str:
         """The visibility query of this filter; InvalidFilter for a value it cannot hold."""
@@ -108,7 +124,22 @@ class TaskFilter:
             parts.append(f"{SEARCH_ATTRIBUTE_OWNER}={_quoted(owner_digest(self.owner))}")
         if self.approver is not None:
             parts.append(f"{SEARCH_ATTRIBUTE_APPROVERS}={_quoted(approver_id(self.approver))}")
+        if self.task_queue is not None:
+            if not _TASK_QUEUE.fullmatch(self.task_queue):
+                raise InvalidFilter(f"task queue {self.task_queue!r} cannot be searched for")
+            parts.append(f"TaskQueue={_quoted(self.task_queue)}")
+        if self.waiting_before is not None:
+            parts += self._waiting_parts(self.waiting_before)
         return " AND ".join(parts)
+
+    def _waiting_parts(self, before: datetime) -> list[str]:
+        if self.status not in (None, "input_required"):
+            raise InvalidFilter(f"a task that is {self.status} waits for nothing")
+        since = _quoted(iso_timestamp(before))
+        waiting = SEARCH_ATTRIBUTE_WAITING_SINCE
+        # A wait that began before McpWaitingSince existed has none: list_tasks reads its memo.
+        parts = [f"({waiting} < {since} OR {waiting} IS NULL)"]
+        return parts if self.status else [STATUS_QUERIES["input_required"], *parts]
 
 
 @dataclass(frozen=True)
@@ -116,10 +147,14 @@ class ListedTask:
     tool: str
     snapshot: TaskSnapshot
     run_id: str
+    # Since when it waits for input (ISO 8601), while it does (see the module's doc).
+    waiting_since: str | None = None
+    task_queue: str = ""
 
 
 async def list_tasks(client: Client, where: TaskFilter, limit: int) -> list[ListedTask]:
-    """At most `limit` MCP tasks matching `where`, newest (by createdAt) first."""
+    """At most `limit` MCP tasks matching `where`, newest (by createdAt) first; with
+    `where.waiting_before`, the longest wait first."""
     query = where.query()
     found: list[ListedTask] = []
     try:
@@ -132,10 +167,30 @@ async def list_tasks(client: Client, where: TaskFilter, limit: int) -> list[List
             if state is None:
                 continue  # another workflow of the namespace that sets McpTool
             snapshot = listed_snapshot(state, execution.status)
-            found.append(ListedTask(state.tool, snapshot, execution.run_id or ""))
+            since = _waiting_since(execution.typed_search_attributes.get(WAITING_SINCE_KEY),
+                                   snapshot)  # fmt: skip
+            if where.waiting_before is not None and not _waited(since, where.waiting_before):
+                continue  # no McpWaitingSince, and its memo says it waits since later
+            found.append(ListedTask(state.tool, snapshot, execution.run_id or "", since,
+                                    execution.task_queue))  # fmt: skip
     except RPCError as err:
         raise _visibility_error(err, where) from err
+    if where.waiting_before is not None:
+        return sorted(found, key=lambda task: task.waiting_since or "")
     return sorted(found, key=lambda task: task.snapshot.created_at, reverse=True)
+
+
+def _waiting_since(attribute: datetime | None, snapshot: TaskSnapshot) -> str | None:
+    if snapshot.status != "input_required":
+        return None
+    return iso_timestamp(attribute) if attribute is not None else snapshot.last_updated_at
+
+
+def _waited(since: str | None, before: datetime) -> bool:
+    try:
+        return since is not None and parse_timestamp(since) < before
+    except ValueError:
+        return False
 
 
 def _visibility_error(err: RPCError, where: TaskFilter) -> Exception:

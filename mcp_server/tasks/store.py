@@ -82,6 +82,7 @@ from mcp_server.tasks.snapshots import (
 )
 from mcp_server.tasks.ttl import is_expired, ttl_after_close
 from mcp_tasks.identity import Identity
+from mcp_tasks.tracer import temporal_span
 from workflows.quota import RELEASE_BY_LOCAL_ACTIVITY, RELEASE_LAZILY
 from workflows.task_state import (
     CANCEL_REQUESTED_SIGNAL,
@@ -423,12 +424,12 @@ class TemporalTaskStore:
                 maximum_page_size=50,
                 next_page_token=token,
             )
+            service = self._client.workflow_service
             try:
-                response = (
-                    await self._client.workflow_service.get_workflow_execution_history_reverse(
+                with temporal_span("GetWorkflowExecutionHistoryReverse", task_id):
+                    response = await service.get_workflow_execution_history_reverse(
                         request, retry=True, timeout=RPC_TIMEOUT
                     )
-                )
             except RPCError as err:
                 raise from_rpc_error(err, "read the task history") from err
             for event in response.history.events:

@@ -72,12 +72,13 @@ def observed_connection(settings: Settings) -> dict[str, Any]:
 _INDEXED_TYPES = {
     "Keyword": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
     "KeywordList": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+    "Datetime": IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
 }
 
 
 async def ensure_search_attributes(client: Client) -> None:
-    """Register McpStatus/McpTool/McpOwner (Keyword) and McpApprovers (KeywordList) when
-    missing; explain when we may not."""
+    """Register the search attributes the tasks need (workflows/task_state.py,
+    SEARCH_ATTRIBUTES) when missing; explain when we may not."""
     namespace = client.namespace
     listed = await client.operator_service.list_search_attributes(
         ListSearchAttributesRequest(namespace=namespace)
