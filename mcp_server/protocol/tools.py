@@ -40,11 +40,12 @@ from mcp_server.protocol import (
     idempotency,
     legacy_views,
     mrtr,
+    related_tasks,
     upfront,
 )
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import invalid_params, missing_capability
-from mcp_server.protocol.models import InputRequiredResult, ToolCallParams
+from mcp_server.protocol.models import InputRequiredResult, ToolCallParams, related_task_ids
 from mcp_server.protocol.task_views import create_task_result, tool_result
 from mcp_server.protocol.wire import TASKS_CAPABILITY, iso_now
 from mcp_server.tasks.idempotency import IdempotencyConflict
@@ -120,6 +121,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         raise invalid_params(
             f"Invalid arguments for tool {tool.name!r}: {'; '.join(errors)}", {"errors": errors}
         )
+    related = related_task_ids(params.meta)  # -32602 when malformed, in either era
     if ctx.modern and tool.task_support != "never":
         attached = mrtr.attached_task(_round(ctx, tool, arguments, params), services.request_state)
         if attached is not None:  # a round of a task already running: never a second task
@@ -164,6 +166,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         return tool_result(await tool.handler(call))
     assert tool.workflow is not None
     services.approvers.count(ctx.principal, tool, arguments)  # approver_policy.py
+    related = await related_tasks.readable(ctx, services, related)  # as tasks/get finds them
     task = TaskInput(
         task_id=keyed.get("task_id") or new_task_id(),
         tool=tool.name,
@@ -180,6 +183,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         call_digest=keyed.get("call_digest", ""),
         requested_by=ctx.identity.name,
         webhooks=services.webhooks.for_tool(tool.name),
+        related_task_ids=related,
     )
     workflow = tool.workflow
     try:

@@ -17,6 +17,8 @@ META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+# The ext-tasks draft's `RelatedTaskIds` (schema/draft/schema.ts at b30c477), on any request.
+META_RELATED_TASK_IDS = "io.modelcontextprotocol/relatedTaskIds"
 
 
 TASKS_CAPABILITY: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}

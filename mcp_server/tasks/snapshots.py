@@ -55,6 +55,8 @@ class TaskSnapshot:
     requested_by: str | None = None
     # The tool the task runs (the approval inbox shows it).
     tool: str = ""
+    # Tasks its creating request called related, as recorded (operators see them).
+    related_task_ids: list[str] = field(default_factory=list)
 
 
 def failure_of(err: BaseException) -> tuple[dict[str, Any], str]:
@@ -118,6 +120,7 @@ def snapshot_of(state: TaskState) -> TaskSnapshot:
         steps=[dict(step) for step in state.steps] if state.steps is not None else None,
         requested_by=state.requested_by,
         tool=state.tool,
+        related_task_ids=list(state.related_task_ids),
     )
 
 
