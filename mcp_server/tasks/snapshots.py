@@ -57,6 +57,9 @@ class TaskSnapshot:
     tool: str = ""
     # Tasks its creating request called related, as recorded (operators see them).
     related_task_ids: list[str] = field(default_factory=list)
+    # How far its history had come when it was read (sequence.py): a later read never has a
+    # smaller one. 0 when not read from the history (a listing, a task just created).
+    sequence: int = 0
 
 
 def failure_of(err: BaseException) -> tuple[dict[str, Any], str]:

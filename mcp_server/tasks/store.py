@@ -72,6 +72,7 @@ from mcp_server.tasks.memo import task_state_of
 from mcp_server.tasks.poll_interval import DEFAULT_MAX_MS, advertised_ms
 from mcp_server.tasks.quota import QuotaExceeded, QuotaReservations
 from mcp_server.tasks.quota_prefetch import PrefetchedSlots
+from mcp_server.tasks.sequence import Sequences
 from mcp_server.tasks.snapshots import (
     TaskSnapshot,
     failure_of,
@@ -167,6 +168,7 @@ class TemporalTaskStore:
         self._quota = QuotaReservations(client, task_queue, lazy_release=quota_lazy_release)
         self._ahead = PrefetchedSlots(self._quota, new_task_id)
         self._deletions = Deletions(client)
+        self._sequences = Sequences(client, RPC_TIMEOUT)
 
     async def close(self) -> None:
         """Give back the open-task slots this replica reserved ahead (a stopping server):
@@ -379,6 +381,7 @@ class TemporalTaskStore:
             # The workflow moved on between the two reads: take the fresher memo.
             fresher = await self._describe(task_id)
             if fresher is not None:
+                description = fresher
                 state = TaskState.from_memo(await fresher.memo_value(MEMO_KEY, None)) or state
                 if fresher.status != WorkflowExecutionStatus.RUNNING:
                     # It even ended (answered and finished in one workflow task): the answered
@@ -398,7 +401,14 @@ class TemporalTaskStore:
             message = (
                 f"{message} (the worker has failed this task {attempt - 1} times; see its logs)"
             )
-        return replace(snapshot, status=status, status_message=message, input_requests=pending)
+        sequence = await self._sequences.of(task_id, description)
+        return replace(
+            snapshot,
+            status=status,
+            status_message=message,
+            input_requests=pending,
+            sequence=sequence,
+        )
 
     async def _unprocessed(self, task_id: str) -> tuple[set[str], bool, int]:
         """Answers and cancellation requests recorded after the last completed workflow task.
@@ -457,6 +467,7 @@ class TemporalTaskStore:
             input_requests={},
             last_updated_at=closed_at,
             ttl_ms=ttl_after_close(base.created_at, closed_at, base.ttl_ms),
+            sequence=await self._sequences.of(task_id, description),
         )
         status = description.status
         if status == WorkflowExecutionStatus.CANCELED:

@@ -226,3 +226,23 @@ async def test_events_are_counted_until_the_task_closes(store: TaskStore) -> Non
         lambda: store.wait_for_events(task.task_id, cursor or b""), lambda r: r[1] is None
     )
     assert closed is not None and closed[0] > 0
+
+
+async def test_each_read_has_a_sequence_no_smaller_than_the_one_before(store: TaskStore) -> None:
+    task = a_task()
+    await store.create(task, "ConfirmDelete")
+    asking = await status_of(store, task.task_id, "input_required")
+    again = await store.get(task.task_id)
+    assert asking.sequence > 0 and again is not None and again.sequence >= asking.sequence
+    await store.submit_input(task.task_id, SubmitInput({"confirm": ACCEPT}))
+    done = await status_of(store, task.task_id, "completed")
+    assert done.sequence > asking.sequence
+    closed = await store.get(task.task_id)
+    assert closed is not None and closed.sequence == done.sequence
+
+
+async def test_the_related_task_ids_a_task_started_with_are_read_back(store: TaskStore) -> None:
+    task = a_task(related_task_ids=["mcp-task-earlier"])
+    await store.create(task, "ConfirmDelete")
+    asking = await status_of(store, task.task_id, "input_required")
+    assert asking.related_task_ids == ["mcp-task-earlier"]

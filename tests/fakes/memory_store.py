@@ -176,7 +176,8 @@ class MemoryTaskStore:
     # ----- get -----------------------------------------------------------------------------
 
     def _snapshot(self, entry: _Task) -> TaskSnapshot:
-        snapshot = snapshot_of(entry.state)
+        # The events recorded so far stand for the history length (tasks/sequence.py).
+        snapshot = replace(snapshot_of(entry.state), sequence=entry.events)
         if entry.closed_at is None:
             return snapshot
         ttl = ttl_after_close(snapshot.created_at, entry.closed_at, snapshot.ttl_ms)
