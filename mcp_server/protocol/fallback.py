@@ -22,6 +22,7 @@ A host without task support (2026-07-28 without the extension for a tool that al
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -41,8 +42,9 @@ from mcp_server.tasks.access import find_task
 from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.errors import TaskFailed
 from mcp_server.tasks.snapshots import TaskSnapshot
+from mcp_server.tasks.watchers import Follower
 from mcp_server.tools.registry import Logger, ProgressReporter
-from workflows.task_state import TaskInput
+from workflows.task_state import TERMINAL_STATUSES, TaskInput
 
 # The GET stream of a 2025-11-25 session looks for its tasks' questions this often, and ends
 # after SESSION_STREAM_S (the client opens it again).
@@ -55,8 +57,8 @@ _relaying: Counter[str] = Counter()
 _sent_on_session_stream: dict[tuple[str, str], set[str]] = {}
 # Log levels from least to most severe (RFC 5424 order, as the LoggingLevel type lists them).
 LOG_LEVELS: tuple[str, ...] = get_args(core.LoggingLevel)
-_FIRST_POLL_S = 0.05
-_MAX_POLL_S = 1.0
+# A follow whose watcher failed a read (Temporal) reads the task again this much later.
+_RETRY_AFTER_FAILURE_S = 1.0
 
 
 def input_request_id(task_id: str, key: str, attempt: int = 0) -> str:
@@ -178,7 +180,11 @@ async def follow(
     round that asks it, attached_rounds.py). With `refusals`, a relayed question whose answer
     the task refused is asked again (refused_answers.py) until it was refused too often; then
     an attached call (`until_stuck`) stops, and a tasks/result call waits without asking.
-    Returns the last snapshot read."""
+    Returns the last snapshot read.
+
+    The task is read once here (the access check of tasks/get), then followed through the
+    replica's watcher of it (tasks/watchers.py, shared with listen streams and the inbox): one
+    history long-poll, a re-read only after new events, nothing while the task is quiet."""
     deadline = None if wait_s is None else time.monotonic() + wait_s
     can_ask = not ctx.modern and ctx.streaming
     report = progress_reporter(ctx)
@@ -186,18 +192,21 @@ async def follow(
     asked: set[str] = set(sent_before) if ctx.session else set()
     last_message: str | None = None
     steps = 0
-    pause = _FIRST_POLL_S
+    wake = asyncio.Event()
+    snapshot = await _read(ctx, services, task_id)
+    follower = services.listening.watchers.follow(snapshot, wake)
     _relaying[task_id] += 1
     if refusals is not None:
-        refused_answers.watch(task_id)
+        refused_answers.watch(task_id, wake)
     try:
         while True:
-            snapshot = await find_task(
-                services.store, task_id, ctx.principal, services.clock, identity=ctx.identity
-            )
-            if snapshot is None:
-                raise task_not_found()
-            if snapshot.status in ("completed", "failed", "cancelled"):
+            newer = follower.take()
+            if newer is not None:
+                snapshot = newer
+            elif follower.done:  # no watcher feeds it any more, and it was not terminal
+                follower = await _follow_again(ctx, services, task_id, follower, wake)
+                continue
+            if snapshot.status in TERMINAL_STATUSES:
                 return snapshot
             if snapshot.status_message and snapshot.status_message != last_message:
                 last_message = snapshot.status_message
@@ -213,16 +222,42 @@ async def follow(
                 await _ask(ctx, snapshot, asked, refusals)
             if until_stuck and _stuck(ctx, snapshot):
                 return snapshot
-            if deadline is not None and time.monotonic() >= deadline:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
                 return snapshot
-            await asyncio.sleep(pause)
-            pause = min(_MAX_POLL_S, pause * 1.5)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), remaining)
+            wake.clear()
     finally:
+        follower.leave()
         if refusals is not None:
-            refused_answers.unwatch(task_id)
+            refused_answers.unwatch(task_id, wake)
         _relaying[task_id] -= 1
         if not _relaying[task_id]:
             del _relaying[task_id]
+
+
+async def _read(ctx: RequestContext, services: Services, task_id: str) -> TaskSnapshot:
+    """The task as tasks/get reads it for this caller, or "not found"."""
+    snapshot = await find_task(
+        services.store, task_id, ctx.principal, services.clock, identity=ctx.identity
+    )
+    if snapshot is None:
+        raise task_not_found()
+    return snapshot
+
+
+async def _follow_again(
+    ctx: RequestContext, services: Services, task_id: str, ended: Follower, wake: asyncio.Event
+) -> Follower:
+    """The watcher of a task stopped before the task ended: "not found" when the task is gone
+    (deleted, or past its TTL); after a failed read (Temporal), read it here again, a second
+    later (raising what Temporal raises), and follow it anew."""
+    if ended.ended == "gone":
+        raise task_not_found()
+    await asyncio.sleep(_RETRY_AFTER_FAILURE_S)
+    snapshot = await _read(ctx, services, task_id)
+    return services.listening.watchers.follow(snapshot, wake)
 
 
 def session_questions(
