@@ -14,7 +14,17 @@ from temporalio.worker import Replayer, WorkflowReplayResult
 
 from mcp_server.runtime.worker import workflow_runner
 from mcp_server.tools.registry import ToolRegistry
-from workflows import approvals, conformance, demo, deploy, exposed, imports, quota, task_state
+from workflows import (
+    approvals,
+    conformance,
+    demo,
+    deploy,
+    exposed,
+    imports,
+    quota,
+    session_tasks,
+    task_state,
+)
 from workflows.task_state import TaskInput, TaskState
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -100,7 +110,8 @@ async def test_every_recorded_history_replays_with_todays_workflows(
     taken while the task still waits, and the open-task quota workflow's under quota/).
     Replaying each with today's workflows proves they still issue the same commands in the same
     order, so a change that would strand an in-flight task fails here, naming the history."""
-    result = await replay(history, [*registry.workflows, *quota.WORKFLOWS])
+    workflows = [*registry.workflows, *quota.WORKFLOWS, *session_tasks.WORKFLOWS]
+    result = await replay(history, workflows)
     assert result.replay_failure is None
 
 

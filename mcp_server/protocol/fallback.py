@@ -46,15 +46,17 @@ from mcp_server.tasks.watchers import Follower
 from mcp_server.tools.registry import Logger, ProgressReporter
 from workflows.task_state import TERMINAL_STATUSES, TaskInput
 
-# The GET stream of a 2025-11-25 session looks for its tasks' questions this often, and ends
-# after SESSION_STREAM_S (the client opens it again).
-SESSION_POLL_S = 1.0
+# The GET stream of a 2025-11-25 session yields at least this often when nothing changes (for
+# the transport's keep-alive), and ends after SESSION_STREAM_S (the client opens it again).
+SESSION_IDLE_S = 5.0
 SESSION_STREAM_S = 1800.0
 # Tasks whose questions a call of this process is relaying right now (tasks/result, attached).
 _relaying: Counter[str] = Counter()
 # The questions each session's GET stream of this process has sent, per (session, taskId): a
 # tasks/result call of that session that starts later does not send them again.
 _sent_on_session_stream: dict[tuple[str, str], set[str]] = {}
+# The wake events of this process's session GET streams.
+_session_streams: set[asyncio.Event] = set()
 # Log levels from least to most severe (RFC 5424 order, as the LoggingLevel type lists them).
 LOG_LEVELS: tuple[str, ...] = get_args(core.LoggingLevel)
 # A follow whose watcher failed a read (Temporal) reads the task again this much later.
@@ -235,6 +237,8 @@ async def follow(
         _relaying[task_id] -= 1
         if not _relaying[task_id]:
             del _relaying[task_id]
+            for stream in _session_streams:  # a question it left open is theirs again
+                stream.set()
 
 
 async def _read(ctx: RequestContext, services: Services, task_id: str) -> TaskSnapshot:
@@ -276,36 +280,76 @@ async def _session_questions(
 ) -> AsyncIterator[None]:
     """The standalone GET stream of a 2025-11-25 session: the questions of the tasks this
     session created with `task`, for clients that poll `tasks/get` and never call
-    `tasks/result` while input is needed. A question a call of this process already relays
-    (tasks/result, an attached run) is left to it, so a client is not asked twice. Yields
-    None every `SESSION_POLL_S` (the transport sends a keep-alive when nothing else went out);
-    the questions themselves go out through `ctx.send`."""
+    `tasks/result` while input is needed. The session's tasks come from its task list in
+    Temporal (tasks/session_tasks.py: one history long-poll, whichever replica created them),
+    each followed through the replica's watcher of it, so a quiet session costs no read. A
+    question a call of this process already relays (tasks/result, an attached run) is left
+    to it, so a client is not asked twice. Yields None after each change, and at least every
+    `SESSION_IDLE_S` (the transport sends a keep-alive when nothing else went out); the
+    questions themselves go out through `ctx.send`."""
     assert ctx.session is not None
     session = ctx.session
+    wake = asyncio.Event()
+    listed: list[str] = []
+    listing = asyncio.create_task(_read_session_list(services, session, listed, wake))
+    following: dict[str, Follower] = {}
+    latest: dict[str, TaskSnapshot] = {}  # the tasks waiting for input, as last read
+    seen: set[str] = set()
+    _session_streams.add(wake)
     asked: dict[str, set[str]] = {}
     deadline = time.monotonic() + lifetime_s
     try:
-        while time.monotonic() < deadline:
-            waiting = await services.store.waiting_in_session(ctx.principal, session)
-            for task_id in waiting:
-                if task_id in _relaying:
-                    continue
+        while time.monotonic() < deadline and not listing.done():
+            new, listed[:] = [t for t in listed if t not in seen], []
+            for task_id in new:
+                seen.add(task_id)
                 snapshot = await find_task(
                     services.store, task_id, ctx.principal, services.clock, identity=ctx.identity
                 )
-                # Checked again: a tasks/result call may have started relaying during the read.
-                if task_id in _relaying:
-                    continue
+                if snapshot is not None:
+                    following[task_id] = services.listening.watchers.follow(snapshot, wake)
+            for task_id, follower in list(following.items()):
+                snapshot = follower.take() or latest.get(task_id)
+                # Checked at each wake: a tasks/result call may be relaying it now, or have
+                # just stopped (it wakes this stream) with the question still open.
                 if snapshot is not None and snapshot.status == "input_required":
-                    sent = asked.setdefault(task_id, set())
-                    _sent_on_session_stream[(session, task_id)] = sent
-                    await _ask(ctx, snapshot, sent)
+                    latest[task_id] = snapshot
+                    if task_id not in _relaying:
+                        sent = asked.setdefault(task_id, set())
+                        _sent_on_session_stream[(session, task_id)] = sent
+                        await _ask(ctx, snapshot, sent)
+                else:
+                    latest.pop(task_id, None)
+                if follower.done:  # terminal, gone, or unreadable: nothing more to ask
+                    following.pop(task_id).leave()
+                    latest.pop(task_id, None)
             yield None
-            await asyncio.sleep(SESSION_POLL_S)
+            remaining = min(SESSION_IDLE_S, deadline - time.monotonic())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), max(0.0, remaining))
+            wake.clear()
+        if listing.done():
+            listing.result()  # the list could not be read (Temporal): the stream ends
     finally:
+        _session_streams.discard(wake)
+        listing.cancel()
         lease.release()
+        for follower in following.values():
+            follower.leave()
         for task_id in asked:
             _sent_on_session_stream.pop((session, task_id), None)
+
+
+async def _read_session_list(
+    services: Services, session: str, listed: list[str], wake: asyncio.Event
+) -> None:
+    """Follow the session's task list, adding each task it names to `listed`."""
+    cursor = b""
+    while True:
+        task_ids, cursor = await services.store.session_tasks(session, cursor)
+        if task_ids:
+            listed.extend(task_ids)
+            wake.set()
 
 
 async def run_attached(
