@@ -13,23 +13,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import tempfile
 import time
 from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import uvicorn
 from temporalio.client import Client
 
-from mcp_server.http.app import create_app
+from mcp_server.http.app import HttpServer, create_app
 from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.runtime.temporal_connection import ensure_search_attributes
 from mcp_server.runtime.worker import build_worker
 from mcp_server.tools.loading import load_toolsets
-from tests.conftest import serving
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -49,6 +51,23 @@ def count_rpcs(client: Client) -> Counter[str]:
 
     service._rpc_call = counting  # type: ignore[method-assign]
     return counted
+
+
+@contextlib.asynccontextmanager
+async def serving(app: Any, port: int) -> AsyncIterator[None]:
+    """`app` on uvicorn on 127.0.0.1:`port` for the block."""
+    server = HttpServer(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    async with asyncio.timeout(10):
+        while True:  # uvicorn has no event for it
+            if server.started:
+                break
+            await asyncio.sleep(0.02)
+    try:
+        yield
+    finally:
+        server.should_exit = True
+        await task
 
 
 async def bench(seconds: float) -> dict[str, Any]:
