@@ -42,7 +42,7 @@ from mcp_server.http import headers, media_type
 from mcp_server.http.sessions import Session, SessionCodec
 from mcp_server.observability import record as observed
 from mcp_server.observability import tracing
-from mcp_server.protocol import audit, client_answers, dispatch, fallback
+from mcp_server.protocol import audit, client_answers, dispatch, session_stream
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.envelope import names_protocol_version as _is_modern
 from mcp_server.protocol.envelope import params_of as _params
@@ -255,7 +255,7 @@ class McpEndpoint:
 
     async def get(self, request: Request) -> Response:
         """The standalone stream of a 2025-11-25 session: its tasks' questions (see
-        `fallback.session_questions`). Without a session, or without SSE, 405."""
+        `session_stream.session_questions`). Without a session, or without SSE, 405."""
         session_id = request.headers.get(SESSION_HEADER)
         if session_id is None or "text/event-stream" not in request.headers.get("accept", ""):
             return error_response(_NO_STREAM, None)
@@ -276,7 +276,7 @@ class McpEndpoint:
             identity=getattr(request.state, "identity", NOBODY),
         )
         try:  # a stream slot is taken before the stream opens: a refusal is a 429
-            questions = fallback.session_questions(ctx, self.services)
+            questions = session_stream.session_questions(ctx, self.services)
         except McpError as error:
             return error_response(error, None)
         return StreamingResponse(

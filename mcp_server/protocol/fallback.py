@@ -15,8 +15,10 @@ A host without task support (2026-07-28 without the extension for a tool that al
 - What the call then answers (the result, an InputRequiredResult round at 2026-07-28, or the
   follow-up result naming the taskId and the follow-up tools) is attached_rounds.py's. The task
   is never stopped because a host stopped waiting: nothing a host does can lose it.
-- A 2025-11-25 session's GET stream (`session_questions`) relays the questions of the tasks
-  that session created, for clients that never call `tasks/result` while input is needed.
+- A 2025-11-25 session's GET stream (session_stream.py) relays the questions of the tasks
+  that session created, for clients that never call `tasks/result` while input is needed;
+  `relaying`, `sent_on_session_stream` and `session_streams` keep the two from asking a
+  client the same question twice.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
 from typing import Any, get_args
 
 import mcp_types as core
@@ -36,7 +37,6 @@ from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import task_not_found
 from mcp_server.protocol.models import Notification, to_message
 from mcp_server.protocol.refused_answers import Refusals
-from mcp_server.protocol.streams import Lease
 from mcp_server.protocol.task_views import RELATED_TASK, tool_result
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.approvers import may_answer
@@ -46,17 +46,13 @@ from mcp_server.tasks.watchers import Follower
 from mcp_server.tools.registry import Logger, ProgressReporter
 from workflows.task_state import TERMINAL_STATUSES, TaskInput
 
-# The GET stream of a 2025-11-25 session yields at least this often when nothing changes (for
-# the transport's keep-alive), and ends after SESSION_STREAM_S (the client opens it again).
-SESSION_IDLE_S = 5.0
-SESSION_STREAM_S = 1800.0
 # Tasks whose questions a call of this process is relaying right now (tasks/result, attached).
-_relaying: Counter[str] = Counter()
+relaying: Counter[str] = Counter()
 # The questions each session's GET stream of this process has sent, per (session, taskId): a
 # tasks/result call of that session that starts later does not send them again.
-_sent_on_session_stream: dict[tuple[str, str], set[str]] = {}
+sent_on_session_stream: dict[tuple[str, str], set[str]] = {}
 # The wake events of this process's session GET streams.
-_session_streams: set[asyncio.Event] = set()
+session_streams: set[asyncio.Event] = set()
 # Log levels from least to most severe (RFC 5424 order, as the LoggingLevel type lists them).
 LOG_LEVELS: tuple[str, ...] = get_args(core.LoggingLevel)
 # A follow whose watcher failed a read (Temporal) reads the task again this much later.
@@ -128,7 +124,7 @@ def can_answer(
     return not capabilities.missing(ctx.capabilities, needed)
 
 
-async def _ask(
+async def ask(
     ctx: RequestContext, snapshot: TaskSnapshot, asked: set[str], refusals: Refusals | None = None
 ) -> None:
     """Send the task's new questions to a 2025-11-25 client as server-to-client requests; a
@@ -190,14 +186,14 @@ async def follow(
     deadline = None if wait_s is None else time.monotonic() + wait_s
     can_ask = not ctx.modern and ctx.streaming
     report = progress_reporter(ctx)
-    sent_before = _sent_on_session_stream.get((ctx.session or "", task_id), set())
+    sent_before = sent_on_session_stream.get((ctx.session or "", task_id), set())
     asked: set[str] = set(sent_before) if ctx.session else set()
     last_message: str | None = None
     steps = 0
     wake = asyncio.Event()
     snapshot = await _read(ctx, services, task_id)
     follower = services.listening.watchers.follow(snapshot, wake)
-    _relaying[task_id] += 1
+    relaying[task_id] += 1
     if refusals is not None:
         refused_answers.watch(task_id, wake)
     try:
@@ -221,7 +217,7 @@ async def follow(
                 if until_stuck and refusals.exhausted:
                     return snapshot  # the follow-up result names the problem
             if can_ask and snapshot.status == "input_required":
-                await _ask(ctx, snapshot, asked, refusals)
+                await ask(ctx, snapshot, asked, refusals)
             if until_stuck and _stuck(ctx, snapshot):
                 return snapshot
             remaining = None if deadline is None else deadline - time.monotonic()
@@ -234,10 +230,10 @@ async def follow(
         follower.leave()
         if refusals is not None:
             refused_answers.unwatch(task_id, wake)
-        _relaying[task_id] -= 1
-        if not _relaying[task_id]:
-            del _relaying[task_id]
-            for stream in _session_streams:  # a question it left open is theirs again
+        relaying[task_id] -= 1
+        if not relaying[task_id]:
+            del relaying[task_id]
+            for stream in session_streams:  # a question it left open is theirs again
                 stream.set()
 
 
@@ -262,94 +258,6 @@ async def _follow_again(
     await asyncio.sleep(_RETRY_AFTER_FAILURE_S)
     snapshot = await _read(ctx, services, task_id)
     return services.listening.watchers.follow(snapshot, wake)
-
-
-def session_questions(
-    ctx: RequestContext, services: Services, *, lifetime_s: float = SESSION_STREAM_S
-) -> AsyncIterator[None]:
-    """The session's GET stream (below), after taking one of the caller's stream slots: the
-    same per-caller and per-replica limits as subscriptions/listen (streams.py, one pool).
-    A full pool raises QUOTA_EXCEEDED (HTTP 429, Retry-After) here, before the stream opens;
-    the slot is freed when the stream ends or is dropped."""
-    lease = services.listening.slots.acquire(ctx.principal)
-    return _session_questions(ctx, services, lease, lifetime_s)
-
-
-async def _session_questions(
-    ctx: RequestContext, services: Services, lease: Lease, lifetime_s: float
-) -> AsyncIterator[None]:
-    """The standalone GET stream of a 2025-11-25 session: the questions of the tasks this
-    session created with `task`, for clients that poll `tasks/get` and never call
-    `tasks/result` while input is needed. The session's tasks come from its task list in
-    Temporal (tasks/session_tasks.py: one history long-poll, whichever replica created them),
-    each followed through the replica's watcher of it, so a quiet session costs no read. A
-    question a call of this process already relays (tasks/result, an attached run) is left
-    to it, so a client is not asked twice. Yields None after each change, and at least every
-    `SESSION_IDLE_S` (the transport sends a keep-alive when nothing else went out); the
-    questions themselves go out through `ctx.send`."""
-    assert ctx.session is not None
-    session = ctx.session
-    wake = asyncio.Event()
-    listed: list[str] = []
-    listing = asyncio.create_task(_read_session_list(services, session, listed, wake))
-    following: dict[str, Follower] = {}
-    latest: dict[str, TaskSnapshot] = {}  # the tasks waiting for input, as last read
-    seen: set[str] = set()
-    _session_streams.add(wake)
-    asked: dict[str, set[str]] = {}
-    deadline = time.monotonic() + lifetime_s
-    try:
-        while time.monotonic() < deadline and not listing.done():
-            new, listed[:] = [t for t in listed if t not in seen], []
-            for task_id in new:
-                seen.add(task_id)
-                snapshot = await find_task(
-                    services.store, task_id, ctx.principal, services.clock, identity=ctx.identity
-                )
-                if snapshot is not None:
-                    following[task_id] = services.listening.watchers.follow(snapshot, wake)
-            for task_id, follower in list(following.items()):
-                snapshot = follower.take() or latest.get(task_id)
-                # Checked at each wake: a tasks/result call may be relaying it now, or have
-                # just stopped (it wakes this stream) with the question still open.
-                if snapshot is not None and snapshot.status == "input_required":
-                    latest[task_id] = snapshot
-                    if task_id not in _relaying:
-                        sent = asked.setdefault(task_id, set())
-                        _sent_on_session_stream[(session, task_id)] = sent
-                        await _ask(ctx, snapshot, sent)
-                else:
-                    latest.pop(task_id, None)
-                if follower.done:  # terminal, gone, or unreadable: nothing more to ask
-                    following.pop(task_id).leave()
-                    latest.pop(task_id, None)
-            yield None
-            remaining = min(SESSION_IDLE_S, deadline - time.monotonic())
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), max(0.0, remaining))
-            wake.clear()
-        if listing.done():
-            listing.result()  # the list could not be read (Temporal): the stream ends
-    finally:
-        _session_streams.discard(wake)
-        listing.cancel()
-        lease.release()
-        for follower in following.values():
-            follower.leave()
-        for task_id in asked:
-            _sent_on_session_stream.pop((session, task_id), None)
-
-
-async def _read_session_list(
-    services: Services, session: str, listed: list[str], wake: asyncio.Event
-) -> None:
-    """Follow the session's task list, adding each task it names to `listed`."""
-    cursor = b""
-    while True:
-        task_ids, cursor = await services.store.session_tasks(session, cursor)
-        if task_ids:
-            listed.extend(task_ids)
-            wake.set()
 
 
 async def run_attached(
