@@ -20,10 +20,16 @@ NOT_FOUND = {"code": errors.INVALID_PARAMS, "message": errors.TASK_NOT_FOUND_MES
 
 
 def assert_limited(reply: Reply) -> None:
-    """The poll limiter's shape: RATE_LIMITED, HTTP 429, Retry-After and data.retryAfterMs."""
+    """The rate-limit draft's shape with this server's code: RATE_LIMITED, HTTP 429,
+    data.retryAfterMs with a Retry-After that agrees, data.limit and data.remaining with the
+    RateLimit-Limit and RateLimit-Remaining headers that match them."""
     assert reply.status == 429 and reply.error["code"] == errors.RATE_LIMITED, reply.body
-    assert reply.error["data"]["retryAfterMs"] > 0
-    assert int(reply.headers["retry-after"]) >= 1
+    data = reply.error["data"]
+    assert data["retryAfterMs"] > 0
+    assert int(reply.headers["retry-after"]) == max(1, -(-data["retryAfterMs"] // 1000))
+    assert data["limit"] >= 1 and data["remaining"] == 0
+    assert int(reply.headers["ratelimit-limit"]) == data["limit"]
+    assert int(reply.headers["ratelimit-remaining"]) == data["remaining"]
 
 
 def test_a_bucket_per_principal_refills_at_its_rate() -> None:
@@ -34,7 +40,9 @@ def test_a_bucket_per_principal_refills_at_its_rate() -> None:
     with pytest.raises(errors.McpError) as caught:
         limiter.take("p")
     assert caught.value.code == errors.RATE_LIMITED and caught.value.http_status == 429
-    assert caught.value.data == {"retryAfterMs": 1000}
+    assert caught.value.data == {"retryAfterMs": 1000, "limit": 3, "remaining": 0}
+    assert caught.value.headers == {
+        "Retry-After": "1", "RateLimit-Limit": "3", "RateLimit-Remaining": "0"}  # fmt: skip
     limiter.take("q")  # another principal has its own bucket
     now[0] += 1.0  # one a second
     limiter.take("p")
@@ -134,3 +142,15 @@ async def test_not_found_lookups_are_limited_alike_whether_missing_or_foreign(
     # Alice still reads her own task: the buckets are per principal.
     assert (await alice.get_task(alices)).result["status"] == "working"
     await alice.cancel_task(alices)
+
+
+async def test_a_tasks_get_polled_too_fast_is_refused_in_the_same_shape_with_its_interval(
+    fresh_asgi_stack: AsgiStackFactory,
+) -> None:
+    async with fresh_asgi_stack(poll_burst=2) as stack:
+        task_id = await stack.mcp.create_task("tests_wait_forever")
+        replies = [await stack.mcp.get_task(task_id) for _ in range(3)]
+    assert [reply.status for reply in replies[:2]] == [200, 200]
+    assert_limited(replies[2])
+    data = replies[2].error["data"]
+    assert data["limit"] == 2 and data["pollIntervalMs"] > 0

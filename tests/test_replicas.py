@@ -5,6 +5,7 @@ one worker mid-flight loses nothing; the open-task quota is one quota across ser
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,22 @@ async def test_a_client_alternating_between_two_servers_sees_one_task(
             assert [m["method"] for m in done_legacy.messages if "method" in m] == [
                 "elicitation/create"
             ]
+
+            # The session's GET stream on B, open before the task exists, relays the question
+            # of a task the session creates on A (its task list is in Temporal, not in B).
+            headers = {**legacy.headers(), "Accept": "text/event-stream"}
+            async with asyncio.timeout(30), http.stream("GET", b.url, headers=headers) as stream:
+                assert stream.status_code == 200
+                legacy.url = a.url
+                later = (await legacy.request("tools/call", call)).result["task"]["taskId"]
+                async for line in stream.aiter_lines():
+                    if line.startswith("data: "):
+                        asked = json.loads(line[len("data: ") :])
+                        break
+            assert asked["method"] == "elicitation/create"
+            assert asked["params"]["_meta"]["io.modelcontextprotocol/related-task"] == {
+                "taskId": later
+            }
 
 
 async def test_kill_9_of_one_server_and_one_worker_mid_flight_loses_nothing(

@@ -11,6 +11,7 @@ from tests.listen_stream import ListenStream, is_final
 from tests.mcp_client import NO_CAPABILITIES, McpClient
 
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+SEQUENCE = "mcp-tasks-temporal/sequence"
 
 
 async def test_task_updates_are_pushed_until_the_task_is_terminal(mcp: McpClient) -> None:
@@ -25,6 +26,9 @@ async def test_task_updates_are_pushed_until_the_task_is_terminal(mcp: McpClient
     assert updates[-1]["params"]["status"] == "completed"
     assert "pushed" in updates[-1]["params"]["result"]["content"][0]["text"]
     assert final["id"] == "listen-1" and final["result"]["_meta"][SUBSCRIPTION_ID] == "listen-1"
+    numbers = [m["params"]["_meta"][SEQUENCE] for m in updates]
+    assert all(isinstance(n, int) and n > 0 for n in numbers), numbers
+    assert numbers == sorted(numbers) and numbers[-1] > numbers[0], numbers
 
 
 async def test_unknown_task_ids_are_not_acknowledged(mcp: McpClient) -> None:

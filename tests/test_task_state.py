@@ -22,6 +22,7 @@ from workflows import (
     multi_step_job,
     quota,
     request_approval,
+    session_tasks,
     task_state,
 )
 from workflows.task_state import TaskInput, TaskState
@@ -109,7 +110,8 @@ async def test_every_recorded_history_replays_with_todays_workflows(
     taken while the task still waits, and the open-task quota workflow's under quota/).
     Replaying each with today's workflows proves they still issue the same commands in the same
     order, so a change that would strand an in-flight task fails here, naming the history."""
-    result = await replay(history, [*registry.workflows, *quota.WORKFLOWS])
+    workflows = [*registry.workflows, *quota.WORKFLOWS, *session_tasks.WORKFLOWS]
+    result = await replay(history, workflows)
     assert result.replay_failure is None
 
 

@@ -120,6 +120,9 @@ class TaskInput:
     # The display name (subject) of the caller who created the task ("" when not known);
     # `owner` stays the digest that isolates tasks.
     requested_by: str = ""
+    # Tasks the creating request named in `_meta["io.modelcontextprotocol/relatedTaskIds"]`,
+    # only those its caller may read (mcp_server/protocol/related_tasks.py).
+    related_task_ids: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -169,6 +172,9 @@ class TaskState:
     steps: list[dict[str, Any]] | None = None
     # The display name of the caller who created the task.
     requested_by: str | None = None
+    # Tasks the creating request called related (TaskInput.related_task_ids); written only
+    # when there are some.
+    related_task_ids: list[str] = field(default_factory=list)
 
     @classmethod
     def initial(cls, task: TaskInput, status_message: str) -> TaskState:
@@ -185,6 +191,7 @@ class TaskState:
             session=task.session or None,
             call_digest=task.call_digest or None,
             requested_by=task.requested_by or None,
+            related_task_ids=list(task.related_task_ids),
         )
 
     def to_memo(self) -> dict[str, Any]:
@@ -206,6 +213,7 @@ class TaskState:
             **({"answeredBy": dict(self.answered_by)} if self.answered_by else {}),
             **({"steps": [dict(step) for step in self.steps]} if self.steps is not None else {}),
             **({"requestedBy": self.requested_by} if self.requested_by else {}),
+            **({"relatedTaskIds": list(self.related_task_ids)} if self.related_task_ids else {}),
         }
 
     @classmethod
@@ -242,11 +250,16 @@ class TaskState:
             answered_by=_strings(memo.get("answeredBy")),
             steps=_steps(memo.get("steps")),
             requested_by=by if isinstance(by := memo.get("requestedBy"), str) else None,
+            related_task_ids=_string_list(memo.get("relatedTaskIds")),
         )
 
 
 def _optional_int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _string_list(value: object) -> list[str]:
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
 
 
 def _copy_lists(value: dict[str, list[str]]) -> dict[str, list[str]]:

@@ -44,7 +44,6 @@ from mcp_server.observability import record as observed
 from mcp_server.observability import tracing
 from mcp_server.protocol import audit, dispatch
 from mcp_server.protocol import routing_headers as headers
-from mcp_server.protocol.attached import runs as attached_runs
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.envelope import names_protocol_version as _is_modern
 from mcp_server.protocol.envelope import params_of as _params
@@ -63,7 +62,7 @@ from mcp_server.protocol.models import (
     result_message,
     to_message,
 )
-from mcp_server.protocol.v2025 import client_responses
+from mcp_server.protocol.v2025 import client_responses, session_stream
 from mcp_server.protocol.v2025.methods import InitializeParams, negotiate
 from mcp_server.protocol.wire import (
     HANDSHAKE_VERSIONS,
@@ -268,7 +267,7 @@ class McpEndpoint:
 
     async def get(self, request: Request) -> Response:
         """The standalone stream of a 2025-11-25 session: its tasks' questions (see
-        `attached_runs.session_questions`). Without a session, or without SSE, 405."""
+        `session_stream.session_questions`). Without a session, or without SSE, 405."""
         session_id = request.headers.get(SESSION_HEADER)
         if session_id is None or "text/event-stream" not in request.headers.get("accept", ""):
             return error_response(_NO_STREAM, None)
@@ -289,7 +288,7 @@ class McpEndpoint:
             identity=getattr(request.state, "identity", NOBODY),
         )
         try:  # a stream slot is taken before the stream opens: a refusal is a 429
-            questions = attached_runs.session_questions(ctx, self.services)
+            questions = session_stream.session_questions(ctx, self.services)
         except McpError as error:
             return error_response(error, None)
         return StreamingResponse(

@@ -43,7 +43,13 @@ MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 # Application codes of this server, outside JSON-RPC's reserved -32768..-32000 range.
 # Too many requests of one kind from one principal (polls, answers, cancels, "not found"s,
-# approver requests); `data.retryAfterMs`, HTTP 429 and `Retry-After` say when to try again.
+# approver requests), answered in the shape of MCP's rate-limit draft (SEP "Standardize
+# Rate-Limiting Errors") with this server's code: HTTP 429; `data.retryAfterMs` and
+# `Retry-After` (whole seconds) say when to try again; `data.limit` (the bucket's burst) and
+# `data.remaining` (0 when refused) match the `RateLimit-Limit` and `RateLimit-Remaining`
+# headers; a refused `tasks/get` adds `data.pollIntervalMs`. The draft's -32023 is not used
+# until a code is accepted: SEP-3415 claims -32023 for "not found" too, and the spec keeps
+# -32020..-32099 for itself.
 RATE_LIMITED = -31000
 # A per-principal or per-replica ceiling is reached (open tasks, listen and session streams);
 # HTTP 429 with `Retry-After`.

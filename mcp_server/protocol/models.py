@@ -32,6 +32,7 @@ from mcp_server.protocol.errors import McpError, invalid_params
 from mcp_server.protocol.wire import (
     META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
+    META_RELATED_TASK_IDS,
     META_SERVER_INFO,
 )
 from workflows.task_status import TaskStatus
@@ -92,7 +93,28 @@ def request_meta(params: JsonObject) -> RequestMeta:
     for key in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES):
         if key not in meta:
             raise invalid_params(f"params._meta[{key!r}] is required")
+    related_task_ids(meta)
     return parse_params(RequestMeta, meta, "params._meta")
+
+
+# At most this many related task ids on one request (each is looked up like a tasks/get).
+MAX_RELATED_TASK_IDS = 20
+
+
+def related_task_ids(meta: object) -> list[str]:
+    """`_meta["io.modelcontextprotocol/relatedTaskIds"]` of a request, without repeats ([] when
+    absent): -32602 unless it is an array of at most MAX_RELATED_TASK_IDS non-empty strings."""
+    value = meta.get(META_RELATED_TASK_IDS) if isinstance(meta, dict) else None
+    if value is None:
+        return []
+    where = f"params._meta[{META_RELATED_TASK_IDS!r}]"
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise invalid_params(f"{where} must be an array of task ids (non-empty strings)")
+    if len(value) > MAX_RELATED_TASK_IDS:
+        raise invalid_params(
+            f"{where} names {len(value)} tasks; at most {MAX_RELATED_TASK_IDS} are accepted"
+        )
+    return list(dict.fromkeys(value))
 
 
 class Params(WireModel):

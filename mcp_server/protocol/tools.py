@@ -31,11 +31,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mcp_server.protocol import capabilities, idempotency
+from mcp_server.protocol import capabilities, idempotency, related_tasks
 from mcp_server.protocol.attached import followup_tools, rounds, runs
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import invalid_params, missing_capability
-from mcp_server.protocol.models import InputRequiredResult, ToolCallParams
+from mcp_server.protocol.models import InputRequiredResult, ToolCallParams, related_task_ids
 from mcp_server.protocol.routing_headers import check_param_headers, header_params
 from mcp_server.protocol.v2025 import mrtr as v2025_mrtr
 from mcp_server.protocol.v2025 import views as v2025_views
@@ -116,6 +116,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         raise invalid_params(
             f"Invalid arguments for tool {tool.name!r}: {'; '.join(errors)}", {"errors": errors}
         )
+    related = related_task_ids(params.meta)  # -32602 when malformed, in either era
     if ctx.modern and tool.task_support != "never":
         attached = mrtr.attached_task(_round(ctx, tool, arguments, params), services.request_state)
         if attached is not None:  # a round of a task already running: never a second task
@@ -160,6 +161,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         return tool_result(await tool.handler(call))
     assert tool.workflow is not None
     services.approvers.count(ctx.principal, tool, arguments)  # approver_policy.py
+    related = await related_tasks.readable(ctx, services, related)  # as tasks/get finds them
     task = TaskInput(
         task_id=keyed.get("task_id") or new_task_id(),
         tool=tool.name,
@@ -176,6 +178,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         call_digest=keyed.get("call_digest", ""),
         requested_by=ctx.identity.name,
         webhooks=services.webhooks.for_tool(tool.name),
+        related_task_ids=related,
     )
     workflow = tool.workflow
     try:

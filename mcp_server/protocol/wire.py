@@ -17,6 +17,12 @@ META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+# A task's sequence number on each `notifications/tasks` (tasks/sequence.py). Neither the core
+# schema nor the ext-tasks draft names one, and every `io.modelcontextprotocol/` key is
+# reserved for MCP itself, so this server's own prefix (a label of its package name) carries it.
+META_TASK_SEQUENCE = "mcp-tasks-temporal/sequence"
+# The ext-tasks draft's `RelatedTaskIds` (schema/draft/schema.ts at b30c477), on any request.
+META_RELATED_TASK_IDS = "io.modelcontextprotocol/relatedTaskIds"
 
 
 TASKS_CAPABILITY: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}

@@ -97,6 +97,7 @@ def shown_json(snapshot: TaskSnapshot, detail: TaskDetail) -> str:
         "tool": detail.tool,
         "owner": detail.owner,
         "requestedBy": snapshot.requested_by,
+        "relatedTaskIds": snapshot.related_task_ids,
         "approvers": snapshot.approvers,
         "answeredBy": snapshot.answered_by,
         "steps": snapshot.steps,
@@ -203,6 +204,9 @@ def page(snapshot: TaskSnapshot, detail: TaskDetail) -> str:
         f"  owner (digest): {clean(detail.owner)}",
         f"  requestedBy:    {clean(snapshot.requested_by or '-')}",
     ]
+    if snapshot.related_task_ids:
+        related = ", ".join(clean(task_id) for task_id in snapshot.related_task_ids)
+        lines.append(f"  relatedTaskIds: {related}")
     for key, names in snapshot.approvers.items():
         lines.append(f"  approvers[{clean(key)}]: {', '.join(clean(n) for n in names)}")
     for key, who in snapshot.answered_by.items():

@@ -30,7 +30,7 @@ from mcp_server.tasks.expiry import run_sweeper
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.settings import ConfigError, Settings
 from mcp_tasks.webhooks.endpoints import load_endpoints
-from workflows import quota
+from workflows import quota, session_tasks
 from workflows.secret_interceptor import SecretsInterceptor
 from workflows.webhooks import WebhookDeliveryWorkflow
 
@@ -95,7 +95,12 @@ def build_worker(
         pool,
         client,
         task_queue=settings.task_queue,
-        workflows=[*registry.workflows, *quota_workflows, WebhookDeliveryWorkflow],
+        workflows=[
+            *registry.workflows,
+            *quota_workflows,
+            *session_tasks.WORKFLOWS,
+            WebhookDeliveryWorkflow,
+        ],
         workflow_runner=runner or workflow_runner(),
         activities=[*registry.activities, *quota_activities.ACTIVITIES, sender.deliver],
         # Secret arguments out of the exceptions the SDK logs and Temporal records.

@@ -56,6 +56,11 @@ class TaskSnapshot:
     requested_by: str | None = None
     # The tool the task runs (the approval inbox shows it).
     tool: str = ""
+    # Tasks its creating request called related, as recorded (operators see them).
+    related_task_ids: list[str] = field(default_factory=list)
+    # How far its history had come when it was read (sequence.py): a later read never has a
+    # smaller one. 0 when not read from the history (a listing, a task just created).
+    sequence: int = 0
 
 
 def failure_of(err: BaseException) -> tuple[TaskFailure, str]:
@@ -119,6 +124,7 @@ def snapshot_of(state: TaskState) -> TaskSnapshot:
         steps=[dict(step) for step in state.steps] if state.steps is not None else None,
         requested_by=state.requested_by,
         tool=state.tool,
+        related_task_ids=list(state.related_task_ids),
     )
 
 

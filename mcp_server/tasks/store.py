@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import logging
 import secrets
 from collections import OrderedDict
 from collections.abc import Callable
@@ -64,6 +65,7 @@ from mcp_server.tasks.errors import (
     ArgumentsTooLarge,
     BackendRefused,
     BackendUnavailable,
+    TaskError,
     from_rpc_error,
 )
 from mcp_server.tasks.expiry import Deletions
@@ -73,6 +75,8 @@ from mcp_server.tasks.not_found import NotFoundDeadline
 from mcp_server.tasks.poll_interval import DEFAULT_MAX_MS, advertised_ms
 from mcp_server.tasks.quota import QuotaExceeded, QuotaReservations
 from mcp_server.tasks.quota_prefetch import PrefetchedSlots
+from mcp_server.tasks.sequence import Sequences
+from mcp_server.tasks.session_tasks import SessionTaskLists
 from mcp_server.tasks.snapshots import (
     TaskSnapshot,
     failure_of,
@@ -99,6 +103,7 @@ from workflows.task_state import (
 )
 from workflows.task_status import running_status
 
+log = logging.getLogger("mcp_server.tasks.store")
 INITIAL_STATUS_MESSAGE = "Queued"
 RPC_TIMEOUT = timedelta(seconds=5)
 # Eager start is asked for while fewer starts than this are in flight from this process.
@@ -131,7 +136,7 @@ class TaskStore(Protocol):
     async def list_owned(
         self, owner: str, page_size: int, cursor: str | None
     ) -> tuple[list[TaskSnapshot], str | None]: ...
-    async def waiting_in_session(self, owner: str, session: str) -> list[str]: ...
+    async def session_tasks(self, session: str, cursor: bytes) -> tuple[list[str], bytes]: ...
     async def submit_input(self, task_id: str, update: SubmitInput) -> None: ...
     async def cancel(self, task_id: str, stamp: AuditStamp) -> None: ...
 
@@ -175,6 +180,8 @@ class TemporalTaskStore:
         self._ahead = PrefetchedSlots(self._quota, new_task_id)
         self._deletions = Deletions(client)
         self.not_found = NotFoundDeadline()
+        self._sequences = Sequences(client, RPC_TIMEOUT)
+        self._sessions = SessionTaskLists(client, task_queue, RPC_TIMEOUT, LONG_POLL_TIMEOUT)
 
     async def close(self) -> None:
         """Give back the open-task slots this replica reserved ahead (a stopping server):
@@ -280,6 +287,9 @@ class TemporalTaskStore:
                 await self._quota.release(task.owner, task.task_id)
             if not isinstance(err, WorkflowAlreadyStartedError):
                 raise
+        else:
+            if task.session:
+                await self._note_in_session(task)
         if task.call_digest:  # started, or joined a twin call's task: compare with it
             existing, _ = await self._keyed(task)
             if existing is None:
@@ -288,6 +298,15 @@ class TemporalTaskStore:
                 )
             return existing
         return snapshot_of(TaskState.initial(task, INITIAL_STATUS_MESSAGE))
+
+    async def _note_in_session(self, task: TaskInput) -> None:
+        """Add a 2025-11-25 session's new task to the session's list, which its GET stream
+        follows on any replica. The task has started: a failure here is logged, not raised
+        (the task's questions still reach tasks/result and tasks/get)."""
+        try:
+            await self._sessions.add(task.session, task.task_id)
+        except TaskError as err:
+            log.warning("task %s is not on its session's list: %s", task.task_id, err)
 
     async def _keyed(self, task: TaskInput) -> tuple[TaskSnapshot | None, bool]:
         """The task a keyed call names, as it is now, or None; and whether it has expired
@@ -387,6 +406,7 @@ class TemporalTaskStore:
             # The workflow moved on between the two reads: take the fresher memo.
             fresher = await self._describe(task_id)
             if fresher is not None:
+                description = fresher
                 state = TaskState.from_memo(await fresher.memo_value(MEMO_KEY, None)) or state
                 if fresher.status != WorkflowExecutionStatus.RUNNING:
                     # It even ended (answered and finished in one workflow task): the answered
@@ -405,7 +425,14 @@ class TemporalTaskStore:
             message = (
                 f"{message} (the worker has failed this task {attempt - 1} times; see its logs)"
             )
-        return replace(snapshot, status=status, status_message=message, input_requests=pending)
+        sequence = await self._sequences.of(task_id, description)
+        return replace(
+            snapshot,
+            status=status,
+            status_message=message,
+            input_requests=pending,
+            sequence=sequence,
+        )
 
     async def _unprocessed(self, task_id: str) -> tuple[set[str], bool, int]:
         """Answers and cancellation requests recorded after the last completed workflow task.
@@ -464,6 +491,7 @@ class TemporalTaskStore:
             input_requests={},
             last_updated_at=closed_at,
             ttl_ms=ttl_after_close(base.created_at, closed_at, base.ttl_ms),
+            sequence=await self._sequences.of(task_id, description),
         )
         status = description.status
         if status == WorkflowExecutionStatus.CANCELED:
@@ -554,24 +582,11 @@ class TemporalTaskStore:
         next_cursor = base64.urlsafe_b64encode(next_token).decode("ascii") if next_token else None
         return snapshots, next_cursor
 
-    async def waiting_in_session(self, owner: str, session: str) -> list[str]:
-        """The ids of `owner`'s running tasks that wait for input and were created in the
-        2025-11-25 session `session` (at most 100, from the visibility store)."""
-        query = (
-            f'{SEARCH_ATTRIBUTE_OWNER}="{owner}" AND {SEARCH_ATTRIBUTE_STATUS}="input_required" '
-            'AND ExecutionStatus="Running"'
-        )
-        found: list[str] = []
-        try:
-            async for execution in self._client.list_workflows(
-                query, limit=100, rpc_timeout=RPC_TIMEOUT
-            ):
-                state = await task_state_of(execution)
-                if state is not None and state.owner == owner and state.session == session:
-                    found.append(state.task_id)
-        except RPCError as err:
-            raise from_rpc_error(err, "list waiting tasks") from err
-        return found
+    async def session_tasks(self, session: str, cursor: bytes) -> tuple[list[str], bytes]:
+        """The ids of the tasks the 2025-11-25 session `session` created after `cursor` (b"":
+        all of them), and the cursor after them: one long-poll of the session's task list
+        (session_tasks.py), which waits for the next task when there is none yet."""
+        return await self._sessions.read(session, cursor)
 
     async def cancel(self, task_id: str, stamp: AuditStamp) -> None:
         handle = self._client.get_workflow_handle(task_id)

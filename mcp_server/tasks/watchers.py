@@ -12,7 +12,9 @@ Rules implemented:
   ones).
 - A task that continues as new keeps its taskId (the workflow ID) in a new run: when a run's
   history is complete and the task is not terminal, the watcher follows the newest run.
-- Every follower gets the watcher's newest snapshot, never an older one after a newer one.
+- Every follower gets the watcher's newest snapshot, never an older one after a newer one; a
+  follower that joins with a read newer than the watcher's (a larger sequence number,
+  sequence.py) starts with its own read, which the watcher then keeps.
 - The watcher stops when its last follower leaves, or once its task is terminal, gone (deleted,
   or past its TTL) or unreadable (Temporal failed): its followers are told and wake up.
 """
@@ -177,6 +179,8 @@ class TaskWatchers:
         watcher = self._watchers.get(snapshot.task_id)
         if watcher is None:
             watcher = self._watchers[snapshot.task_id] = _Watcher(self, snapshot)
+        elif snapshot.sequence > watcher.latest.sequence:
+            watcher.latest = snapshot
         follower = Follower(wake, pending=watcher.latest, _watcher=watcher)
         watcher.followers.add(follower)
         return follower

@@ -202,16 +202,36 @@ async def test_listing_pages_through_the_owners_tasks_only(store: TaskStore) -> 
         await store.list_owned(owner, 2, "not base64!")
 
 
-async def test_tasks_waiting_for_input_are_found_by_their_session(store: TaskStore) -> None:
-    owner = f"session-{uuid.uuid4()}"
-    task = a_task(owner, session="session-1")
-    await store.create(task, "ConfirmDelete")
-    await store.create(a_task(owner, session="session-2"), "ConfirmDelete")
-    found = await until(
-        lambda: store.waiting_in_session(owner, "session-1"), lambda ids: ids == [task.task_id]
-    )
-    assert found == [task.task_id]
-    assert await store.waiting_in_session(f"nobody-{uuid.uuid4()}", "session-1") == []
+async def test_a_session_lists_the_tasks_it_created_and_a_reader_wakes_for_the_next(
+    store: TaskStore,
+) -> None:
+    session, other = f"session-{uuid.uuid4().hex}", f"session-{uuid.uuid4().hex}"
+    owner = f"owner-{uuid.uuid4()}"
+    first = a_task(owner, session=session)
+    await store.create(first, "ConfirmDelete")
+    await store.create(a_task(owner, session=other), "ConfirmDelete")
+    await store.create(a_task(owner), "ConfirmDelete")  # created outside any session
+    ids, cursor = await read_session(store, session, b"", 1)
+    assert ids == [first.task_id]
+    reading = asyncio.create_task(read_session(store, session, cursor, 1))
+    await asyncio.sleep(0.2)  # the reader is waiting (a long-poll) when the next task comes
+    second = a_task(owner, session=session)
+    await store.create(second, "ConfirmDelete")
+    async with asyncio.timeout(20):
+        ids, _ = await reading
+    assert ids == [second.task_id]
+
+
+async def read_session(
+    store: TaskStore, session: str, cursor: bytes, want: int
+) -> tuple[list[str], bytes]:
+    """Read `session`'s list from `cursor` until `want` task ids came (bounded)."""
+    found: list[str] = []
+    async with asyncio.timeout(20):
+        while len(found) < want:
+            ids, cursor = await store.session_tasks(session, cursor)
+            found += ids
+    return found, cursor
 
 
 async def test_events_are_counted_until_the_task_closes(store: TaskStore) -> None:
@@ -227,3 +247,23 @@ async def test_events_are_counted_until_the_task_closes(store: TaskStore) -> Non
         lambda: store.wait_for_events(task.task_id, cursor or b""), lambda r: r[1] is None
     )
     assert closed is not None and closed[0] > 0
+
+
+async def test_each_read_has_a_sequence_no_smaller_than_the_one_before(store: TaskStore) -> None:
+    task = a_task()
+    await store.create(task, "ConfirmDelete")
+    asking = await status_of(store, task.task_id, "input_required")
+    again = await store.get(task.task_id)
+    assert asking.sequence > 0 and again is not None and again.sequence >= asking.sequence
+    await store.submit_input(task.task_id, SubmitInput({"confirm": ACCEPT}))
+    done = await status_of(store, task.task_id, "completed")
+    assert done.sequence > asking.sequence
+    closed = await store.get(task.task_id)
+    assert closed is not None and closed.sequence == done.sequence
+
+
+async def test_the_related_task_ids_a_task_started_with_are_read_back(store: TaskStore) -> None:
+    task = a_task(related_task_ids=["mcp-task-earlier"])
+    await store.create(task, "ConfirmDelete")
+    asking = await status_of(store, task.task_id, "input_required")
+    assert asking.related_task_ids == ["mcp-task-earlier"]

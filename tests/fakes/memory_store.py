@@ -9,6 +9,7 @@ suite (tests/contract/test_task_store_contract.py) runs the same tests on both:
   task's ttlMs grows as Temporal's does, and an expired task is read once more, then deleted.
 - submit_input answers only outstanding keys; cancel of a closed or missing task is a no-op.
 - wait_for_events: how many changes came after `cursor`, None cursor once closed.
+- session_tasks: the tasks a session created after `cursor`, waiting for one when none came.
 Tasks run by the scripts of task_runner.py; time is the injected `clock`.
 """
 
@@ -90,6 +91,8 @@ class MemoryTaskStore:
         self._poll_interval_max_ms = poll_interval_max_ms
         self._tasks: dict[str, _Task] = {}
         self.not_found = NotFoundDeadline()
+        self._sessions: dict[str, list[str]] = {}
+        self._session_changed: dict[str, asyncio.Event] = {}
 
     async def close(self) -> None:
         """Stop every task still running (the end of a test)."""
@@ -124,6 +127,9 @@ class MemoryTaskStore:
                 raise QuotaExceeded(open_tasks, quota)
         entry = _Task(task, TaskState.initial(task, INITIAL_STATUS_MESSAGE))
         self._tasks[task.task_id] = entry
+        if task.session:  # the session's task list (workflows/session_tasks.py)
+            self._sessions.setdefault(task.session, []).append(task.task_id)
+            self._session_changed.setdefault(task.session, asyncio.Event()).set()
         script = self._scripts.get(workflow)
         if script is not None:
             entry.job = asyncio.get_running_loop().create_task(self._run(entry, script))
@@ -174,7 +180,8 @@ class MemoryTaskStore:
     # ----- get -----------------------------------------------------------------------------
 
     def _snapshot(self, entry: _Task) -> TaskSnapshot:
-        snapshot = snapshot_of(entry.state)
+        # The events recorded so far stand for the history length (tasks/sequence.py).
+        snapshot = replace(snapshot_of(entry.state), sequence=entry.events)
         if entry.closed_at is None:
             return snapshot
         ttl = ttl_after_close(snapshot.created_at, entry.closed_at, snapshot.ttl_ms)
@@ -245,14 +252,15 @@ class MemoryTaskStore:
         )
         return snapshots, more
 
-    async def waiting_in_session(self, owner: str, session: str) -> list[str]:
-        return [
-            task_id
-            for task_id, entry in self._tasks.items()
-            if entry.task.owner == owner
-            and entry.state.session == session
-            and entry.state.status == "input_required"
-        ][:100]
+    async def session_tasks(self, session: str, cursor: bytes) -> tuple[list[str], bytes]:
+        seen = int(cursor.decode("ascii")) if cursor else 0
+        listed = self._sessions.setdefault(session, [])
+        if len(listed) <= seen:
+            changed = self._session_changed.setdefault(session, asyncio.Event())
+            changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), LONG_POLL_S)
+        return listed[seen:], str(len(listed)).encode("ascii")
 
     # ----- update and cancel ---------------------------------------------------------------
 

@@ -28,15 +28,18 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from mcp_server.http.transport import session_digest
 from mcp_server.protocol import errors
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.tools.loading import load_toolsets
 from mcp_tasks.identity import ANONYMOUS
 from mcp_tasks.settings import Settings
 from tests.conftest import Stack, running_stack
+from tests.legacy_client import LegacyClient
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION
 from tests.user_workflows import EXPOSED_TOML, USERS_TASK_QUEUE, AddNumbers, PlaceOrder
 from workflows.quota import quota_workflow_id
+from workflows.session_tasks import session_tasks_workflow_id
 
 HISTORIES = Path(__file__).parent
 ACCEPT_APPROVE = {"action": "accept", "content": {"approve": True}}
@@ -248,6 +251,33 @@ async def quota_lazy_slot(r: Recorder) -> None:
             await mcp.cancel_task(task_id)
 
 
+async def session_tasks_listed(r: Recorder) -> None:
+    """A 2025-11-25 session's task list (workflows/session_tasks.py): the session creates two
+    tasks, each signalled to its list (signal-with-start, then a signal)."""
+    client = LegacyClient(r.stack.http, r.stack.url)
+    await client.initialize()
+    assert client.session_id is not None
+    call = {"name": "tests_wait_forever", "arguments": {}, "task": {}}
+    created = [(await client.request("tools/call", call)).result["task"]["taskId"] for _ in "ab"]
+    digest = session_digest(client.session_id)
+    listed = session_tasks_workflow_id(r.stack.settings.task_queue, digest)
+    await _workflow_tasks_completed(r.stack.client, listed, 2)
+    await r.save("session_tasks/two_tasks_listed", listed)
+    for task_id in created:
+        await r.mcp.cancel_task(task_id)
+
+
+async def _workflow_tasks_completed(client: Client, workflow_id: str, count: int) -> None:
+    """Until `workflow_id`'s history has `count` completed workflow tasks (bounded)."""
+    handle = client.get_workflow_handle(workflow_id)
+    async with asyncio.timeout(20):
+        while True:
+            events = (await handle.fetch_history()).events
+            if sum(e.HasField("workflow_task_completed_event_attributes") for e in events) >= count:
+                return
+            await asyncio.sleep(0.1)
+
+
 def _import_arguments(source: str, table: str, delay_ms: int) -> dict[str, Any]:
     return {"source": source, "database": "people.db", "table": table, "key": "id",
             "chunk_size": 10, "chunk_delay_ms": delay_ms}  # fmt: skip
@@ -349,6 +379,7 @@ SCENARIOS: dict[str, Callable[[Recorder], Awaitable[None]]] = {
         conformance_test_tool_with_task,
         quota_refused_then_released,
         quota_lazy_slot,
+        session_tasks_listed,
     )
 }
 SCENARIOS |= {

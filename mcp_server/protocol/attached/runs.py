@@ -15,16 +15,18 @@ A host without task support (2026-07-28 without the extension for a tool that al
 - What the call then answers (the result, an InputRequiredResult round at 2026-07-28, or the
   follow-up result naming the taskId and the follow-up tools) is attached/rounds.py's. The task
   is never stopped because a host stopped waiting: nothing a host does can lose it.
-- A 2025-11-25 session's GET stream (`session_questions`) relays the questions of the tasks
-  that session created, for clients that never call `tasks/result` while input is needed.
+- A 2025-11-25 session's GET stream (session_stream.py) relays the questions of the tasks
+  that session created, for clients that never call `tasks/result` while input is needed;
+  `relaying`, `sent_on_session_stream` and `session_streams` keep the two from asking a
+  client the same question twice.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
 from typing import Any, get_args
 
 import mcp_types as core
@@ -35,29 +37,28 @@ from mcp_server.protocol.attached import refused_answers
 from mcp_server.protocol.attached.refused_answers import Refusals
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import task_not_found
-from mcp_server.protocol.limits.listen import Lease
 from mcp_server.protocol.models import Notification, to_message
 from mcp_server.protocol.v2026.views import RELATED_TASK, tool_result
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.errors import TaskFailed
 from mcp_server.tasks.snapshots import TaskSnapshot
+from mcp_server.tasks.watchers import Follower
 from mcp_server.tools.registry import Logger, ProgressReporter
 from workflows.task_state import TaskInput
+from workflows.task_status import TERMINAL_STATUSES
 
-# The GET stream of a 2025-11-25 session looks for its tasks' questions this often, and ends
-# after SESSION_STREAM_S (the client opens it again).
-SESSION_POLL_S = 1.0
-SESSION_STREAM_S = 1800.0
 # Tasks whose questions a call of this process is relaying right now (tasks/result, attached).
-_relaying: Counter[str] = Counter()
+relaying: Counter[str] = Counter()
 # The questions each session's GET stream of this process has sent, per (session, taskId): a
 # tasks/result call of that session that starts later does not send them again.
-_sent_on_session_stream: dict[tuple[str, str], set[str]] = {}
+sent_on_session_stream: dict[tuple[str, str], set[str]] = {}
+# The wake events of this process's session GET streams.
+session_streams: set[asyncio.Event] = set()
 # Log levels from least to most severe (RFC 5424 order, as the LoggingLevel type lists them).
 LOG_LEVELS: tuple[str, ...] = get_args(core.LoggingLevel)
-_FIRST_POLL_S = 0.05
-_MAX_POLL_S = 1.0
+# A follow whose watcher failed a read (Temporal) reads the task again this much later.
+_RETRY_AFTER_FAILURE_S = 1.0
 
 
 def input_request_id(task_id: str, key: str, attempt: int = 0) -> str:
@@ -125,7 +126,7 @@ def can_answer(
     return not capabilities.missing(ctx.capabilities, needed)
 
 
-async def _ask(
+async def ask(
     ctx: RequestContext, snapshot: TaskSnapshot, asked: set[str], refusals: Refusals | None = None
 ) -> None:
     """Send the task's new questions to a 2025-11-25 client as server-to-client requests; a
@@ -179,26 +180,33 @@ async def follow(
     round that asks it, attached/rounds.py). With `refusals`, a relayed question whose answer
     the task refused is asked again (refused_answers.py) until it was refused too often; then
     an attached call (`until_stuck`) stops, and a tasks/result call waits without asking.
-    Returns the last snapshot read."""
+    Returns the last snapshot read.
+
+    The task is read once here (the access check of tasks/get), then followed through the
+    replica's watcher of it (tasks/watchers.py, shared with listen streams and the inbox): one
+    history long-poll, a re-read only after new events, nothing while the task is quiet."""
     deadline = None if wait_s is None else time.monotonic() + wait_s
     can_ask = not ctx.modern and ctx.streaming
     report = progress_reporter(ctx)
-    sent_before = _sent_on_session_stream.get((ctx.session or "", task_id), set())
+    sent_before = sent_on_session_stream.get((ctx.session or "", task_id), set())
     asked: set[str] = set(sent_before) if ctx.session else set()
     last_message: str | None = None
     steps = 0
-    pause = _FIRST_POLL_S
-    _relaying[task_id] += 1
+    wake = asyncio.Event()
+    snapshot = await _read(ctx, services, task_id)
+    follower = services.listening.watchers.follow(snapshot, wake)
+    relaying[task_id] += 1
     if refusals is not None:
-        refused_answers.watch(task_id)
+        refused_answers.watch(task_id, wake)
     try:
         while True:
-            snapshot = await find_task(
-                services.store, task_id, ctx.principal, services.clock, identity=ctx.identity
-            )
-            if snapshot is None:
-                raise task_not_found()
-            if snapshot.status in ("completed", "failed", "cancelled"):
+            newer = follower.take()
+            if newer is not None:
+                snapshot = newer
+            elif follower.done:  # no watcher feeds it any more, and it was not terminal
+                follower = await _follow_again(ctx, services, task_id, follower, wake)
+                continue
+            if snapshot.status in TERMINAL_STATUSES:
                 return snapshot
             if snapshot.status_message and snapshot.status_message != last_message:
                 last_message = snapshot.status_message
@@ -211,67 +219,47 @@ async def follow(
                 if until_stuck and refusals.exhausted:
                     return snapshot  # the follow-up result names the problem
             if can_ask and snapshot.status == "input_required":
-                await _ask(ctx, snapshot, asked, refusals)
+                await ask(ctx, snapshot, asked, refusals)
             if until_stuck and _stuck(ctx, snapshot):
                 return snapshot
-            if deadline is not None and time.monotonic() >= deadline:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
                 return snapshot
-            await asyncio.sleep(pause)
-            pause = min(_MAX_POLL_S, pause * 1.5)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), remaining)
+            wake.clear()
     finally:
+        follower.leave()
         if refusals is not None:
-            refused_answers.unwatch(task_id)
-        _relaying[task_id] -= 1
-        if not _relaying[task_id]:
-            del _relaying[task_id]
+            refused_answers.unwatch(task_id, wake)
+        relaying[task_id] -= 1
+        if not relaying[task_id]:
+            del relaying[task_id]
+            for stream in session_streams:  # a question it left open is theirs again
+                stream.set()
 
 
-def session_questions(
-    ctx: RequestContext, services: Services, *, lifetime_s: float = SESSION_STREAM_S
-) -> AsyncIterator[None]:
-    """The session's GET stream (below), after taking one of the caller's stream slots: the
-    same per-caller and per-replica limits as subscriptions/listen (limits/listen.py, one pool).
-    A full pool raises QUOTA_EXCEEDED (HTTP 429, Retry-After) here, before the stream opens;
-    the slot is freed when the stream ends or is dropped."""
-    lease = services.listening.slots.acquire(ctx.principal)
-    return _session_questions(ctx, services, lease, lifetime_s)
+async def _read(ctx: RequestContext, services: Services, task_id: str) -> TaskSnapshot:
+    """The task as tasks/get reads it for this caller, or "not found"."""
+    snapshot = await find_task(
+        services.store, task_id, ctx.principal, services.clock, identity=ctx.identity
+    )
+    if snapshot is None:
+        raise task_not_found()
+    return snapshot
 
 
-async def _session_questions(
-    ctx: RequestContext, services: Services, lease: Lease, lifetime_s: float
-) -> AsyncIterator[None]:
-    """The standalone GET stream of a 2025-11-25 session: the questions of the tasks this
-    session created with `task`, for clients that poll `tasks/get` and never call
-    `tasks/result` while input is needed. A question a call of this process already relays
-    (tasks/result, an attached run) is left to it, so a client is not asked twice. Yields
-    None every `SESSION_POLL_S` (the transport sends a keep-alive when nothing else went out);
-    the questions themselves go out through `ctx.send`."""
-    assert ctx.session is not None
-    session = ctx.session
-    asked: dict[str, set[str]] = {}
-    deadline = time.monotonic() + lifetime_s
-    try:
-        while time.monotonic() < deadline:
-            waiting = await services.store.waiting_in_session(ctx.principal, session)
-            for task_id in waiting:
-                if task_id in _relaying:
-                    continue
-                snapshot = await find_task(
-                    services.store, task_id, ctx.principal, services.clock, identity=ctx.identity
-                )
-                # Checked again: a tasks/result call may have started relaying during the read.
-                if task_id in _relaying:
-                    continue
-                if snapshot is not None and snapshot.status == "input_required":
-                    sent = asked.setdefault(task_id, set())
-                    _sent_on_session_stream[(session, task_id)] = sent
-                    await _ask(ctx, snapshot, sent)
-            yield None
-            await asyncio.sleep(SESSION_POLL_S)
-    finally:
-        lease.release()
-        for task_id in asked:
-            _sent_on_session_stream.pop((session, task_id), None)
+async def _follow_again(
+    ctx: RequestContext, services: Services, task_id: str, ended: Follower, wake: asyncio.Event
+) -> Follower:
+    """The watcher of a task stopped before the task ended: "not found" when the task is gone
+    (deleted, or past its TTL); after a failed read (Temporal), read it here again, a second
+    later (raising what Temporal raises), and follow it anew."""
+    if ended.ended == "gone":
+        raise task_not_found()
+    await asyncio.sleep(_RETRY_AFTER_FAILURE_S)
+    snapshot = await _read(ctx, services, task_id)
+    return services.listening.watchers.follow(snapshot, wake)
 
 
 async def run_attached(

@@ -4,7 +4,7 @@ Rules implemented:
 - Open streams: at most `per_principal` per caller and `overall` in this replica. A listen
   beyond either is QUOTA_EXCEEDED (-31001), HTTP 429, `Retry-After`, before anything is read:
   an open stream is held, like an open task, not spent like a request. The same slots hold a
-  2025-11-25 session's `GET /mcp` stream (fallback.session_questions) and an inbox live page:
+  2025-11-25 session's `GET /mcp` stream (session_stream.py) and an inbox live page:
   one pool, so no kind of stream is a way around the others' limits.
 - A stream's slot is freed when its messages end, or when the stream is dropped before its
   first message (a client gone before the response started).

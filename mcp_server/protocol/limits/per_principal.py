@@ -7,8 +7,9 @@
   (mcp_server/tasks/quota.py, workflows/quota.py). A full quota is QUOTA_EXCEEDED, HTTP 429.
 - `tasks/get` polling: a token bucket per (principal, task) refilled `poll_rate_factor` times
   faster than the task's own pollIntervalMs, after a burst of `poll_burst`. A client that honours
-  pollIntervalMs is never limited; one that polls much faster gets RATE_LIMITED, HTTP 429, with
-  `Retry-After` and `data.retryAfterMs`. Buckets live in this replica's memory.
+  pollIntervalMs is never limited; one that polls much faster gets RATE_LIMITED, HTTP 429, in
+  the rate-limit draft's shape (limits/rates.py `rate_limited`) plus `data.pollIntervalMs`.
+  Buckets live in this replica's memory.
 - `tasks/update`, `tasks/cancel` and "not found" lookups: per principal (limits/rates.py).
 """
 
@@ -21,8 +22,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from mcp_server.protocol.errors import QUOTA_EXCEEDED, RATE_LIMITED, McpError, invalid_params
-from mcp_server.protocol.limits.rates import RateLimits
+from mcp_server.protocol.errors import QUOTA_EXCEEDED, McpError, invalid_params
+from mcp_server.protocol.limits.rates import RateLimits, rate_limited
 from mcp_server.tasks.quota import QuotaExceeded
 from mcp_tasks.token_buckets import TokenBucket, TokenBuckets
 
@@ -57,13 +58,13 @@ class PollLimiter:
         if bucket.take():
             return
         wait_ms = math.ceil(bucket.seconds_to_next(self._rate(bucket)) * 1000)
-        raise McpError(
-            RATE_LIMITED,
+        raise rate_limited(
             f"tasks/get is polled much faster than this task's pollIntervalMs "
             f"({bucket.poll_ms} ms); retry in {wait_ms} ms",
-            {"retryAfterMs": wait_ms, "pollIntervalMs": bucket.poll_ms},
-            http_status=429,
-            headers={"Retry-After": str(max(1, math.ceil(wait_ms / 1000)))},
+            wait_ms,
+            limit=self.burst,
+            remaining=int(bucket.tokens),
+            pollIntervalMs=bucket.poll_ms,
         )
 
     def learn_interval(self, principal: str, task_id: str, poll_ms: int | None) -> None:

@@ -8,8 +8,15 @@
   found" counts the same (missing, someone else's, expired, an impossible taskId), so being
   limited tells nothing about which it was. This bounds guessing taskIds and the work each
   guess costs the server (a Temporal read and the common not-found deadline, tasks/access.py).
-- A limited call is refused before it does anything: RATE_LIMITED (-31000), HTTP 429,
-  `Retry-After` (whole seconds) and `data.retryAfterMs`, as the tasks/get poll limiter answers.
+- A limited call is refused before it does anything, in the shape of the MCP rate-limit draft
+  (SEP "Standardize Rate-Limiting Errors", modelcontextprotocol seps/0000-rate-limited-error.md)
+  but with this server's code: RATE_LIMITED (-31000, not the draft's -32023, which another draft
+  claims too and the spec reserves), HTTP 429, `data.retryAfterMs` (RL-1), `Retry-After` in
+  whole seconds rounded up (RL-3), and `data.limit` / `data.remaining` with the
+  `RateLimit-Limit` / `RateLimit-Remaining` headers that must match them (RL-4, RL-5). A token
+  bucket has no fixed window: `limit` is its burst (what a full bucket allows at once) and
+  `remaining` the whole tokens left, 0 when a call is refused. `rate_limited` builds it for
+  every limiter (this module's and the tasks/get poll limiter, limits.py).
 - A rate of 0 turns a limit off. Buckets live in this replica's memory, at most `_MAX_BUCKETS`
   principals each (the least recently seen are forgotten, i.e. start full again;
   mcp_tasks/token_buckets.py).
@@ -21,10 +28,26 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from mcp_server.protocol.errors import RATE_LIMITED, McpError
 from mcp_tasks.settings import Settings
 from mcp_tasks.token_buckets import TokenBucket, TokenBuckets
+
+
+def rate_limited(
+    message: str, retry_after_ms: int, *, limit: int, remaining: int, **extra: Any
+) -> McpError:
+    """RATE_LIMITED in the rate-limit draft's shape: `data.retryAfterMs`, `limit`, `remaining`
+    (and `extra`), HTTP 429, `Retry-After` (whole seconds, at least 1) and the `RateLimit-*`
+    headers that match the data."""
+    data = {"retryAfterMs": retry_after_ms, "limit": limit, "remaining": remaining, **extra}
+    headers = {
+        "Retry-After": str(max(1, math.ceil(retry_after_ms / 1000))),
+        "RateLimit-Limit": str(limit),
+        "RateLimit-Remaining": str(remaining),
+    }
+    return McpError(RATE_LIMITED, message, data, http_status=429, headers=headers)
 
 
 class PrincipalLimiter:
@@ -55,13 +78,12 @@ class PrincipalLimiter:
         if bucket.take():
             return
         wait_ms = math.ceil(bucket.seconds_to_next(self._rate(bucket)) * 1000)
-        raise McpError(
-            RATE_LIMITED,
+        raise rate_limited(
             f"Too many {self.what}: at most {self.per_minute} a minute after a burst of "
             f"{self.burst}; retry in {wait_ms} ms",
-            {"retryAfterMs": wait_ms},
-            http_status=429,
-            headers={"Retry-After": str(max(1, math.ceil(wait_ms / 1000)))},
+            wait_ms,
+            limit=self.burst,
+            remaining=int(bucket.tokens),
         )
 
     def give_back(self, principal: str) -> None:

@@ -14,7 +14,7 @@
   Temporal's visibility store; `tasks/cancel` requests cancellation and answers the task
   (a task already completed or failed: -32602). The same per-principal rate limits apply
   as to the extension's methods (cancellations, "not found" lookups: limits/rates.py).
-- A session's GET stream relays its own tasks' questions (fallback.session_questions).
+- A session's GET stream relays its own tasks' questions (v2025/session_stream.py).
 """
 
 from __future__ import annotations

@@ -12,6 +12,11 @@ Rules implemented:
   the current state first, then every change recorded in the task's history (its state,
   answers, a cancellation request, its end), until the task is terminal. The time a running
   step has taken (in `statusMessage`) is not a change: `tasks/get` shows it.
+- Each also carries the task's sequence number, `_meta["mcp-tasks-temporal/sequence"]`
+  (tasks/sequence.py: how far the task's history had come, the same on every replica and
+  after restarts): a later state of a task never has a smaller one, so a client that meets
+  notifications of one task out of order (two streams, a reconnect) drops any whose number is
+  below one it has seen. A stream never sends a smaller number after a larger one.
 - Changes come from the replica's one watcher per task (tasks/watchers.py), shared by every
   stream on that task: Temporal's history long-poll, and a re-read only after new events. A
   stream costs nothing while its tasks do not change, however long it stays open.
@@ -51,7 +56,7 @@ from mcp_server.protocol.models import (
     to_wire,
 )
 from mcp_server.protocol.v2026.views import detailed_task
-from mcp_server.protocol.wire import META_SERVER_INFO, TASKS_CAPABILITY
+from mcp_server.protocol.wire import META_SERVER_INFO, META_TASK_SEQUENCE, TASKS_CAPABILITY
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.snapshots import TaskSnapshot
 from workflows.task_status import TERMINAL_STATUSES
@@ -86,7 +91,8 @@ class Subscription:
 
     def task_notification(self, snapshot: TaskSnapshot) -> Notification:
         fields = detailed_task(snapshot).model_dump()
-        params = TaskNotificationParams(**fields, _meta=self._meta())
+        meta = {**self._meta(), META_TASK_SEQUENCE: snapshot.sequence}
+        params = TaskNotificationParams(**fields, _meta=meta)
         return Notification(method="notifications/tasks", params=params)
 
     def final_response(self) -> Response:
@@ -119,6 +125,7 @@ class Subscription:
         watchers = self.services.listening.watchers
         following = {task: watchers.follow(seen, self._wake) for task, seen in self.tasks.items()}
         sent: dict[str, dict[str, Any]] = {}
+        sequences: dict[str, int] = {}
         deadline = time.monotonic() + MAX_LISTEN_S
         last_message = time.monotonic()
         try:
@@ -127,7 +134,10 @@ class Subscription:
                     if follower.ended == "failed":
                         return  # Temporal failed a read: end the stream, the client listens again
                     snapshot = follower.take()
+                    if snapshot is not None and snapshot.sequence < sequences.get(task_id, 0):
+                        snapshot = None  # older than one this stream sent: never after it
                     if snapshot is not None:
+                        sequences[task_id] = snapshot.sequence
                         view = to_wire(detailed_task(snapshot))
                         if view != sent.get(task_id):
                             sent[task_id] = view
