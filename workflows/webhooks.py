@@ -42,12 +42,15 @@ DELIVERY_WORKFLOW = "McpWebhookDelivery"
 DELIVER_ACTIVITY = "mcp_tasks.deliver_webhook"
 # ApplicationError types the activity raises for what no retry can fix.
 REJECTED_ERROR = "WebhookRejected"
+GONE_ERROR = "WebhookGone"  # the receiver answered 410 Gone: stop, as Standard Webhooks says
 UNKNOWN_ENDPOINT_ERROR = "WebhookEndpointUnknown"
+# Retried (after the suspension's wait): the endpoint failed for too long to be called now.
+SUSPENDED_ERROR = "WebhookEndpointSuspended"
 RETRY_POLICY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
     maximum_interval=timedelta(minutes=5),
-    non_retryable_error_types=[REJECTED_ERROR, UNKNOWN_ENDPOINT_ERROR],
+    non_retryable_error_types=[REJECTED_ERROR, GONE_ERROR, UNKNOWN_ENDPOINT_ERROR],
 )
 GIVE_UP_AFTER = timedelta(days=1)
 # Counted by outcome: each attempt by the activity, a delivery given up by this workflow.
@@ -69,6 +72,9 @@ class WebhookDelivery:
     # taskId, tool, status, statusMessage, createdAt, lastUpdatedAt, inputRequests
     # ([{key, message}]): the task as its memo shows it (redacted like the memo).
     task: dict[str, Any]
+    # The task's history length when the event happened (plus that of its runs before a
+    # continue-as-new): a number per task that only grows. None in deliveries started before.
+    sequence: int | None = None
 
 
 @workflow.defn(name=DELIVERY_WORKFLOW)
@@ -117,6 +123,13 @@ def task_view(state: TaskState) -> dict[str, Any]:
     }
 
 
+def task_sequence(history_base: int) -> int:
+    """The task's order number now: the length of its history (replay-safe: the same on every
+    replay of this point), plus `history_base`, the lengths of its runs before a continue-as-new
+    (carried over as `historyBase`), so it only grows for the task's whole life."""
+    return history_base + workflow.info().get_current_history_length()
+
+
 def failure_message(failure: BaseException) -> str:
     """The innermost message of a failure chain, as tasks/get shows a failed task's."""
     cause: BaseException | None = failure
@@ -131,11 +144,19 @@ class Notifications:
     """The notifications of one task run. `send` starts them without waiting; `settle` waits
     until every child has started, and must run before the task closes or continues as new."""
 
-    def __init__(self, task_id: str, subscriptions: list[dict[str, Any]], sent: int) -> None:
+    def __init__(
+        self, task_id: str, subscriptions: list[dict[str, Any]], sent: int, history_base: int = 0
+    ) -> None:
         self._task_id = task_id
         self._subscriptions = subscriptions
         self.sent = sent
+        self._history_base = history_base
         self._starting: list[asyncio.Task[None]] = []
+
+    def sequence(self) -> int:
+        """The task's order number now (`task_sequence`); carried over continue-as-new as
+        `historyBase`, so the next run counts on from it."""
+        return task_sequence(self._history_base)
 
     def send(self, event: str, state: TaskState) -> None:
         endpoints = [
@@ -150,10 +171,16 @@ class Notifications:
         # keyed task that expired), which counts from 1 again; continue-as-new keeps it.
         run = workflow.info().first_execution_run_id
         occurred_at = iso_timestamp(workflow.now())
+        sequence = self.sequence()
         for endpoint in endpoints:
             self.sent += 1
             delivery = WebhookDelivery(
-                f"{self._task_id}.webhook.{run}.{self.sent}", endpoint, event, occurred_at, view
+                f"{self._task_id}.webhook.{run}.{self.sent}",
+                endpoint,
+                event,
+                occurred_at,
+                view,
+                sequence,
             )
             # A task of its own, not awaited here: the question is published at once, and a
             # cancellation of the task (which cancels only its main coroutine) cannot

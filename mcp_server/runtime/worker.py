@@ -16,6 +16,7 @@ from temporalio.worker import Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities import quota as quota_activities
+from activities.webhook_health import EndpointHealth, SuspensionPolicy
 from activities.webhooks import WebhookSender
 from mcp_server.observability.metrics import WEBHOOK_DELIVERY_BUCKETS, WEBHOOK_DELIVERY_SECONDS
 from mcp_server.runtime.config import Settings
@@ -75,7 +76,12 @@ def build_worker(
     nothing that serves tasks passes it)."""
     # The URLs and secrets of the webhook endpoints live here, never in a task's history.
     endpoints = load_endpoints(settings.webhooks_file, resolve_secrets=True)
-    sender = WebhookSender(endpoints, settings.public_url)
+    policy = SuspensionPolicy(
+        settings.webhook_suspend_window_s,
+        settings.webhook_suspend_min_attempts,
+        settings.webhook_suspend_failure_rate,
+    )
+    sender = WebhookSender(endpoints, settings.public_url, EndpointHealth(policy))
     # Sync (`def`) activities, whose blocking I/O must stay off the event loop, run on this
     # pool: one thread per activity slot, so a slot never waits for a thread (threads are
     # made on demand).
