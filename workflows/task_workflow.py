@@ -286,7 +286,8 @@ class TaskWorkflow:
             self.answered_by = dict(task.carried.get("answeredBy") or {})
         sent = int(task.carried.get("webhooksSent") or 0)
         base = int(task.carried.get("historyBase") or 0)
-        self._notifications = Notifications(task.task_id, task.webhooks, sent, base)
+        events_owner = task.owner if task.events else ""
+        self._notifications = Notifications(task.task_id, task.webhooks, sent, base, events_owner)
         try:
             result = bounded(self._redactor.value(await self.execute(task)))
         except BaseException as err:

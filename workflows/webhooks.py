@@ -33,6 +33,13 @@ from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
+from workflows.events import (
+    EVENT_NAMES,
+    EVENTS_PATCH,
+    TASK_EVENT_SIGNAL,
+    TaskEvent,
+    subscriptions_workflow_id,
+)
 from workflows.task_state import TaskState, TaskStatus, iso_timestamp
 
 # Guards the commands notifications add (a marker, child starts): only tasks that name
@@ -145,12 +152,19 @@ class Notifications:
     until every child has started, and must run before the task closes or continues as new."""
 
     def __init__(
-        self, task_id: str, subscriptions: list[dict[str, Any]], sent: int, history_base: int = 0
+        self,
+        task_id: str,
+        subscriptions: list[dict[str, Any]],
+        sent: int,
+        history_base: int = 0,
+        events_owner: str = "",
     ) -> None:
         self._task_id = task_id
         self._subscriptions = subscriptions
         self.sent = sent
         self._history_base = history_base
+        # The owner whose event subscriptions hear of this task ("" when it announces none).
+        self._events_owner = events_owner
         self._starting: list[asyncio.Task[None]] = []
 
     def sequence(self) -> int:
@@ -164,14 +178,29 @@ class Notifications:
             for s in self._subscriptions
             if isinstance(s, dict) and event in (s.get("events") or ())
         ]
-        if not endpoints or not workflow.patched(WEBHOOKS_PATCH):
+        announce = bool(self._events_owner) and event in EVENT_NAMES
+        if not endpoints and not announce:
             return
         view = task_view(state)
+        occurred_at = iso_timestamp(workflow.now())
+        sequence = self.sequence()
+        if endpoints and workflow.patched(WEBHOOKS_PATCH):
+            self._notify(endpoints, event, occurred_at, view, sequence)
+        if announce and workflow.patched(EVENTS_PATCH):
+            announced = TaskEvent(state.task_id, state.tool, event, occurred_at, sequence, view)
+            self._starting.append(asyncio.create_task(self._announce(announced)))
+
+    def _notify(
+        self,
+        endpoints: list[str],
+        event: str,
+        occurred_at: str,
+        view: dict[str, Any],
+        sequence: int,
+    ) -> None:
         # The task's first run id tells apart the notifications of a taskId's new run (a
         # keyed task that expired), which counts from 1 again; continue-as-new keeps it.
         run = workflow.info().first_execution_run_id
-        occurred_at = iso_timestamp(workflow.now())
-        sequence = self.sequence()
         for endpoint in endpoints:
             self.sent += 1
             delivery = WebhookDelivery(
@@ -186,6 +215,15 @@ class Notifications:
             # cancellation of the task (which cancels only its main coroutine) cannot
             # interrupt the start.
             self._starting.append(asyncio.create_task(self._start(delivery)))
+
+    async def _announce(self, event: TaskEvent) -> None:
+        """Tell the owner's subscriptions workflow (workflows/event_subscriptions.py); none
+        runs when the owner holds no subscription, and the failed signal is all it costs."""
+        target = subscriptions_workflow_id(workflow.info().task_queue, self._events_owner)
+        try:
+            await workflow.get_external_workflow_handle(target).signal(TASK_EVENT_SIGNAL, event)
+        except Exception as err:  # nobody subscribed (or no longer): never fail the task
+            workflow.logger.debug("no event subscriptions for %s: %s", target, err)
 
     async def closing(self, event: TaskStatus, state: TaskState) -> None:
         """Notify of the task's end (`state` as it ends) and wait until every notification of

@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
 
 from mcp_server import __version__
+from mcp_server.events.store import TemporalSubscriptionStore, events_offered
 from mcp_server.http.auth import RESOURCE_METADATA_PATH, build_authenticator
 from mcp_server.http.middleware import (
     AuthenticationMiddleware,
@@ -114,7 +115,14 @@ def create_app(
                 local_client=local_client,
                 quota_lazy_release=settings.quota_lazy_release,
             )
-        services = build_services(settings, registry, task_store, secret, webhooks=webhooks)
+        subscriptions = (
+            TemporalSubscriptionStore(temporal, settings.task_queue)
+            if temporal is not None and events_offered(settings)
+            else None
+        )
+        services = build_services(
+            settings, registry, task_store, secret, webhooks=webhooks, events=subscriptions
+        )
         app.state.endpoint = McpEndpoint(services, SessionCodec(secret))
         app.state.services = services
         app.state.waiting = WaitingTasks(temporal) if temporal is not None else None

@@ -14,6 +14,7 @@ from typing import Any
 
 import mcp_types as core
 
+from mcp_server.events.store import EventsService
 from mcp_server.http.headers import HeaderSource
 from mcp_server.protocol.approver_policy import ApproverPolicy
 from mcp_server.protocol.grants import EVERY_SCOPE, Grant
@@ -51,6 +52,8 @@ class Services:
     webhooks: WebhookEndpoints = field(default_factory=WebhookEndpoints)
     # Who may name approvers, and each principal's approver requests (approver_policy.py).
     approvers: ApproverPolicy = field(default_factory=ApproverPolicy.open)
+    # Client-subscribed events (mcp_server/events/); None when the extension is not offered.
+    events: EventsService | None = None
 
 
 async def _nowhere(message: dict[str, Any]) -> None:

@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from mcp_server.events import handlers as events
+from mcp_server.events.models import SubscribeParams, UnsubscribeParams
 from mcp_server.protocol import audit, capabilities, discovery, legacy, subscriptions, tasks, tools
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import METHOD_NOT_FOUND, McpError, from_task_error
@@ -101,6 +103,9 @@ TABLE: dict[str, Method] = {
             name_param="taskId",
             audit_event="tasks/cancel",
         ),
+        _method("events/list", PaginatedParams, events.list_events, eras=MODERN),
+        _method("events/subscribe", SubscribeParams, events.subscribe, eras=MODERN),
+        _method("events/unsubscribe", UnsubscribeParams, events.unsubscribe, eras=MODERN),
         Method(
             "subscriptions/listen",
             ListenParams,

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from mcp_server import __version__
+from mcp_server.events.store import EventsService, SubscriptionStore
 from mcp_server.http.origin import is_loopback
 from mcp_server.protocol.approver_policy import ApproverPolicy
 from mcp_server.protocol.context import Services
@@ -70,6 +71,7 @@ def build_services(
     secret: bytes,
     now: Callable[[], datetime] = clock,
     webhooks: WebhookEndpoints | None = None,
+    events: SubscriptionStore | None = None,
 ) -> Services:
     """The services; `webhooks` defaults to the endpoints of `settings.webhooks_file` (a
     ConfigError when that file is unusable)."""
@@ -101,4 +103,5 @@ def build_services(
         approvers_may_cancel=settings.approvers_may_cancel,
         webhooks=webhooks,
         approvers=ApproverPolicy.of(settings),
+        events=EventsService(events, settings) if events is not None else None,
     )

@@ -180,6 +180,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         call_digest=keyed.get("call_digest", ""),
         requested_by=ctx.identity.name,
         webhooks=services.webhooks.for_tool(tool.name),
+        events=services.events is not None,
     )
     workflow = tool.workflow
     try:

@@ -16,6 +16,8 @@ from temporalio.worker import Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities import quota as quota_activities
+from activities.callback_http import CallbackPolicy
+from activities.event_delivery import EventSender
 from activities.webhook_health import EndpointHealth, SuspensionPolicy
 from activities.webhooks import WebhookSender
 from mcp_server.observability.metrics import WEBHOOK_DELIVERY_BUCKETS, WEBHOOK_DELIVERY_SECONDS
@@ -24,6 +26,8 @@ from mcp_server.tasks.expiry import run_sweeper
 from mcp_server.tools.registry import ToolRegistry
 from mcp_server.webhooks.endpoints import load_endpoints
 from workflows import quota
+from workflows.event_delivery import EventDeliveryWorkflow
+from workflows.event_subscriptions import EventSubscriptionsWorkflow
 from workflows.secret_interceptor import SecretsInterceptor
 from workflows.webhooks import WebhookDeliveryWorkflow
 
@@ -82,6 +86,9 @@ def build_worker(
         settings.webhook_suspend_failure_rate,
     )
     sender = WebhookSender(endpoints, settings.public_url, EndpointHealth(policy))
+    events = EventSender(
+        CallbackPolicy(settings.events_allow_private_addresses, settings.events_ca_file)
+    )
     # Sync (`def`) activities, whose blocking I/O must stay off the event loop, run on this
     # pool: one thread per activity slot, so a slot never waits for a thread (threads are
     # made on demand).
@@ -90,9 +97,21 @@ def build_worker(
         pool,
         client,
         task_queue=settings.task_queue,
-        workflows=[*registry.workflows, *quota.WORKFLOWS, WebhookDeliveryWorkflow],
+        workflows=[
+            *registry.workflows,
+            *quota.WORKFLOWS,
+            WebhookDeliveryWorkflow,
+            EventSubscriptionsWorkflow,
+            EventDeliveryWorkflow,
+        ],
         workflow_runner=runner or workflow_runner(),
-        activities=[*registry.activities, *quota_activities.ACTIVITIES, sender.deliver],
+        activities=[
+            *registry.activities,
+            *quota_activities.ACTIVITIES,
+            sender.deliver,
+            events.verify_endpoint,
+            events.deliver,
+        ],
         # Secret arguments out of the exceptions the SDK logs and Temporal records.
         interceptors=[SecretsInterceptor()],
         max_cached_workflows=settings.max_cached_workflows,
