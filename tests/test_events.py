@@ -221,6 +221,27 @@ async def test_a_410_stops_the_delivery_and_keeps_the_subscription(
         await alice.cancel_task(task_id)
 
 
+async def test_a_delivery_still_retrying_stops_once_its_subscription_is_gone(
+    fresh_stack: StackFactory,
+    tmp_path: Path,
+    certificate: tuple[Path, Path],
+    alice_hook: EventReceiver,
+    temporal_client: Client,
+) -> None:
+    alice_hook.status = 503
+    async with events_stack(fresh_stack, tmp_path, certificate) as (_, alice, _bob):
+        sub = await subscribed(alice, alice_hook, "task.input_required")
+        task_id = await alice.create_task("request_approval", {"message": "Still there?"})
+        await alice_hook.wait_for(lambda r: len(r.events) >= 1, 15, "a failed attempt")
+        target = {"url": alice_hook.url}
+        gone = {"name": "task.input_required", "arguments": {}, "delivery": target}
+        assert "result" in (await alice.rpc("events/unsubscribe", gone)).body
+        alice_hook.status = 200  # the next attempt would be delivered, if there were one
+        handle = temporal_client.get_workflow_handle(f"{sub}.{alice_hook.events[0].webhook_id}")
+        assert await asyncio.wait_for(handle.result(), 30) == {"outcome": "ended"}
+        await alice.cancel_task(task_id)
+
+
 async def test_bad_subscriptions_are_refused_with_their_codes(
     fresh_stack: StackFactory,
     tmp_path: Path,
