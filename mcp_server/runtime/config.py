@@ -265,9 +265,9 @@ class Settings(BaseModel):
     events_max_ttl_s: float = Field(default=86400.0, gt=0)
     # The shortest lifetime granted (a shorter suggestion is clamped up to it), in seconds
     events_min_ttl_s: float = Field(default=60.0, gt=0)
-    # Allow callback URLs on loopback, private, link-local and other non-global addresses, and
-    # plain http (off: only https to globally routable addresses, as the draft requires; on for
-    # tests and a receiver on the same host or network)
+    # Allow event callbacks to loopback, private, link-local and other non-global addresses
+    # (off: only globally routable ones, as the draft requires; on for a receiver on the same
+    # host or network, and the tests). Callbacks are https either way
     events_allow_private_addresses: Flag = False
     # A PEM file of extra certificate authorities trusted for https callbacks (e.g. a
     # self-signed receiver's); None: the system's
