@@ -27,8 +27,14 @@ from mcp_server.webhooks.callback_url import address_allowed, callback_url_probl
 from tests.conftest import Stack, StackFactory
 from tests.event_receiver import EventReceiver, new_secret, self_signed
 from tests.mcp_client import McpClient, Reply
+from tests.test_task_state import replay
+from workflows.event_delivery import EventDeliveryWorkflow
+from workflows.event_subscriptions import EventSubscriptionsWorkflow
 
 APPROVE = {"decision": {"action": "accept", "content": {"decision": "approve"}}}
+# Recorded runs of the subscriptions and delivery workflows (the task side's is under
+# tests/histories/events/, replayed with the other task histories by test_task_state.py).
+EVENT_HISTORIES = Path(__file__).parent / "event_histories"
 EVERY_EVENT = ["task.input_required", "task.completed", "task.failed", "task.cancelled"]
 
 
@@ -326,3 +332,13 @@ async def test_a_name_that_resolves_to_loopback_is_refused_at_delivery_time() ->
 
 def _unix(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+@pytest.mark.parametrize("history", sorted(EVENT_HISTORIES.glob("*.json")), ids=lambda p: p.stem)
+async def test_every_recorded_event_workflow_history_replays_with_todays_workflows(
+    history: Path,
+) -> None:
+    """A subscription may live a day and a delivery retry as long: a change to either workflow
+    that would strand a running one fails here, naming the history."""
+    result = await replay(history, [EventSubscriptionsWorkflow, EventDeliveryWorkflow])
+    assert result.replay_failure is None
