@@ -34,6 +34,7 @@ from mcp_server.tasks.expiry import sweep
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
 from mcp_server.webhooks.endpoints import WebhookEndpoints, load_endpoints
+from mcp_server.webhooks.pending import pending_deliveries
 from mcp_server.webhooks.signature import (
     ID_HEADER,
     SIGNATURE_HEADER,
@@ -640,3 +641,34 @@ async def test_a_suspended_endpoint_is_not_called_and_its_delivery_waits_for_a_r
     assert raised.value.next_retry_delay is not None
     assert raised.value.next_retry_delay > timedelta(seconds=200)
     assert not receiver.deliveries
+
+
+async def test_operators_see_a_suspended_endpoint_and_its_waiting_delivery_in_the_cli(
+    fresh_stack: StackFactory, tmp_path: Path, receiver: WebhookReceiver, temporal_client: Client
+) -> None:
+    receiver.status = 503
+    hooks = write_endpoints(tmp_path, [endpoint(receiver.url, ["input_required"])])
+    suspend_at_once = {"webhook_suspend_min_attempts": 1, "webhook_suspend_failure_rate": 1.0}
+    async with fresh_stack(webhooks_file=hooks, **suspend_at_once) as stack:
+        task_id = await stack.mcp.create_task("request_approval", {"message": "Down?"})
+        await receiver.wait_for(lambda r: len(r.deliveries) == 1, 10, "the first attempt")
+        queue = stack.settings.task_queue
+        deadline = time.monotonic() + 15
+        while not [d for d in await pending_deliveries(temporal_client, queue) if d.suspended]:
+            assert time.monotonic() < deadline, "the endpoint was not shown suspended"
+            await asyncio.sleep(0.2)
+        env = {
+            **os.environ,
+            "MCP_TASKS_TEMPORAL_ADDRESS": temporal_client.service_client.config.target_host,
+            "MCP_TASKS_TASK_QUEUE": queue,
+        }
+        process = await asyncio.create_subprocess_exec(
+            MCP_TASKS, "tasks", "webhooks", "--json", env=env, stdout=subprocess.PIPE
+        )
+        out, _ = await asyncio.wait_for(process.communicate(), 60)
+        assert process.returncode == 0
+        (line,) = [json.loads(text) for text in out.decode().splitlines()]
+        assert line["endpoint"] == "ops" and line["pending"] == 1 and line["suspended"] is True
+        assert "suspended after sustained failure" in line["last_failure"]
+        assert len(receiver.deliveries) == 1  # suspended: not called again
+        await stack.mcp.cancel_task(task_id)
