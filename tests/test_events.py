@@ -281,6 +281,8 @@ async def test_bad_subscriptions_are_refused_with_their_codes(
         assert foreign.body["error"] == mine.body["error"]
         assert foreign.body["error"]["code"] == INVALID_PARAMS
         await bob.cancel_task(bobs)
+        # Bob holds no subscription (no workflow to signal): his task ends as any other.
+        assert (await bob.wait_terminal(bobs))["status"] == "cancelled"
         await subscribed(alice, alice_hook, "task.failed")
         over = await subscribe(alice, alice_hook, "task.cancelled")
         assert over.body["error"]["code"] == QUOTA_EXCEEDED

@@ -92,7 +92,12 @@ class EventSubscriptionsWorkflow:
     async def _wait(self, within: timedelta) -> bool:
         """Until something changed (True: nothing did `within`)."""
         try:
-            await workflow.wait_condition(lambda: self._changed, timeout=within)
+            # Also when Temporal suggests continue-as-new (a long-lived subscription hearing
+            # many events grows the history without any change of its own).
+            await workflow.wait_condition(
+                lambda: self._changed or workflow.info().is_continue_as_new_suggested(),
+                timeout=within,
+            )
         except TimeoutError:
             return True
         return False
