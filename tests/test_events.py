@@ -161,11 +161,15 @@ async def test_the_handshake_refuses_an_endpoint_that_does_not_echo_the_challeng
         assert reply.body["error"]["code"] == CALLBACK_ENDPOINT_ERROR
         assert reply.body["error"]["data"] == {"reason": "challenge_failed"}
         assert len(alice_hook.handshakes) == 1
+        again = await subscribe(alice, alice_hook, "task.completed")  # the same URL, at once
+        assert again.body["error"]["data"] == {"reason": "challenge_failed"}
+        assert len(alice_hook.handshakes) == 1  # answered without another POST to it
         task_id = await alice.create_task("request_approval", {"message": "Heard?"})
         await alice.wait_status(task_id, "input_required")
-        # A subscription that would hear it, to a receiver that confirms: it hears it, the
-        # refused one never existed.
+        # A subscription that would hear it, to a receiver that confirms (another URL of the
+        # same receiver): it hears it, the refused one never existed.
         alice_hook.confirm = True
+        alice_hook.url += "/confirmed"
         await subscribed(alice, alice_hook, "task.cancelled")
         await alice.cancel_task(task_id)
         await alice_hook.wait_for(lambda r: len(r.unique()) == 1, 15, "the cancellation")

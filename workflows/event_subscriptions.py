@@ -7,7 +7,8 @@ Rules implemented:
   (the previous one still signs for `ROTATION_GRACE`), and the delivery status so far. A new one
   counts against the principal's limit, and a URL this principal has not verified yet is
   verified first by the handshake (activity `VERIFY_ACTIVITY`); it is refused on failure.
-  Verification is kept per URL for as long as the workflow lives (across continue-as-new).
+  Verification is kept per URL for as long as the workflow lives (across continue-as-new); a
+  failed one is answered again without a POST for `HANDSHAKE_BACKOFF`.
 - A subscription ends at its `expires_at` (a durable timer), or by unsubscribe (update
   `UNSUBSCRIBE_UPDATE`). An ended subscription starts nothing, and its deliveries still
   pending stop: each asks `SUBSCRIPTION_QUERY` before every attempt.
@@ -52,6 +53,9 @@ from workflows.events import (
 from workflows.task_state import iso_timestamp
 
 ROTATION_GRACE = timedelta(minutes=5)
+# After a failed handshake, the same URL is not challenged again for this long (the same
+# failure is answered): a principal cannot turn subscribe calls into a flood of POSTs at a URL.
+HANDSHAKE_BACKOFF = timedelta(minutes=1)
 IDLE_CLOSE = timedelta(minutes=1)
 HANDSHAKE_TIMEOUT = timedelta(seconds=20)
 
@@ -67,6 +71,7 @@ class EventSubscriptionsWorkflow:
         self._principal = state.principal
         self._subscriptions = {s.id: s for s in state.subscriptions}
         self._verified = set(state.verified_urls)
+        self._refused: dict[str, tuple[datetime, str]] = {}  # url -> (until, why)
         self._lock = asyncio.Lock()  # one subscribe or unsubscribe at a time (handshakes await)
         self._changed = False
         self._starting = 0  # child starts in flight: they must be done before the run ends
@@ -132,6 +137,9 @@ class EventSubscriptionsWorkflow:
             if len(self._subscriptions) >= request.max_subscriptions:
                 return SubscribeResult(error="limit")
             if request.url not in self._verified:
+                refused = self._refused.get(request.url)
+                if refused is not None and refused[0] > now:
+                    return SubscribeResult(error=refused[1])
                 failure: str = await workflow.execute_activity(
                     VERIFY_ACTIVITY,
                     VerifyInput(
@@ -142,6 +150,7 @@ class EventSubscriptionsWorkflow:
                     retry_policy=RetryPolicy(maximum_attempts=1),
                 )
                 if failure:
+                    self._refused[request.url] = (workflow.now() + HANDSHAKE_BACKOFF, failure)
                     return SubscribeResult(error=failure)
                 self._verified.add(request.url)
             self._subscriptions[request.subscription_id] = Subscription(
