@@ -220,6 +220,23 @@ def test_a_bad_endpoints_file_is_refused_with_where_and_why(
     assert SECRET not in str(raised.value)
 
 
+def test_secrets_being_rotated_are_listed_and_each_is_checked(tmp_path: Path) -> None:
+    new, old = SECRET, RAW_SECRET
+    rotating = {"id": "ops", "url": "https://x", "secret_env": ["NEW", "OLD"], "events": ["failed"]}
+    path = write_endpoints(tmp_path, [rotating])
+    ops = load_endpoints(path, resolve_secrets=True, env={"NEW": new, "OLD": old}).get("ops")
+    assert ops is not None and ops.keys == (signing_key(new), signing_key(old))
+    with pytest.raises(ConfigError, match=r"variable OLD must hold a webhook secret \(it is not"):
+        load_endpoints(path, resolve_secrets=True, env={"NEW": new})
+    for bad, why in [
+        ([], "must list 1 to 4 secrets"),
+        (["short"], "must be whsec_<base64> or at least 16"),
+    ]:
+        path = write_endpoints(tmp_path, [{**rotating, "secret_env": None, "secret": bad}])
+        with pytest.raises(ConfigError, match=f"\\[0\\].secret: {why}"):
+            load_endpoints(path, resolve_secrets=False)
+
+
 def test_a_missing_secret_variable_stops_the_worker_not_the_server(tmp_path: Path) -> None:
     path = write_endpoints(
         tmp_path,
