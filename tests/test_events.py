@@ -20,7 +20,9 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.callback_http import CallbackError, resolved_address
 from mcp_server.events.models import EVENTS_EXTENSION
+from mcp_server.events.store import events_offered
 from mcp_server.protocol.errors import CALLBACK_ENDPOINT_ERROR, INVALID_PARAMS, QUOTA_EXCEEDED
+from mcp_server.runtime.config import Settings
 from mcp_server.runtime.devserver import free_port
 from mcp_server.runtime.tokens import add_token
 from mcp_server.webhooks.callback_url import address_allowed, callback_url_problem
@@ -72,6 +74,7 @@ async def events_stack(
         "tokens_file": str(tokens),
         "events_allow_private_addresses": True,
         "events_ca_file": str(certificate[0]),
+        "events_max_subscriptions": 20,
         **settings,
     }
     async with fresh_stack(**overrides) as stack:
@@ -304,7 +307,7 @@ async def test_bad_subscriptions_are_refused_with_their_codes(
 async def test_without_authentication_the_extension_is_not_offered(
     fresh_stack: StackFactory,
 ) -> None:
-    async with fresh_stack() as stack:
+    async with fresh_stack(events_max_subscriptions=20) as stack:  # turned on, auth none
         discovered = (await stack.mcp.rpc("server/discover")).result
         assert EVENTS_EXTENSION not in discovered["capabilities"]["extensions"]
         assert (await stack.mcp.rpc("events/list")).body["error"]["code"] == -32601
@@ -348,3 +351,12 @@ async def test_every_recorded_event_workflow_history_replays_with_todays_workflo
     that would strand a running one fails here, naming the history."""
     result = await replay(history, [EventSubscriptionsWorkflow, EventDeliveryWorkflow])
     assert result.replay_failure is None
+
+
+def test_the_extension_is_off_until_an_operator_turns_it_on(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    add_token(tokens, "alice", [])
+    authenticated = Settings(auth="tokens", tokens_file=str(tokens))
+    assert not events_offered(authenticated)  # the default: 0 subscriptions
+    assert events_offered(authenticated.with_(events_max_subscriptions=20))
+    assert not events_offered(Settings(events_max_subscriptions=20))  # no authentication

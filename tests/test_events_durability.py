@@ -70,6 +70,7 @@ async def test_a_delivery_survives_kill_9_of_the_worker_and_of_temporal(tmp_path
         tokens_file=str(tokens),
         events_allow_private_addresses="true",
         events_ca_file=str(certificate[0]),
+        events_max_subscriptions="20",
     )
     try:
         await topology.start()

@@ -256,9 +256,10 @@ class Settings(BaseModel):
     webhook_suspend_min_attempts: Positive = 20
     # The share of failed attempts (0-1] that suspends an endpoint
     webhook_suspend_failure_rate: float = Field(default=0.95, gt=0, le=1)
-    # Client-subscribed events (SEP-3415, docs/guides/events.md): the most live webhook
-    # subscriptions one principal may hold (0: the events extension is not offered)
-    events_max_subscriptions: NonNegative = 20
+    # Client-subscribed events (SEP-3415, a draft; docs/guides/events.md): the most live webhook
+    # subscriptions one principal may hold; 0 (the default): the events extension is not
+    # offered, and tasks announce no events (e.g. 20 offers it, with authentication)
+    events_max_subscriptions: NonNegative = 0
     # The lifetime granted to a subscription that suggests none, in seconds
     events_default_ttl_s: float = Field(default=3600.0, gt=0)
     # The longest lifetime granted (a longer suggestion, or none, is clamped to it), in seconds
