@@ -4,20 +4,26 @@ Rules implemented:
 - Only the worker's configured endpoints are called: the delivery names an endpoint id, and
   its URL and secret come from this worker's file (mcp_tasks/webhooks/endpoints.py). An id
   the worker does not know is a non-retryable failure (the endpoint was removed).
-- The body is JSON: {"id": delivery id, "event", "occurredAt", "task": {taskId, tool, status,
+- The body is JSON: {"id": delivery id, "event", "occurredAt", "sequence" (a number per task
+  that only grows: a receiver drops an event older than one it has), "task": {taskId, tool, status,
   statusMessage, createdAt, lastUpdatedAt, inputRequests: [{key, message}]}, "inboxUrl":
   <public URL>/inbox/tasks/<taskId> when MCP_TASKS_PUBLIC_URL is set}; for a `slack` endpoint
   {"text": ...}. At most `MAX_BODY_BYTES`.
-- Signed per attempt (mcp_tasks/webhooks/signature.py): delivery id, timestamp, signature.
+- Signed per attempt on the Standard Webhooks profile (mcp_tasks/webhooks/signature.py):
+  `webhook-id` (the delivery id), `webhook-timestamp`, `webhook-signature` (one `v1,` per secret
+  of the endpoint). A `slack` endpoint is not signed, and gets `webhook-id` all the same.
 - One attempt takes at most `TIMEOUT_S`; redirects are not followed (a 3xx is a failure, so
   a delivery never reaches another host); at most `MAX_RESPONSE_BYTES` of the answer are read.
-- 2xx: delivered. 4xx but 408 and 429: refused, not retried. Anything else (5xx, 408, 429, 3xx,
-  no connection, time-out): retried by the workflow's policy; a `Retry-After` of seconds on
-  429/503 sets the next delay (at most 5 min).
+- 2xx: delivered. `410 Gone`: the receiver wants no more of it, not retried. Other 4xx but 408
+  and 429: refused, not retried. Anything else (5xx, 408, 429, 3xx, no connection, time-out):
+  retried by the workflow's policy; a `Retry-After` of seconds on 429/503 sets the next delay
+  (at most 5 min).
+- An endpoint suspended after sustained failure (activities/webhook_health.py) is not called:
+  the attempt fails at once, retried after the suspension's wait.
 - Errors name the endpoint id and never its URL (Slack's URL is its secret) or the secret;
   they are recorded in the child's history.
 - Each attempt counts in `mcp_tasks_webhook_deliveries` by outcome (delivered, failed,
-  rejected) on the worker's SDK metrics (MCP_TASKS_WORKER_METRICS_PORT).
+  rejected, gone, suspended) on the worker's SDK metrics (MCP_TASKS_WORKER_METRICS_PORT).
 """
 
 from __future__ import annotations
@@ -32,24 +38,21 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.webhook_health import SUSPENDED_METRIC, EndpointHealth, SuspensionPolicy
 from mcp_tasks import __version__
 from mcp_tasks.contracts.webhooks import (
     DELIVER_ACTIVITY,
     DELIVERIES_METRIC,
     DELIVERY_SECONDS_METRIC,
+    GONE_ERROR,
     REJECTED_ERROR,
+    SUSPENDED_ERROR,
     UNKNOWN_ENDPOINT_ERROR,
     WebhookDelivery,
 )
 from mcp_tasks.logging import quiet_http_clients
 from mcp_tasks.webhooks.endpoints import WebhookEndpoint, WebhookEndpoints
-from mcp_tasks.webhooks.signature import (
-    DELIVERY_HEADER,
-    EVENT_HEADER,
-    SIGNATURE_HEADER,
-    TIMESTAMP_HEADER,
-    signature,
-)
+from mcp_tasks.webhooks.signature import EVENT_HEADER, ID_HEADER, signed_headers
 
 TIMEOUT_S = 10.0
 MAX_BODY_BYTES = 64 * 1024
@@ -63,6 +66,7 @@ def delivery_body(delivery: WebhookDelivery, public_url: str | None) -> dict[str
         "id": delivery.delivery_id,
         "event": delivery.event,
         "occurredAt": delivery.occurred_at,
+        **({"sequence": delivery.sequence} if delivery.sequence is not None else {}),
         "task": delivery.task,
     }
     if public_url:
@@ -113,9 +117,15 @@ quiet_http_clients()
 class WebhookSender:
     """The deliver activity, bound to this worker's endpoints and public URL."""
 
-    def __init__(self, endpoints: WebhookEndpoints, public_url: str | None) -> None:
+    def __init__(
+        self,
+        endpoints: WebhookEndpoints,
+        public_url: str | None,
+        health: EndpointHealth | None = None,
+    ) -> None:
         self._endpoints = endpoints
         self._public_url = public_url
+        self._health = health or EndpointHealth(SuspensionPolicy())
 
     @activity.defn(name=DELIVER_ACTIVITY)
     async def deliver(self, delivery: WebhookDelivery) -> dict[str, Any]:
@@ -131,24 +141,44 @@ class WebhookSender:
                 )
             build = slack_body if endpoint.format == "slack" else delivery_body
             body = encoded(build(delivery, self._public_url))
-            status = await self._post(endpoint, delivery, body)
+            self._refuse_if_suspended(endpoint.id)
+            try:
+                status = await self._post(endpoint, delivery, body)
+            except ApplicationError as err:
+                self._record(endpoint.id, succeeded=err.type == GONE_ERROR)
+                raise
+            self._record(endpoint.id, succeeded=True)
         except ApplicationError as err:
-            _count("rejected" if err.non_retryable else "failed", time.monotonic() - started)
+            _count(_outcome(err), time.monotonic() - started)
             raise
         _count("delivered", time.monotonic() - started)
         return {"status": status, "attempt": activity.info().attempt}
 
+    def _refuse_if_suspended(self, endpoint: str) -> None:
+        wait = self._health.wait_s(endpoint)
+        _gauge(endpoint, wait is not None)
+        if wait is not None:
+            raise ApplicationError(
+                f"webhook endpoint {endpoint!r} is suspended after sustained failure: "
+                f"tried again in {wait:.0f} s",
+                type=SUSPENDED_ERROR,
+                next_retry_delay=timedelta(seconds=wait),
+            )
+
+    def _record(self, endpoint: str, *, succeeded: bool) -> None:
+        self._health.record(endpoint, succeeded)
+        _gauge(endpoint, self._health.is_suspended(endpoint))
+
     async def _post(self, endpoint: WebhookEndpoint, delivery: WebhookDelivery, body: bytes) -> int:
-        timestamp = int(time.time())
         headers = {
             "Content-Type": "application/json",
             "User-Agent": f"mcp-tasks-temporal/{__version__}",
-            DELIVERY_HEADER: delivery.delivery_id,
             EVENT_HEADER: delivery.event,
-            TIMESTAMP_HEADER: str(timestamp),
+            ID_HEADER: delivery.delivery_id,
         }
-        if endpoint.secret:
-            headers[SIGNATURE_HEADER] = signature(endpoint.secret, timestamp, body)
+        if endpoint.keys:
+            timestamp = int(time.time())
+            headers |= signed_headers(endpoint.keys, delivery.delivery_id, timestamp, body)
         where = f"webhook endpoint {endpoint.id!r}"
         try:
             # No proxies or .netrc from the environment, no redirects: only the configured URL.
@@ -172,6 +202,12 @@ class WebhookSender:
             raise ApplicationError(f"{where}: {type(err).__name__}") from None
         if 200 <= status < 300:
             return status
+        if status == 410:
+            raise ApplicationError(
+                f"{where} answered 410 Gone: the delivery is dropped",
+                type=GONE_ERROR,
+                non_retryable=True,
+            )
         if 400 <= status < 500 and status not in _RETRIED_4XX:
             raise ApplicationError(
                 f"{where} refused the delivery: HTTP {status}",
@@ -183,6 +219,20 @@ class WebhookSender:
             delay = timedelta(seconds=min(int(retry_after), MAX_RETRY_AFTER_S))
         kind = "a redirect (not followed)" if 300 <= status < 400 else "an error"
         raise ApplicationError(f"{where} answered HTTP {status}, {kind}", next_retry_delay=delay)
+
+
+def _outcome(err: ApplicationError) -> str:
+    if err.type == GONE_ERROR:
+        return "gone"
+    if err.type == SUSPENDED_ERROR:
+        return "suspended"
+    return "rejected" if err.non_retryable else "failed"
+
+
+def _gauge(endpoint: str, suspended: bool) -> None:
+    activity.metric_meter().create_gauge(
+        SUSPENDED_METRIC, "1 while the worker suspends a webhook endpoint after sustained failure"
+    ).set(int(suspended), {"endpoint": endpoint})
 
 
 def _count(outcome: str, seconds: float) -> None:

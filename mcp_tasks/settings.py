@@ -267,6 +267,33 @@ class Settings(BaseModel):
     # always moves.
     worker_versioning_behavior: Literal["pinned", "auto_upgrade"] = "pinned"
 
+    # ----- Push: webhooks on the Standard Webhooks profile, client-subscribed events (#29) -----
+    # A worker suspends a webhook endpoint while, of its attempts of the last
+    # `webhook_suspend_window_s` seconds, at least `webhook_suspend_min_attempts` were made and at
+    # least `webhook_suspend_failure_rate` of them failed (activities/webhook_health.py)
+    webhook_suspend_window_s: float = Field(default=3600.0, gt=0, le=86400)
+    # The fewest attempts in the window that can suspend an endpoint
+    webhook_suspend_min_attempts: Positive = 20
+    # The share of failed attempts (0-1] that suspends an endpoint
+    webhook_suspend_failure_rate: float = Field(default=0.95, gt=0, le=1)
+    # Client-subscribed events (SEP-3415, a draft; docs/guides/events.md): the most live webhook
+    # subscriptions one principal may hold; 0 (the default): the events extension is not
+    # offered, and tasks announce no events (e.g. 20 offers it, with authentication)
+    events_max_subscriptions: NonNegative = 0
+    # The lifetime granted to a subscription that suggests none, in seconds
+    events_default_ttl_s: float = Field(default=3600.0, gt=0)
+    # The longest lifetime granted (a longer suggestion, or none, is clamped to it), in seconds
+    events_max_ttl_s: float = Field(default=86400.0, gt=0)
+    # The shortest lifetime granted (a shorter suggestion is clamped up to it), in seconds
+    events_min_ttl_s: float = Field(default=60.0, gt=0)
+    # Allow event callbacks to loopback, private, link-local and other non-global addresses
+    # (off: only globally routable ones, as the draft requires; on for a receiver on the same
+    # host or network, and the tests). Callbacks are https either way
+    events_allow_private_addresses: Flag = False
+    # A PEM file of extra certificate authorities trusted for https callbacks (e.g. a
+    # self-signed receiver's); None: the system's
+    events_ca_file: str | None = None
+
     @field_validator("jwt_algorithms")
     @classmethod
     def _signed_only(cls, algorithms: tuple[str, ...]) -> tuple[str, ...]:

@@ -4,6 +4,7 @@ verifies every POST (tests/webhook_receiver.py); the signature and the endpoints
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -16,28 +17,39 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
-from temporalio.exceptions import ApplicationError
+from standardwebhooks.webhooks import Webhook
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from activities import webhooks as webhook_activities
+from activities.webhook_health import EndpointHealth, SuspensionPolicy
 from activities.webhooks import MAX_BODY_BYTES, WebhookSender, encoded, slack_body
 from mcp_server.http.app import create_app
 from mcp_server.protocol.errors import INVALID_PARAMS
 from mcp_server.runtime.devserver import free_port
 from mcp_server.tasks.expiry import sweep
+from mcp_server.tasks.pending_webhooks import pending_deliveries
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
-from mcp_tasks.contracts.webhooks import REJECTED_ERROR, UNKNOWN_ENDPOINT_ERROR, WebhookDelivery
+from mcp_tasks.contracts.webhooks import (
+    GONE_ERROR,
+    REJECTED_ERROR,
+    SUSPENDED_ERROR,
+    UNKNOWN_ENDPOINT_ERROR,
+    WebhookDelivery,
+)
 from mcp_tasks.identity import ANONYMOUS
 from mcp_tasks.settings import ConfigError, Settings
 from mcp_tasks.webhooks.endpoints import WebhookEndpoints, load_endpoints
 from mcp_tasks.webhooks.signature import (
-    DELIVERY_HEADER,
+    ID_HEADER,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
+    SecretError,
     SignatureError,
-    signature,
+    signed_headers,
+    signing_key,
     verify,
 )
 from tests.conftest import StackFactory
@@ -46,7 +58,8 @@ from tests.time_skipping import worker_of_its_own
 from tests.webhook_receiver import WebhookReceiver
 from workflows.webhooks import WebhookDeliveryWorkflow
 
-SECRET = "a-webhook-secret-of-the-tests"
+SECRET = "whsec_" + base64.b64encode(b"the-webhook-key-of-the-tests-32b").decode()
+RAW_SECRET = "a-webhook-secret-of-an-earlier-release"
 EVERY_EVENT = ["input_required", "completed", "failed", "cancelled"]
 PUBLIC_URL = "https://mcp.example.com"
 APPROVE = {"decision": {"action": "accept", "content": {"decision": "approve"}}}
@@ -61,33 +74,41 @@ def write_endpoints(directory: Path, endpoints: list[dict[str, Any]]) -> str:
 # ----- signing and verifying ------------------------------------------------------------
 
 
-def signed(body: bytes, secret: str = SECRET, at: int = 1_800_000_000) -> dict[str, str]:
-    return {
-        DELIVERY_HEADER: "mcp-task-1.webhook.r.1",
-        TIMESTAMP_HEADER: str(at),
-        SIGNATURE_HEADER: signature(secret, at, body),
-    }
+def signed(body: bytes, *secrets: str, at: int = 1_800_000_000) -> dict[str, str]:
+    keys = [signing_key(secret) for secret in secrets or (SECRET,)]
+    return signed_headers(keys, "mcp-task-1.webhook.r.1", at, body)
 
 
-def test_a_signed_delivery_verifies_and_names_its_id() -> None:
+def test_a_signed_delivery_verifies_with_the_standard_webhooks_package_and_ours() -> None:
     body = b'{"id":"mcp-task-1.webhook.r.1"}'
-    lowercase = {name.lower(): value for name, value in signed(body).items()}
+    headers = signed(body)
+    assert headers[SIGNATURE_HEADER].startswith("v1,")
+    at = datetime.fromtimestamp(1_800_000_000, UTC)
+    reference = Webhook(SECRET).sign("mcp-task-1.webhook.r.1", at, body)
+    assert headers[SIGNATURE_HEADER] == reference  # the package's own signature, byte for byte
+    lowercase = {name.lower(): value for name, value in headers.items()}
     assert verify(SECRET, lowercase, body, now=1_800_000_100) == "mcp-task-1.webhook.r.1"
-    assert signed(body)[SIGNATURE_HEADER].startswith("v1=")
+
+
+def test_the_delivery_id_a_receiver_dedups_on_is_signed() -> None:
+    headers = signed(b"{}")
+    with pytest.raises(SignatureError, match="does not match"):
+        verify(SECRET, {**headers, ID_HEADER: "mcp-task-1.webhook.r.2"}, b"{}", 1_800_000_000)
 
 
 @pytest.mark.parametrize(
     ("headers", "body", "now", "why"),
     [
-        (signed(b"{}", secret="another-secret-entirely"), b"{}", 1_800_000_000, "does not match"),
+        (signed(b"{}", "whsec_" + base64.b64encode(b"k" * 32).decode()), b"{}", 1_800_000_000,
+         "does not match"),
         (signed(b'{"event":"completed"}'), b'{"event":"failed"}', 1_800_000_000, "not match"),
         (signed(b"{}"), b"{}", 1_800_000_301, "away from now"),
         (signed(b"{}"), b"{}", 1_799_999_600, "away from now"),
         ({**signed(b"{}"), TIMESTAMP_HEADER: "soon"}, b"{}", 1_800_000_000, "not a Unix time"),
-        ({DELIVERY_HEADER: "x", TIMESTAMP_HEADER: "1"}, b"{}", 1, "missing"),
+        ({ID_HEADER: "x", TIMESTAMP_HEADER: "1"}, b"{}", 1, "missing"),
     ],
     ids=["wrong-secret", "tampered-body", "stale", "from-the-future", "bad-timestamp", "unsigned"],
-)
+)  # fmt: skip
 def test_verify_refuses_what_it_cannot_trust(
     headers: dict[str, str], body: bytes, now: float, why: str
 ) -> None:
@@ -95,11 +116,38 @@ def test_verify_refuses_what_it_cannot_trust(
         verify(SECRET, headers, body, now=now)
 
 
-def test_a_signature_of_a_rotated_secret_beside_the_current_one_verifies() -> None:
-    headers = signed(b"{}")
-    old = signature("the-previous-secret-value", 1_800_000_000, b"{}")
-    headers[SIGNATURE_HEADER] = f"{old}, {headers[SIGNATURE_HEADER]}"
-    assert verify(SECRET, headers, b"{}", now=1_800_000_000)
+def test_a_rotated_secret_signs_beside_the_current_one_and_either_verifies() -> None:
+    previous = "whsec_" + base64.b64encode(b"the-previous-key-of-the-tests-32").decode()
+    headers = signed(b"{}", previous, SECRET)
+    assert len(headers[SIGNATURE_HEADER].split(" ")) == 2
+    fresh = signed_headers(
+        [signing_key(previous), signing_key(SECRET)], "m", int(time.time()), b"{}"
+    )
+    for secret in (previous, SECRET):  # a receiver that has either secret accepts it
+        assert Webhook(secret).verify(b"{}", fresh) == {}
+
+
+def test_a_plain_secret_of_an_earlier_release_still_signs_with_its_utf8_bytes() -> None:
+    now = int(time.time())
+    headers = signed_headers([signing_key(RAW_SECRET)], "m", now, b"{}")
+    assert Webhook(RAW_SECRET.encode()).verify(b"{}", headers) == {}
+    whsec = "whsec_" + base64.b64encode(RAW_SECRET.encode()).decode()  # the same key, new form
+    assert Webhook(whsec).verify(b"{}", headers) == {}
+
+
+@pytest.mark.parametrize(
+    ("secret", "why"),
+    [
+        ("short", "at least 16 characters"),
+        ("whsec_not base64!", "followed by base64"),
+        ("whsec_" + base64.b64encode(b"k" * 16).decode(), r"24 to 64 bytes \(it holds 16\)"),
+    ],
+    ids=["short-plain", "not-base64", "short-key"],
+)
+def test_a_secret_that_cannot_sign_is_refused_without_showing_it(secret: str, why: str) -> None:
+    with pytest.raises(SecretError, match=why) as raised:
+        signing_key(secret)
+    assert secret not in str(raised.value)
 
 
 # ----- the endpoints file ---------------------------------------------------------------
@@ -125,7 +173,8 @@ def test_the_server_gets_ids_and_events_per_tool_and_the_worker_urls_and_secrets
     assert server.get("ops") is not None and server.get("ops").url == ""  # type: ignore[union-attr]
     worker = load_endpoints(path, resolve_secrets=True, env={"OPS_SECRET": SECRET})
     ops = worker.get("ops")
-    assert ops is not None and ops.url == "https://hooks.example.com/a" and ops.secret == SECRET
+    assert ops is not None and ops.url == "https://hooks.example.com/a"
+    assert ops.keys == (signing_key(SECRET),)
     assert SECRET not in repr(ops) and "hooks.example.com" not in repr(ops)
     assert load_endpoints(None, resolve_secrets=True).for_tool("deploy") == []
 
@@ -143,7 +192,7 @@ def test_the_server_gets_ids_and_events_per_tool_and_the_worker_urls_and_secrets
         ([{"id": "ops", "url": "https://x", "secret": SECRET, "secret_env": "S",
            "events": ["completed"]}], "[0]: give either secret or secret_env, not both"),
         ([{"id": "ops", "url": "https://x", "secret": "short", "events": ["completed"]}],
-         "[0].secret: must be at least 16 characters"),
+         "[0].secret: must be whsec_<base64> or at least 16 characters"),
         ([{"id": "ops", "url": "https://x", "secret": SECRET, "events": ["done"]}],
          "[0].events[0]: must be one of 'input_required', 'completed', 'failed' or 'cancelled'"),
         ([{"id": "ops", "url": "https://x", "secret": SECRET, "events": []}],
@@ -169,6 +218,23 @@ def test_a_bad_endpoints_file_is_refused_with_where_and_why(
     assert str(raised.value).startswith(f"MCP_TASKS_WEBHOOKS_FILE {path}: ")
     assert message in str(raised.value)
     assert SECRET not in str(raised.value)
+
+
+def test_secrets_being_rotated_are_listed_and_each_is_checked(tmp_path: Path) -> None:
+    new, old = SECRET, RAW_SECRET
+    rotating = {"id": "ops", "url": "https://x", "secret_env": ["NEW", "OLD"], "events": ["failed"]}
+    path = write_endpoints(tmp_path, [rotating])
+    ops = load_endpoints(path, resolve_secrets=True, env={"NEW": new, "OLD": old}).get("ops")
+    assert ops is not None and ops.keys == (signing_key(new), signing_key(old))
+    with pytest.raises(ConfigError, match=r"variable OLD must hold a webhook secret \(it is not"):
+        load_endpoints(path, resolve_secrets=True, env={"NEW": new})
+    for bad, why in [
+        ([], "must list 1 to 4 secrets"),
+        (["short"], "must be whsec_<base64> or at least 16"),
+    ]:
+        path = write_endpoints(tmp_path, [{**rotating, "secret_env": None, "secret": bad}])
+        with pytest.raises(ConfigError, match=f"\\[0\\].secret: {why}"):
+            load_endpoints(path, resolve_secrets=False)
 
 
 def test_a_missing_secret_variable_stops_the_worker_not_the_server(tmp_path: Path) -> None:
@@ -346,7 +412,7 @@ def test_a_worker_without_its_webhook_secret_stops_at_once_with_one_line(
     assert done.returncode == 1, done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
         f"mcp-tasks: MCP_TASKS_WEBHOOKS_FILE {hooks}: [0].secret_env: the environment variable "
-        "UNSET_HOOK_SECRET must hold a secret of at least 16 characters (it is not set)"
+        "UNSET_HOOK_SECRET must hold a webhook secret (it is not set)"
     )
 
 
@@ -390,6 +456,8 @@ async def test_each_question_a_task_asks_is_a_delivery_of_its_own(
         bodies = sorted(receiver.unique().values(), key=lambda d: int(d.id.rsplit(".", 1)[1]))
         events = [d.body["event"] for d in bodies]
         assert events == ["input_required", "input_required", "completed"]
+        sequences = [d.body["sequence"] for d in bodies]  # the task's order: only grows
+        assert sequences == sorted(set(sequences)) and sequences[0] > 0
         asked = [d.body["task"]["inputRequests"][0]["message"] for d in bodies[:2]]
         assert asked[0].startswith("Start the canary?") and asked[1].startswith("Roll out")
 
@@ -525,3 +593,99 @@ async def test_a_receiver_that_does_not_answer_in_time_is_tried_again(
         receiver.answer_after.set()
         done = await asyncio.wait_for(handle.result(), timeout=15)
     assert done["attempt"] >= 2 and len(receiver.unique()) == 1
+
+
+async def test_a_410_gone_stops_the_delivery_at_its_first_answer(
+    time_skipping_env: WorkflowEnvironment, tmp_path: Path, receiver: WebhookReceiver
+) -> None:
+    receiver.status = 410
+    deliver = sender(tmp_path, endpoint(receiver.url, ["input_required"])).deliver
+    async with delivering(time_skipping_env, deliver, delivery_to("ops")) as handle:
+        with pytest.raises(WorkflowFailureError) as raised:
+            await asyncio.wait_for(handle.result(), timeout=15)
+    activity_failure = raised.value.cause  # the workflow failed of its activity's failure
+    assert isinstance(activity_failure, ActivityError)
+    cause = activity_failure.cause
+    assert isinstance(cause, ApplicationError) and cause.type == GONE_ERROR
+    assert len(receiver.deliveries) == 1  # never tried again
+
+
+async def test_rotated_secrets_of_the_file_each_sign_and_a_receiver_with_either_verifies(
+    time_skipping_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    previous = "whsec_" + base64.b64encode(b"the-previous-key-of-the-tests-32").decode()
+    old_receiver = WebhookReceiver(free_port(), previous)
+    old_receiver.start()
+    rotated = {**endpoint(old_receiver.url, ["input_required"]), "secret": [previous, SECRET]}
+    try:
+        deliver = sender(tmp_path, rotated).deliver
+        async with delivering(time_skipping_env, deliver, delivery_to("ops")) as handle:
+            assert (await asyncio.wait_for(handle.result(), timeout=15))["status"] == 204
+        (delivered,) = old_receiver.deliveries  # verified there with the previous secret
+        assert len(delivered.headers[SIGNATURE_HEADER].split(" ")) == 2
+        assert Webhook(SECRET).verify(delivered.raw, delivered.headers)["id"] == delivered.id
+    finally:
+        old_receiver.stop()
+
+
+def test_an_endpoint_is_suspended_by_a_sustained_failure_rate_not_a_blip() -> None:
+    now = [0.0]
+    health = EndpointHealth(SuspensionPolicy(600, 10, 0.9), clock=lambda: now[0])
+    for _ in range(9):
+        health.record("ops", succeeded=False)
+    assert not health.is_suspended("ops")  # fewer attempts than the sample needs
+    health.record("ops", succeeded=False)
+    assert health.wait_s("ops") == 300  # the oldest outcome leaves the window in 600 s
+    now[0] = 500.0
+    assert health.wait_s("ops") == 100
+    now[0] = 601.0  # the failures aged out: it is tried again
+    assert health.wait_s("ops") is None
+    for succeeded in [True] * 2 + [False] * 8:  # 80 % failures: below the rate
+        health.record("ops", succeeded=succeeded)
+    assert not health.is_suspended("ops") and not health.is_suspended("other")
+
+
+async def test_a_suspended_endpoint_is_not_called_and_its_delivery_waits_for_a_retry(
+    tmp_path: Path, receiver: WebhookReceiver
+) -> None:
+    health = EndpointHealth(SuspensionPolicy(3600, 1, 1.0))
+    health.record("ops", succeeded=False)
+    hooks = write_endpoints(tmp_path, [endpoint(receiver.url, ["input_required"])])
+    suspended = WebhookSender(load_endpoints(hooks, resolve_secrets=True), None, health)
+    with pytest.raises(ApplicationError) as raised:
+        await ActivityEnvironment().run(suspended.deliver, delivery_to("ops"))
+    assert raised.value.type == SUSPENDED_ERROR and not raised.value.non_retryable
+    assert raised.value.next_retry_delay is not None
+    assert raised.value.next_retry_delay > timedelta(seconds=200)
+    assert not receiver.deliveries
+
+
+async def test_operators_see_a_suspended_endpoint_and_its_waiting_delivery_in_the_cli(
+    fresh_stack: StackFactory, tmp_path: Path, receiver: WebhookReceiver, temporal_client: Client
+) -> None:
+    receiver.status = 503
+    hooks = write_endpoints(tmp_path, [endpoint(receiver.url, ["input_required"])])
+    suspend_at_once = {"webhook_suspend_min_attempts": 1, "webhook_suspend_failure_rate": 1.0}
+    async with fresh_stack(webhooks_file=hooks, **suspend_at_once) as stack:
+        task_id = await stack.mcp.create_task("request_approval", {"message": "Down?"})
+        await receiver.wait_for(lambda r: len(r.deliveries) == 1, 10, "the first attempt")
+        queue = stack.settings.task_queue
+        deadline = time.monotonic() + 15
+        while not [d for d in await pending_deliveries(temporal_client, queue) if d.suspended]:
+            assert time.monotonic() < deadline, "the endpoint was not shown suspended"
+            await asyncio.sleep(0.2)
+        env = {
+            **os.environ,
+            "MCP_TASKS_TEMPORAL_ADDRESS": temporal_client.service_client.config.target_host,
+            "MCP_TASKS_TASK_QUEUE": queue,
+        }
+        process = await asyncio.create_subprocess_exec(
+            MCP_TASKS, "tasks", "webhooks", "--json", env=env, stdout=subprocess.PIPE
+        )
+        out, _ = await asyncio.wait_for(process.communicate(), 60)
+        assert process.returncode == 0
+        (line,) = [json.loads(text) for text in out.decode().splitlines()]
+        assert line["endpoint"] == "ops" and line["pending"] == 1 and line["suspended"] is True
+        assert "suspended after sustained failure" in line["last_failure"]
+        assert len(receiver.deliveries) == 1  # suspended: not called again
+        await stack.mcp.cancel_task(task_id)

@@ -1,7 +1,8 @@
 """A webhook receiver over real HTTP on 127.0.0.1, as an operator's service would run one: it
-verifies every POST with mcp_tasks/webhooks/signature.py (a bad one gets 401 and is kept
-apart), records each genuine delivery, and can be taken down and brought back on its port.
-Without a secret it stands for Slack: it checks nothing and records every POST."""
+verifies every POST with the independent `standardwebhooks` package (the Standard Webhooks
+reference verifier, not this project's code; a bad one gets 401 and is kept apart), records each
+genuine delivery, and can be taken down and brought back on its port. Without a secret it
+stands for Slack: it checks nothing and records every POST."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from mcp_tasks.webhooks.signature import DELIVERY_HEADER, SignatureError, verify
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,13 @@ class Delivery:
     id: str
     headers: dict[str, str]
     body: dict[str, Any]
+    raw: bytes = b""
+
+
+def verifier(secret: str) -> Webhook:
+    """The Standard Webhooks verifier of a secret: a `whsec_` one as the package reads it; a
+    plain one (an operator's secret of an earlier release) by its UTF-8 bytes, its key."""
+    return Webhook(secret if secret.startswith("whsec_") else secret.encode())
 
 
 class WebhookReceiver:
@@ -45,20 +53,22 @@ class WebhookReceiver:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 try:
+                    delivery_id = self.headers["webhook-id"]
                     if receiver.secret:
-                        delivery_id = verify(receiver.secret, dict(self.headers), body, time.time())
-                        parsed = json.loads(body)
+                        parsed = verifier(receiver.secret).verify(body, dict(self.headers))
                         assert parsed["id"] == delivery_id, "the body's id is the header's"
                     else:  # as Slack: no signature to check; the id header all the same
-                        delivery_id, parsed = self.headers[DELIVERY_HEADER], json.loads(body)
-                except (SignatureError, ValueError, KeyError, AssertionError) as err:
+                        parsed = json.loads(body)
+                except (WebhookVerificationError, ValueError, KeyError, AssertionError) as err:
                     with receiver._lock:
                         receiver.refused.append(str(err))
                     self.send_response(401)
                     self.end_headers()
                     return
                 with receiver._lock:
-                    receiver.deliveries.append(Delivery(delivery_id, dict(self.headers), parsed))
+                    receiver.deliveries.append(
+                        Delivery(delivery_id, dict(self.headers), parsed, body)
+                    )
                 receiver.answer_after.wait(30)
                 self.send_response(receiver.status)
                 if receiver.location:

@@ -48,6 +48,11 @@ def result_definition(method: str, result: dict[str, Any]) -> tuple[str, str]:
         "tasks/get": (TASKS, "GetTaskResult"),
         "tasks/update": (TASKS, "UpdateTaskResult"),
         "tasks/cancel": (TASKS, "CancelTaskResult"),
+        # The events extension (SEP-3415) has no published schema yet: a core Result here,
+        # its own pydantic models (mcp_server/protocol/events/models.py) on the server.
+        "events/list": (CORE, "Result"),
+        "events/subscribe": (CORE, "Result"),
+        "events/unsubscribe": (CORE, "Result"),
     }[method]
 
 

@@ -113,6 +113,10 @@ class TaskInput:
     # [{"endpoint": id, "events": [...]}] (ids and events only; the URLs and secrets are the
     # workers' configuration). Empty: no notification, and no command of the webhooks' own.
     webhooks: list[dict[str, Any]] = field(default_factory=list)
+    # Whether the task announces its events to its owner's event subscriptions (SEP-3415,
+    # mcp_tasks/contracts/events.py): set when the server offers the events extension. False:
+    # no command.
+    events: bool = False
     # What the previous run of this task handed on when it continued as new
     # (TaskWorkflow.continue_as_new): the task state it showed and the tool's own progress.
     # Empty in a task's first run.

@@ -177,7 +177,8 @@ class TaskWorkflow:
                    "issuedKeys": sorted(self._issued_keys),
                    "answeredBy": self.answered_by,
                    **({"webhooksSent": self._notifications.sent}
-                      if self._notifications.sent else {})}  # fmt: skip
+                      if self._notifications.sent else {}),
+                   "historyBase": self._notifications.sequence()}  # fmt: skip
         workflow.continue_as_new(replace(self.task, carried=carried), memo={MEMO_KEY: state})
 
     async def ask(
@@ -290,7 +291,9 @@ class TaskWorkflow:
             self._issued_keys = set(task.carried.get("issuedKeys") or ())
             self.answered_by = dict(task.carried.get("answeredBy") or {})
         sent = int(task.carried.get("webhooksSent") or 0)
-        self._notifications = Notifications(task.task_id, task.webhooks, sent)
+        base = int(task.carried.get("historyBase") or 0)
+        events_owner = task.owner if task.events else ""
+        self._notifications = Notifications(task.task_id, task.webhooks, sent, base, events_owner)
         try:
             result = bounded(self._redactor.value(await self.execute(task)))
         except BaseException as err:

@@ -33,9 +33,17 @@ from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
+from mcp_tasks.contracts.events import (
+    EVENT_NAMES,
+    EVENTS_PATCH,
+    TASK_EVENT_SIGNAL,
+    TaskEvent,
+    subscriptions_workflow_id,
+)
 from mcp_tasks.contracts.webhooks import (
     DELIVER_ACTIVITY,
     DELIVERIES_METRIC,
+    GONE_ERROR,
     REJECTED_ERROR,
     UNKNOWN_ENDPOINT_ERROR,
     WebhookDelivery,
@@ -51,7 +59,7 @@ RETRY_POLICY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
     maximum_interval=timedelta(minutes=5),
-    non_retryable_error_types=[REJECTED_ERROR, UNKNOWN_ENDPOINT_ERROR],
+    non_retryable_error_types=[REJECTED_ERROR, GONE_ERROR, UNKNOWN_ENDPOINT_ERROR],
 )
 GIVE_UP_AFTER = timedelta(days=1)
 # One attempt: the activity's own 10 s limit on the POST, and some room.
@@ -106,6 +114,13 @@ def task_view(state: TaskState) -> dict[str, Any]:
     }
 
 
+def task_sequence(history_base: int) -> int:
+    """The task's order number now: the length of its history (replay-safe: the same on every
+    replay of this point), plus `history_base`, the lengths of its runs before a continue-as-new
+    (carried over as `historyBase`), so it only grows for the task's whole life."""
+    return history_base + workflow.info().get_current_history_length()
+
+
 def failure_message(failure: BaseException) -> str:
     """The innermost message of a failure chain, as tasks/get shows a failed task's."""
     cause: BaseException | None = failure
@@ -120,11 +135,26 @@ class Notifications:
     """The notifications of one task run. `send` starts them without waiting; `settle` waits
     until every child has started, and must run before the task closes or continues as new."""
 
-    def __init__(self, task_id: str, subscriptions: list[dict[str, Any]], sent: int) -> None:
+    def __init__(
+        self,
+        task_id: str,
+        subscriptions: list[dict[str, Any]],
+        sent: int,
+        history_base: int = 0,
+        events_owner: str = "",
+    ) -> None:
         self._task_id = task_id
         self._subscriptions = subscriptions
         self.sent = sent
+        self._history_base = history_base
+        # The owner whose event subscriptions hear of this task ("" when it announces none).
+        self._events_owner = events_owner
         self._starting: list[asyncio.Task[None]] = []
+
+    def sequence(self) -> int:
+        """The task's order number now (`task_sequence`); carried over continue-as-new as
+        `historyBase`, so the next run counts on from it."""
+        return task_sequence(self._history_base)
 
     def send(self, event: str, state: TaskState) -> None:
         endpoints = [
@@ -132,22 +162,52 @@ class Notifications:
             for s in self._subscriptions
             if isinstance(s, dict) and event in (s.get("events") or ())
         ]
-        if not endpoints or not workflow.patched(WEBHOOKS_PATCH):
+        announce = bool(self._events_owner) and event in EVENT_NAMES
+        if not endpoints and not announce:
             return
         view = task_view(state)
+        occurred_at = iso_timestamp(workflow.now())
+        sequence = self.sequence()
+        if endpoints and workflow.patched(WEBHOOKS_PATCH):
+            self._notify(endpoints, event, occurred_at, view, sequence)
+        if announce and workflow.patched(EVENTS_PATCH):
+            announced = TaskEvent(state.task_id, state.tool, event, occurred_at, sequence, view)
+            self._starting.append(asyncio.create_task(self._announce(announced)))
+
+    def _notify(
+        self,
+        endpoints: list[str],
+        event: str,
+        occurred_at: str,
+        view: dict[str, Any],
+        sequence: int,
+    ) -> None:
         # The task's first run id tells apart the notifications of a taskId's new run (a
         # keyed task that expired), which counts from 1 again; continue-as-new keeps it.
         run = workflow.info().first_execution_run_id
-        occurred_at = iso_timestamp(workflow.now())
         for endpoint in endpoints:
             self.sent += 1
             delivery = WebhookDelivery(
-                f"{self._task_id}.webhook.{run}.{self.sent}", endpoint, event, occurred_at, view
+                f"{self._task_id}.webhook.{run}.{self.sent}",
+                endpoint,
+                event,
+                occurred_at,
+                view,
+                sequence,
             )
             # A task of its own, not awaited here: the question is published at once, and a
             # cancellation of the task (which cancels only its main coroutine) cannot
             # interrupt the start.
             self._starting.append(asyncio.create_task(self._start(delivery)))
+
+    async def _announce(self, event: TaskEvent) -> None:
+        """Tell the owner's subscriptions workflow (workflows/event_subscriptions.py); none
+        runs when the owner holds no subscription, and the failed signal is all it costs."""
+        target = subscriptions_workflow_id(workflow.info().task_queue, self._events_owner)
+        try:
+            await workflow.get_external_workflow_handle(target).signal(TASK_EVENT_SIGNAL, event)
+        except Exception as err:  # nobody subscribed (or no longer): never fail the task
+            workflow.logger.debug("no event subscriptions for %s: %s", target, err)
 
     async def closing(self, event: TaskStatus, state: TaskState) -> None:
         """Notify of the task's end (`state` as it ends) and wait until every notification of

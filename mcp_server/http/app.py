@@ -37,6 +37,7 @@ from mcp_server.inbox.signin import inbox_signin
 from mcp_server.observability.probes import EngineStatus
 from mcp_server.observability.routes import add_operations_routes, operations
 from mcp_server.protocol.errors import INVALID_REQUEST, McpError
+from mcp_server.protocol.events.store import TemporalSubscriptionStore, events_offered
 from mcp_server.protocol.services import build_services, clock, state_secret
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore
 from mcp_server.tasks.waiting import WaitingTasks
@@ -122,7 +123,14 @@ def create_app(
                 local_client=local_client,
                 quota_lazy_release=settings.quota_lazy_release,
             )
-        services = build_services(settings, registry, task_store, secret, webhooks=webhooks)
+        subscriptions = (
+            TemporalSubscriptionStore(temporal, settings.task_queue)
+            if temporal is not None and events_offered(settings)
+            else None
+        )
+        services = build_services(
+            settings, registry, task_store, secret, webhooks=webhooks, events=subscriptions
+        )
         app.state.endpoint = McpEndpoint(services, SessionCodec(secret))
         app.state.services = services
         app.state.waiting = WaitingTasks(temporal) if temporal is not None else None

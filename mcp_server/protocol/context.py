@@ -16,6 +16,7 @@ import mcp_types as core
 
 from mcp_server.protocol.approver_policy import ApproverPolicy
 from mcp_server.protocol.awaited_answers import AwaitedAnswers
+from mcp_server.protocol.events.store import EventsService
 from mcp_server.protocol.grants import EVERY_SCOPE, Grant
 from mcp_server.protocol.limits.listen import Listening
 from mcp_server.protocol.limits.per_principal import Limits
@@ -54,6 +55,8 @@ class Services:
     approvers: ApproverPolicy = field(default_factory=ApproverPolicy.open)
     # The answers this process awaits to its requests of a 2025-11-25 client (v2025/mrtr.py).
     awaited: AwaitedAnswers = field(default_factory=AwaitedAnswers)
+    # Client-subscribed events (protocol/events/); None when the extension is not offered.
+    events: EventsService | None = None
 
 
 async def _nowhere(message: dict[str, Any]) -> None:

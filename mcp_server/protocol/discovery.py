@@ -19,6 +19,7 @@ import mcp_types as core
 from mcp_server.protocol.attached import followup_tools
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import invalid_params
+from mcp_server.protocol.events.models import EVENTS_EXTENSION
 from mcp_server.protocol.models import DiscoverResult, ListToolsResult, PaginatedParams, Params
 from mcp_server.protocol.wire import SUPPORTED_VERSIONS, TASKS_EXTENSION
 from mcp_server.tools.registry import Tool
@@ -27,16 +28,20 @@ LIST_TTL_MS = 5 * 60 * 1000
 TOOLS_PAGE_SIZE = 100
 
 
-def server_capabilities() -> core.ServerCapabilities:
+def server_capabilities(events: bool = False) -> core.ServerCapabilities:
+    """With `events`, the events extension (SEP-3415) too, without list-change notices."""
+    extensions: dict[str, dict[str, object]] = {TASKS_EXTENSION: {}}
+    if events:
+        extensions[EVENTS_EXTENSION] = {}
     return core.ServerCapabilities(
-        tools=core.ToolsCapability(list_changed=True), extensions={TASKS_EXTENSION: {}}
+        tools=core.ToolsCapability(list_changed=True), extensions=extensions
     )
 
 
 async def discover(ctx: RequestContext, services: Services, params: Params) -> DiscoverResult:
     return DiscoverResult(
         supported_versions=list(SUPPORTED_VERSIONS),
-        capabilities=server_capabilities(),
+        capabilities=server_capabilities(events=services.events is not None),
         instructions=services.instructions or None,
         ttl_ms=LIST_TTL_MS,
         cache_scope="public",

@@ -25,6 +25,8 @@ from pydantic import BaseModel
 from mcp_server.protocol import audit, capabilities, discovery, tools
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import METHOD_NOT_FOUND, McpError, from_task_error
+from mcp_server.protocol.events import handlers as events
+from mcp_server.protocol.events.models import SubscribeParams, UnsubscribeParams
 from mcp_server.protocol.models import (
     ListenParams,
     PaginatedParams,
@@ -122,6 +124,9 @@ TABLE: dict[str, Method] = {
             name_param="taskId",
             audit_event="tasks/cancel",
         ),
+        _method("events/list", PaginatedParams, events.list_events, eras=MODERN),
+        _method("events/subscribe", SubscribeParams, events.subscribe, eras=MODERN),
+        _method("events/unsubscribe", UnsubscribeParams, events.unsubscribe, eras=MODERN),
         Method(
             "subscriptions/listen",
             ListenParams,

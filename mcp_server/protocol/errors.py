@@ -58,6 +58,10 @@ QUOTA_EXCEEDED = -31001
 APPROVER_CANNOT_CANCEL = -31002
 # A tool call named approvers its caller may not name (MCP_TASKS_APPROVER_NAMING), or itself.
 APPROVERS_NOT_ALLOWED = -31003
+# A client's webhook failed the verification handshake of events/subscribe, or could not be
+# reached; `data.reason` says how (challenge_failed, connection_refused, timeout, tls_error,
+# http_4xx, http_5xx). SEP-3415's provisional -32027 is the spec's range, not ours: HTTP 400.
+CALLBACK_ENDPOINT_ERROR = -31010
 # An answer to an input request by someone the request does not name as its approver (the
 # task's owner included), or by an approver to a request that is the owner's to answer.
 NOT_AN_APPROVER = INVALID_PARAMS

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from mcp_server.protocol import state_keys
 from mcp_server.protocol.approver_policy import ApproverPolicy
 from mcp_server.protocol.context import Services
+from mcp_server.protocol.events.store import EventsService, SubscriptionStore
 from mcp_server.protocol.limits.listen import Listening, StreamSlots
 from mcp_server.protocol.limits.per_principal import Limits, PollLimiter
 from mcp_server.protocol.limits.rates import RateLimits
@@ -74,6 +75,7 @@ def build_services(
     secret: StateSecret,
     now: Callable[[], datetime] = clock,
     webhooks: WebhookEndpoints | None = None,
+    events: SubscriptionStore | None = None,
 ) -> Services:
     """The services; `webhooks` defaults to the endpoints of `settings.webhooks_file` (a
     ConfigError when that file is unusable)."""
@@ -105,4 +107,5 @@ def build_services(
         approvers_may_cancel=settings.approvers_may_cancel,
         webhooks=webhooks,
         approvers=ApproverPolicy.of(settings),
+        events=EventsService(events, settings) if events is not None else None,
     )

@@ -179,6 +179,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
         requested_by=ctx.identity.name,
         webhooks=services.webhooks.for_tool(tool.name),
         related_task_ids=related,
+        events=services.events is not None,
     )
     workflow = tool.workflow
     try:

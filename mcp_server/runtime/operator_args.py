@@ -79,6 +79,13 @@ def add_parser(commands: Any) -> None:
         "MCP_TASKS_STATE_SECRET, newest first) hold for a principal; asks Temporal nothing.",
     )  # fmt: skip
     principal.add_argument("subject", metavar="PRINCIPAL", help="a subject, or its 32-hex digest")
+    hooks = sub.add_parser(
+        "webhooks", help="webhook deliveries still retrying, by endpoint (suspended or not)",
+        description="The webhook deliveries of this task queue that have not succeeded yet, "
+        "one line per endpoint: how many wait, whether a worker suspended the endpoint after "
+        "sustained failure, the most attempts one has made and its last failure.",
+    )  # fmt: skip
+    hooks.add_argument("--json", action="store_true", help="one JSON object per endpoint")
     show = sub.add_parser("show", help="one task as tasks/get shows it, plus Temporal's detail")
     show.add_argument("task_id", metavar="ID")
     show.add_argument(

@@ -1,4 +1,5 @@
-"""`mcp-tasks tasks list|show|answer`: operators find, read and answer tasks from a terminal,
+"""`mcp-tasks tasks list|show|answer|webhooks`: operators find, read and answer tasks from a
+terminal (and see the webhook deliveries still retrying, mcp_server/tasks/pending_webhooks.py),
 straight from Temporal (the same MCP_TASKS_* connection settings as `server` and `worker`,
 payload key included), without knowing a taskId in advance and without an MCP client.
 
@@ -16,8 +17,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import getpass
 import hashlib
+import json
 import sys
 import uuid
 from datetime import UTC, datetime
@@ -39,6 +42,7 @@ from mcp_server.tasks.listing import (
     owner_digest,
     task_detail,
 )
+from mcp_server.tasks.pending_webhooks import by_endpoint, pending_deliveries
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.temporal.connection import connect
@@ -131,6 +135,8 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         else:
             print("no tasks", file=sys.stderr)
         return 0
+    if args.tasks_command == "webhooks":
+        return await _webhooks(args, settings)
     client = await _client(settings)
     store = TemporalTaskStore(
         client, settings.task_queue, poll_interval_max_ms=settings.poll_interval_max_ms
@@ -145,6 +151,23 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         print(views.shown_json(snapshot, detail) if args.json else views.page(snapshot, detail))
         return 0
     return await _answer(args, settings, store, snapshot)
+
+
+async def _webhooks(args: argparse.Namespace, settings: Settings) -> int:
+    found = await pending_deliveries(await _client(settings), settings.task_queue)
+    backlog = by_endpoint(found)
+    for line in backlog:
+        if args.json:
+            print(json.dumps(dataclasses.asdict(line)))
+        else:
+            state = "suspended" if line.suspended else "active"
+            print(
+                f"{line.endpoint}\t{line.pending} pending\t{state}\t"
+                f"{line.most_attempts} attempts\t{line.last_failure}"
+            )
+    if not backlog:
+        print("no webhook delivery is waiting", file=sys.stderr)
+    return 0
 
 
 def _pick_key(snapshot: TaskSnapshot, key: str | None) -> str:

@@ -25,12 +25,17 @@ from temporalio.worker import Worker, WorkerDeploymentConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities import quota as quota_activities
+from activities.callback_http import CallbackPolicy
+from activities.event_delivery import EventSender
+from activities.webhook_health import EndpointHealth, SuspensionPolicy
 from activities.webhooks import WebhookSender
 from mcp_server.tasks.expiry import run_sweeper
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.settings import ConfigError, Settings
 from mcp_tasks.webhooks.endpoints import load_endpoints
 from workflows import quota, session_tasks
+from workflows.event_delivery import EventDeliveryWorkflow
+from workflows.event_subscriptions import EventSubscriptionsWorkflow
 from workflows.secret_interceptor import SecretsInterceptor
 from workflows.webhooks import WebhookDeliveryWorkflow
 
@@ -84,7 +89,15 @@ def build_worker(
     nothing that serves tasks passes it)."""
     # The URLs and secrets of the webhook endpoints live here, never in a task's history.
     endpoints = load_endpoints(settings.webhooks_file, resolve_secrets=True)
-    sender = WebhookSender(endpoints, settings.public_url)
+    policy = SuspensionPolicy(
+        settings.webhook_suspend_window_s,
+        settings.webhook_suspend_min_attempts,
+        settings.webhook_suspend_failure_rate,
+    )
+    sender = WebhookSender(endpoints, settings.public_url, EndpointHealth(policy))
+    events = EventSender(
+        CallbackPolicy(settings.events_allow_private_addresses, settings.events_ca_file)
+    )
     # Sync (`def`) activities, whose blocking I/O must stay off the event loop, run on this
     # pool: one thread per activity slot, so a slot never waits for a thread (threads are
     # made on demand).
@@ -100,9 +113,17 @@ def build_worker(
             *quota_workflows,
             *session_tasks.WORKFLOWS,
             WebhookDeliveryWorkflow,
+            EventSubscriptionsWorkflow,
+            EventDeliveryWorkflow,
         ],
         workflow_runner=runner or workflow_runner(),
-        activities=[*registry.activities, *quota_activities.ACTIVITIES, sender.deliver],
+        activities=[
+            *registry.activities,
+            *quota_activities.ACTIVITIES,
+            sender.deliver,
+            events.verify_endpoint,
+            events.deliver,
+        ],
         # Secret arguments out of the exceptions the SDK logs and Temporal records.
         interceptors=[SecretsInterceptor()],
         max_cached_workflows=settings.max_cached_workflows,

@@ -11,7 +11,10 @@ from typing import Any
 DELIVER_ACTIVITY = "mcp_tasks.deliver_webhook"
 # ApplicationError types the activity raises for what no retry can fix.
 REJECTED_ERROR = "WebhookRejected"
+GONE_ERROR = "WebhookGone"  # the receiver answered 410 Gone: stop, as Standard Webhooks says
 UNKNOWN_ENDPOINT_ERROR = "WebhookEndpointUnknown"
+# Retried (after the suspension's wait): the endpoint failed for too long to be called now.
+SUSPENDED_ERROR = "WebhookEndpointSuspended"
 # Counted by outcome: each attempt by the activity, a delivery given up by the workflow.
 # Outcome: delivered, failed (retried), rejected (a 4xx, not retried), gave_up (a day of
 # retries went by).
@@ -32,3 +35,6 @@ class WebhookDelivery:
     # taskId, tool, status, statusMessage, createdAt, lastUpdatedAt, inputRequests
     # ([{key, message}]): the task as its memo shows it (redacted like the memo).
     task: dict[str, Any]
+    # The task's history length when the event happened (plus that of its runs before a
+    # continue-as-new): a number per task that only grows. None in deliveries started before.
+    sequence: int | None = None

@@ -10,9 +10,12 @@ Rules implemented:
   `events`: a non-empty list of `input_required`, `completed`, `failed`, `cancelled`; `tools`
   (optional): the tools whose tasks it hears of, every tool when absent; `format`: `json` (the
   default, signed) or `slack` (a Slack incoming-webhook `{"text": ...}`).
-- The secret that signs the deliveries is `secret` (at least 16 characters) or `secret_env`,
-  the name of an environment variable that holds it: exactly one of them, except that a
-  `slack` endpoint may have none (Slack does not check signatures; its URL is its secret).
+- The secret that signs the deliveries (mcp_tasks/webhooks/signature.py, Standard Webhooks) is
+  `secret` or `secret_env`, the name of an environment variable that holds it: exactly one of
+  them, except that a `slack` endpoint may have none (Slack does not check signatures; its URL
+  is its secret). Either may be a list, to rotate: every delivery is signed with each secret.
+  A secret is `whsec_<base64 of 24-64 bytes>`, or (as earlier releases took) a plain one of
+  at least 16 characters, whose key is its UTF-8 bytes.
 - The server reads only ids, events and tools (`resolve_secrets=False`): it puts the ids of
   the endpoints a task's tool notifies into the task, never a URL or a secret. A worker
   resolves the secrets as it starts: a `secret_env` that is unset or empty is an error there.
@@ -33,11 +36,12 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mcp_tasks.settings import ConfigError, describe, key_path
+from mcp_tasks.webhooks.signature import SecretError, signing_key
 
 WebhookEvent = Literal["input_required", "completed", "failed", "cancelled"]
 EVENTS: tuple[WebhookEvent, ...] = ("input_required", "completed", "failed", "cancelled")
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-MIN_SECRET_CHARS = 16
+MAX_SECRETS = 4
 
 
 class _Entry(BaseModel):
@@ -47,8 +51,8 @@ class _Entry(BaseModel):
 
     id: str
     url: str
-    secret: str | None = Field(default=None, repr=False)
-    secret_env: str | None = None
+    secret: str | tuple[str, ...] | None = Field(default=None, repr=False)
+    secret_env: str | tuple[str, ...] | None = None
     events: tuple[WebhookEvent, ...] = Field(min_length=1)
     tools: tuple[str, ...] | None = None
     format: Literal["json", "slack"] = "json"
@@ -75,11 +79,21 @@ class _Entry(BaseModel):
             raise ValueError("must not contain whitespace")
         return value
 
+    @field_validator("secret", "secret_env")
+    @classmethod
+    def _some(cls, value: str | tuple[str, ...] | None) -> str | tuple[str, ...] | None:
+        if isinstance(value, tuple) and not 1 <= len(value) <= MAX_SECRETS:
+            raise ValueError(f"must list 1 to {MAX_SECRETS} secrets")
+        return value
+
     @field_validator("secret")
     @classmethod
-    def _secret(cls, value: str | None) -> str | None:
-        if value is not None and len(value) < MIN_SECRET_CHARS:
-            raise ValueError(f"must be at least {MIN_SECRET_CHARS} characters")
+    def _secret(cls, value: str | tuple[str, ...] | None) -> str | tuple[str, ...] | None:
+        for secret in _listed(value):
+            try:
+                signing_key(secret)
+            except SecretError as err:
+                raise ValueError(str(err)) from None
         return value
 
     @model_validator(mode="after")
@@ -91,13 +105,18 @@ class _Entry(BaseModel):
         return self
 
 
+def _listed(value: str | tuple[str, ...] | None) -> tuple[str, ...]:
+    return () if value is None else (value,) if isinstance(value, str) else value
+
+
 @dataclass(frozen=True)
 class WebhookEndpoint:
-    """One endpoint, validated; `secret` is "" when unresolved (the server) or unsigned."""
+    """One endpoint, validated; `keys` (the signing keys, one per secret) is empty when
+    unresolved (the server) or unsigned."""
 
     id: str
     url: str = ""
-    secret: str = ""
+    keys: tuple[bytes, ...] = ()
     events: frozenset[str] = frozenset()
     tools: frozenset[str] | None = None
     format: Literal["json", "slack"] = "json"
@@ -159,23 +178,33 @@ def load_endpoints(
             raise ConfigError(f"{where}: {'; '.join(problems)}") from None
         if any(e.id == entry.id for e in endpoints):
             raise ConfigError(f"{where}: [{index}].id: {entry.id!r} is used twice")
-        secret = entry.secret or ""
-        if resolve_secrets and entry.secret_env is not None:
-            secret = source.get(entry.secret_env, "")
-            if len(secret) < MIN_SECRET_CHARS:
-                raise ConfigError(
-                    f"{where}: [{index}].secret_env: the environment variable "
-                    f"{entry.secret_env} must hold a secret of at least {MIN_SECRET_CHARS} "
-                    f"characters ({'it is not set' if not secret else 'it is too short'})"
-                )
+        keys = _keys(entry, source, f"{where}: [{index}]") if resolve_secrets else ()
         endpoints.append(
             WebhookEndpoint(
                 id=entry.id,
                 url=entry.url if resolve_secrets else "",
-                secret=secret if resolve_secrets else "",
+                keys=keys,
                 events=frozenset(entry.events),
                 tools=frozenset(entry.tools) if entry.tools is not None else None,
                 format=entry.format,
             )
         )
     return WebhookEndpoints(endpoints)
+
+
+def _keys(entry: _Entry, env: Mapping[str, str], where: str) -> tuple[bytes, ...]:
+    """The signing keys of an entry: its secrets, or those its variables hold."""
+    if entry.secret is not None:
+        return tuple(signing_key(secret) for secret in _listed(entry.secret))
+    keys: list[bytes] = []
+    for name in _listed(entry.secret_env):
+        secret = env.get(name, "")
+        try:
+            keys.append(signing_key(secret))
+        except SecretError as err:
+            state = "it is not set" if not secret else str(err)
+            raise ConfigError(
+                f"{where}.secret_env: the environment variable {name} must hold a webhook "
+                f"secret ({state})"
+            ) from None
+    return tuple(keys)

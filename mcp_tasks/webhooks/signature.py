@@ -1,27 +1,38 @@
-"""How a webhook delivery is signed, and how a receiver checks it (standard library only: a
-receiver may import this module or copy its dozen lines).
+"""How a webhook delivery is signed, and how a receiver checks it: the Standard Webhooks
+profile (https://www.standardwebhooks.com), which SEP-3415 (the MCP Events extension) adopts.
+Standard library only: the operators' webhooks and the client-subscribed events both sign here.
 
-Every POST carries:
-- `Mcp-Tasks-Delivery`: the delivery id, the same on every retry of one notification (and the
-  body's `id`): a receiver deduplicates on it, as delivery is at least once;
-- `Mcp-Tasks-Timestamp`: the Unix time (seconds) at which this attempt was signed;
-- `Mcp-Tasks-Signature`: `v1=` and the hex HMAC-SHA256, keyed with the endpoint's secret, of
-  the timestamp, a `.`, and the body's exact bytes.
-
-`verify` accepts a delivery only with a valid signature and a timestamp within `window_s` of
-the receiver's clock (either way), so a recorded delivery cannot be replayed later.
+Rules implemented:
+- Every signed POST carries `webhook-id` (the delivery id, the same on every retry: a receiver
+  deduplicates on it), `webhook-timestamp` (the Unix seconds of this attempt) and
+  `webhook-signature`: `v1,` and the base64 HMAC-SHA256 of `<id>.<timestamp>.<body bytes>`.
+  The id is inside the signed content, so a receiver never deduplicates on an unsigned value.
+- Several keys (a secret being rotated) give several signatures, separated by a space; a
+  receiver accepts the delivery when any one verifies.
+- A secret is `whsec_` and the base64 of 24 to 64 random bytes (the key is those bytes). An
+  operator's older secret without the prefix (at least 16 characters) still signs: its key is
+  its UTF-8 bytes, the key it always was (`Webhook(secret.encode())` in `standardwebhooks`).
+- `verify` accepts a delivery only with a valid signature and a timestamp within `window_s`
+  of the receiver's clock (5 minutes, either way) and returns its (signed) `webhook-id`.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from secrets import token_bytes
 
-DELIVERY_HEADER = "Mcp-Tasks-Delivery"
-TIMESTAMP_HEADER = "Mcp-Tasks-Timestamp"
-SIGNATURE_HEADER = "Mcp-Tasks-Signature"
+ID_HEADER = "webhook-id"
+TIMESTAMP_HEADER = "webhook-timestamp"
+SIGNATURE_HEADER = "webhook-signature"
 EVENT_HEADER = "Mcp-Tasks-Event"
+SECRET_PREFIX = "whsec_"
+MIN_KEY_BYTES = 24
+MAX_KEY_BYTES = 64
+MIN_RAW_SECRET_CHARS = 16
 VERSION = "v1"
 DEFAULT_WINDOW_S = 300.0
 
@@ -30,32 +41,83 @@ class SignatureError(ValueError):
     """A delivery that must not be trusted; the message says why."""
 
 
-def signature(secret: str, timestamp: int, body: bytes) -> str:
-    """The signature header's value for `body` signed at `timestamp`."""
-    signed = str(timestamp).encode("ascii") + b"." + body
-    digest = hmac.new(secret.encode("utf-8"), signed, hashlib.sha256).hexdigest()
-    return f"{VERSION}={digest}"
+class SecretError(ValueError):
+    """A secret that cannot sign; the message says why (never the secret)."""
+
+
+def whsec_key(secret: str) -> bytes:
+    """The key of a `whsec_` secret; SecretError unless it is base64 of 24 to 64 bytes."""
+    if not secret.startswith(SECRET_PREFIX):
+        raise SecretError(f"must start with {SECRET_PREFIX}")
+    try:
+        key = base64.b64decode(secret[len(SECRET_PREFIX) :], validate=True)
+    except (binascii.Error, ValueError):
+        raise SecretError(f"must be {SECRET_PREFIX} followed by base64") from None
+    if not MIN_KEY_BYTES <= len(key) <= MAX_KEY_BYTES:
+        raise SecretError(
+            f"must be {SECRET_PREFIX} followed by the base64 of {MIN_KEY_BYTES} to "
+            f"{MAX_KEY_BYTES} bytes (it holds {len(key)})"
+        )
+    return key
+
+
+def signing_key(secret: str) -> bytes:
+    """The HMAC key of an operator's secret: a `whsec_` secret's bytes, or (the secrets of
+    earlier releases) the UTF-8 bytes of a plain one of at least 16 characters."""
+    if secret.startswith(SECRET_PREFIX):
+        return whsec_key(secret)
+    if len(secret) < MIN_RAW_SECRET_CHARS:
+        raise SecretError(
+            f"must be {SECRET_PREFIX}<base64> or at least {MIN_RAW_SECRET_CHARS} characters"
+        )
+    return secret.encode("utf-8")
+
+
+def new_secret(key_bytes: int = 32) -> str:
+    """A fresh `whsec_` secret (what `mcp-tasks` tells operators to generate)."""
+    return SECRET_PREFIX + base64.b64encode(token_bytes(key_bytes)).decode("ascii")
+
+
+def _one(key: bytes, message_id: str, timestamp: int, body: bytes) -> str:
+    signed = f"{message_id}.{timestamp}.".encode() + body
+    digest = hmac.new(key, signed, hashlib.sha256).digest()
+    return f"{VERSION},{base64.b64encode(digest).decode('ascii')}"
+
+
+def signature(keys: Iterable[bytes], message_id: str, timestamp: int, body: bytes) -> str:
+    """The `webhook-signature` value: one `v1,<base64>` per key, space-separated."""
+    return " ".join(_one(key, message_id, timestamp, body) for key in keys)
+
+
+def signed_headers(
+    keys: Iterable[bytes], message_id: str, timestamp: int, body: bytes
+) -> dict[str, str]:
+    """The three Standard Webhooks headers of one attempt."""
+    return {
+        ID_HEADER: message_id,
+        TIMESTAMP_HEADER: str(timestamp),
+        SIGNATURE_HEADER: signature(keys, message_id, timestamp, body),
+    }
 
 
 def verify(
-    secret: str,
+    secrets: str | Iterable[str],
     headers: Mapping[str, str],
     body: bytes,
     now: float,
     window_s: float = DEFAULT_WINDOW_S,
 ) -> str:
-    """The delivery id of a genuine, fresh delivery; SignatureError otherwise.
+    """The `webhook-id` of a genuine, fresh delivery; SignatureError otherwise.
 
-    `headers` may use any case (a dict, Starlette's `request.headers`, `dict(handler.headers)`
-    of http.server); `body` is the raw request body; `now` the receiver's Unix time."""
+    `secrets`: the receiver's secret, or several while one is rotated; `headers` in any case
+    (a dict, Starlette's `request.headers`, `dict(handler.headers)`); `body` the raw bytes;
+    `now` the receiver's Unix time."""
     lowered = {name.lower(): value for name, value in headers.items()}
-    delivery = lowered.get(DELIVERY_HEADER.lower(), "")
-    stamp = lowered.get(TIMESTAMP_HEADER.lower(), "")
-    given = lowered.get(SIGNATURE_HEADER.lower(), "")
-    if not (delivery and stamp and given):
-        raise SignatureError(
-            f"missing {DELIVERY_HEADER}, {TIMESTAMP_HEADER} or {SIGNATURE_HEADER} header"
-        )
+    message_id = lowered.get(ID_HEADER, "")
+    stamp = lowered.get(TIMESTAMP_HEADER, "")
+    given = lowered.get(SIGNATURE_HEADER, "")
+    if not (message_id and stamp and given):
+        raise SignatureError(f"missing {ID_HEADER}, {TIMESTAMP_HEADER} or {SIGNATURE_HEADER}")
     try:
         timestamp = int(stamp)
     except ValueError:
@@ -65,8 +127,8 @@ def verify(
             f"{TIMESTAMP_HEADER} is {now - timestamp:.0f} s away from now (more than "
             f"{window_s:.0f} s): a replay, or a clock that is off"
         )
-    expected = signature(secret, timestamp, body)
-    # Several signatures may be given (comma-separated), e.g. while a secret is rotated.
-    if not any(hmac.compare_digest(expected, part.strip()) for part in given.split(",")):
+    keys = [signing_key(s) for s in ([secrets] if isinstance(secrets, str) else secrets)]
+    expected = {_one(key, message_id, timestamp, body) for key in keys}
+    if not any(hmac.compare_digest(want, part) for part in given.split(" ") for want in expected):
         raise SignatureError("the signature does not match (another secret, or a changed body)")
-    return delivery
+    return message_id

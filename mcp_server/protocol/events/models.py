@@ -1,0 +1,70 @@
+"""The wire of the events extension (SEP-3415, `io.modelcontextprotocol/events`) this server
+serves: `events/list`, `events/subscribe` and `events/unsubscribe` (webhook delivery), parsed at
+the edge like every other request (mcp_server/protocol/models.py)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from mcp_server.protocol.models import JsonObject, Params, WireModel
+
+EVENTS_EXTENSION = "io.modelcontextprotocol/events"
+
+
+class TaskEventArguments(WireModel):
+    """The arguments of every task event type: narrow it to one task, or one tool's tasks."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    task_id: str | None = Field(default=None, alias="taskId", min_length=1, max_length=256)
+    tool: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+class Delivery(WireModel):
+    mode: Literal["webhook"] = "webhook"
+    url: str = Field(min_length=1)
+    secret: str = Field(min_length=1, repr=False)
+
+
+class DeliveryTarget(WireModel):
+    url: str = Field(min_length=1)
+
+
+class SubscribeParams(Params):
+    name: str = Field(min_length=1)
+    arguments: JsonObject = Field(default_factory=dict)
+    delivery: Delivery
+    cursor: str | None = None
+    max_age_ms: int | None = Field(default=None, ge=0)
+    # Absent: the server's default lifetime; null: no expiry asked (granted finite here).
+    ttl_ms: int | None = Field(default=None, ge=0)
+
+
+class UnsubscribeParams(Params):
+    name: str = Field(min_length=1)
+    arguments: JsonObject = Field(default_factory=dict)
+    delivery: DeliveryTarget
+
+
+class EventType(WireModel):
+    name: str
+    description: str
+    delivery: list[str]
+    input_schema: JsonObject
+    payload_schema: JsonObject
+
+
+class ListEventsResult(WireModel):
+    result_type: Literal["complete"] = "complete"
+    events: list[EventType]
+    next_cursor: str | None = None
+
+
+class SubscribeResult(WireModel):
+    result_type: Literal["complete"] = "complete"
+    id: str
+    refresh_before: str
+    truncated: bool = False
+    delivery_status: dict[str, Any] | None = None

@@ -1,0 +1,169 @@
+"""Client-subscribed events (SEP-3415, webhook mode): the names and messages shared by the task
+workflow (which announces its events), the subscriptions workflow of a principal, the delivery
+workflow and their activities, and the server that drives them.
+
+What travels where:
+- A task whose owner may subscribe (`TaskInput.events`) signals `TaskEvent` to the workflow
+  `mcp-events-<task queue>-<owner>` at each event; when no such workflow runs (its owner holds no
+  subscription) the signal fails and nothing else happens.
+- `mcp-events-<task queue>-<principal>` (workflows/event_subscriptions.py) holds that
+  principal's webhook subscriptions: the server subscribes, refreshes and unsubscribes
+  through its updates, and it starts one `McpEventDelivery` child per event and matching
+  subscription.
+- A delivery asks the subscriptions workflow (query `SUBSCRIPTION_QUERY`) before each attempt
+  whether its subscription still lives and with which URL and secrets: an expired or removed
+  subscription delivers nothing, even a retry already scheduled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Guards the signal a task sends per event: only tasks created with `events` reach it.
+EVENTS_PATCH = "mcp-events"
+SUBSCRIPTIONS_WORKFLOW = "McpEventSubscriptions"
+DELIVERY_WORKFLOW = "McpEventDelivery"
+DELIVER_ACTIVITY = "mcp_tasks.deliver_event"
+VERIFY_ACTIVITY = "mcp_tasks.verify_event_endpoint"
+TASK_EVENT_SIGNAL = "mcp.task_event"
+SUBSCRIPTION_QUERY = "mcp.subscription"
+SUBSCRIBE_UPDATE = "mcp.subscribe"
+UNSUBSCRIBE_UPDATE = "mcp.unsubscribe"
+# ApplicationError types of the delivery activity that no retry can fix.
+ENDED_ERROR = "EventSubscriptionEnded"
+# The event types, by the task status each announces.
+EVENT_NAMES = {
+    "input_required": "task.input_required",
+    "completed": "task.completed",
+    "failed": "task.failed",
+    "cancelled": "task.cancelled",
+}
+# The lastError categories of SEP-3415 (never an endpoint's own words).
+ERROR_CATEGORIES = (
+    "connection_refused",
+    "timeout",
+    "tls_error",
+    "http_4xx",
+    "http_5xx",
+    "challenge_failed",
+)
+
+
+def subscriptions_workflow_id(task_queue: str, principal: str) -> str:
+    """The subscriptions workflow of `principal` (a digest) among the tasks of `task_queue`."""
+    return f"mcp-events-{task_queue}-{principal}"
+
+
+@dataclass
+class TaskEvent:
+    """One event of a task, as its workflow announces it."""
+
+    task_id: str
+    tool: str
+    event: str  # input_required, completed, failed, cancelled
+    occurred_at: str
+    sequence: int
+    # The task as webhooks show it (workflows/webhooks.py task_view), redacted like its memo.
+    task: dict[str, Any]
+
+    @property
+    def event_id(self) -> str:
+        """Stable over retries and replays: the task, the event and the task's order number."""
+        return f"{self.task_id}.{self.event}.{self.sequence}"
+
+
+@dataclass
+class SubscribeInput:
+    """events/subscribe, as the server checked it (the key's parts, a valid whsec_ secret)."""
+
+    subscription_id: str
+    name: str
+    arguments: dict[str, Any]
+    url: str
+    secret: str
+    ttl_s: float  # the lifetime granted (the server clamped the suggestion)
+    max_subscriptions: int
+    challenge: str  # the nonce of the handshake, should this URL need one
+
+
+@dataclass
+class SubscribeResult:
+    # "" when subscribed; else "limit" or a SEP-3415 lastError category of the handshake.
+    error: str = ""
+    refresh_before: str = ""
+    refreshed: bool = False
+    # For a refresh: active, lastDeliveryAt, lastError (SEP-3415 deliveryStatus).
+    delivery_status: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class UnsubscribeInput:
+    subscription_id: str
+
+
+@dataclass
+class Subscription:
+    """One live subscription, as the subscriptions workflow keeps it."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    url: str
+    secrets: list[str]  # the current secret first; the previous one during its grace
+    expires_at: str
+    previous_until: str = ""  # until when the previous secret still signs (rotation)
+    last_delivery_at: str = ""
+    last_error: str = ""
+    failed_since: str = ""
+
+    def hears(self, event: TaskEvent) -> bool:
+        """Whether this subscription's name and arguments select `event`."""
+        if EVENT_NAMES.get(event.event) != self.name:
+            return False
+        task_id = self.arguments.get("taskId")
+        tool = self.arguments.get("tool")
+        return (task_id is None or task_id == event.task_id) and (
+            tool is None or tool == event.tool
+        )
+
+
+@dataclass
+class SubscriptionsInput:
+    """The subscriptions workflow's input: its principal, and what a previous run handed on."""
+
+    principal: str
+    subscriptions: list[Subscription] = field(default_factory=list)
+    verified_urls: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Liveness:
+    """The query's answer for one subscription: where and how to deliver, if at all."""
+
+    live: bool
+    url: str = ""
+    secrets: list[str] = field(default_factory=list)
+    expires_at: str = ""
+
+
+@dataclass
+class EventDelivery:
+    """One event for one subscription: the delivery workflow's input and its activity's."""
+
+    subscriptions_workflow: str  # the workflow to ask whether the subscription still lives
+    subscription_id: str
+    event_id: str
+    name: str
+    timestamp: str
+    data: dict[str, Any]
+
+
+@dataclass
+class VerifyInput:
+    """The handshake: POST a signed `verification` envelope, expect the challenge back."""
+
+    subscription_id: str
+    url: str
+    secret: str
+    challenge: str

@@ -1,0 +1,267 @@
+"""The webhook subscriptions of one principal (SEP-3415 `events/subscribe`), durable in Temporal:
+the workflow `mcp-events-<task queue>-<principal>`.
+
+Rules implemented:
+- Subscribe (update `SUBSCRIBE_UPDATE`, sent with update-with-start, so the first one starts
+  the workflow): a subscription id the workflow holds is a refresh: a new lifetime, a new secret
+  (the previous one still signs for `ROTATION_GRACE`), and the delivery status so far. A new one
+  counts against the principal's limit, and a URL this principal has not verified yet is
+  verified first by the handshake (activity `VERIFY_ACTIVITY`); it is refused on failure.
+  Verification is kept per URL for as long as the workflow lives (across continue-as-new); a
+  failed one is answered again without a POST for `HANDSHAKE_BACKOFF`.
+- A subscription ends at its `expires_at` (a durable timer), or by unsubscribe (update
+  `UNSUBSCRIBE_UPDATE`). An ended subscription starts nothing, and its deliveries still
+  pending stop: each asks `SUBSCRIPTION_QUERY` before every attempt.
+- A task's event (signal `TASK_EVENT_SIGNAL`) starts one `McpEventDelivery` child per live
+  subscription whose name and arguments select it, with the id `<subscription id>.<event id>`
+  (a replayed or repeated signal starts none twice). Children outlive this workflow
+  (`ParentClosePolicy.ABANDON`); the outcome of those that end in this run is kept as the
+  subscription's delivery status (lastDeliveryAt, lastError, failedSince).
+- With no subscription left for `IDLE_CLOSE` the workflow closes (a later subscribe starts it
+  again); it continues as new when Temporal suggests it, its state handed on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import ChildWorkflowError, WorkflowAlreadyStartedError
+
+from mcp_tasks.contracts.events import (
+    SUBSCRIBE_UPDATE,
+    SUBSCRIPTION_QUERY,
+    SUBSCRIPTIONS_WORKFLOW,
+    TASK_EVENT_SIGNAL,
+    UNSUBSCRIBE_UPDATE,
+    VERIFY_ACTIVITY,
+    EventDelivery,
+    Liveness,
+    SubscribeInput,
+    SubscribeResult,
+    Subscription,
+    SubscriptionsInput,
+    TaskEvent,
+    UnsubscribeInput,
+    VerifyInput,
+)
+from workflows.event_delivery import EventDeliveryWorkflow
+from workflows.task_state import iso_timestamp
+
+ROTATION_GRACE = timedelta(minutes=5)
+# After a failed handshake, the same URL is not challenged again for this long (the same
+# failure is answered): a principal cannot turn subscribe calls into a flood of POSTs at a URL.
+HANDSHAKE_BACKOFF = timedelta(minutes=1)
+IDLE_CLOSE = timedelta(minutes=1)
+HANDSHAKE_TIMEOUT = timedelta(seconds=20)
+
+
+def _at(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+@workflow.defn(name=SUBSCRIPTIONS_WORKFLOW)
+class EventSubscriptionsWorkflow:
+    @workflow.init
+    def __init__(self, state: SubscriptionsInput) -> None:
+        self._principal = state.principal
+        self._subscriptions = {s.id: s for s in state.subscriptions}
+        self._verified = set(state.verified_urls)
+        self._refused: dict[str, tuple[datetime, str]] = {}  # url -> (until, why)
+        self._lock = asyncio.Lock()  # one subscribe or unsubscribe at a time (handshakes await)
+        self._changed = False
+        self._starting = 0  # child starts in flight: they must be done before the run ends
+
+    @workflow.run
+    async def run(self, state: SubscriptionsInput) -> None:
+        while True:
+            self._drop_expired()
+            if workflow.info().is_continue_as_new_suggested():
+                await self._quiet()
+                workflow.continue_as_new(self._handed_on())
+            self._changed = False
+            if not self._subscriptions:
+                idle = await self._wait(IDLE_CLOSE)
+                if idle and not self._subscriptions:
+                    await self._quiet()
+                    if not self._subscriptions:
+                        return
+                continue
+            soonest = min(_at(s.expires_at) for s in self._subscriptions.values())
+            await self._wait(max(soonest - workflow.now(), timedelta(seconds=1)))
+
+    async def _wait(self, within: timedelta) -> bool:
+        """Until something changed (True: nothing did `within`)."""
+        try:
+            # Also when Temporal suggests continue-as-new (a long-lived subscription hearing
+            # many events grows the history without any change of its own).
+            await workflow.wait_condition(
+                lambda: self._changed or workflow.info().is_continue_as_new_suggested(),
+                timeout=within,
+            )
+        except TimeoutError:
+            return True
+        return False
+
+    async def _quiet(self) -> None:
+        await workflow.wait_condition(
+            lambda: workflow.all_handlers_finished() and self._starting == 0
+        )
+
+    def _handed_on(self) -> SubscriptionsInput:
+        return SubscriptionsInput(
+            self._principal, list(self._subscriptions.values()), sorted(self._verified)
+        )
+
+    def _drop_expired(self) -> None:
+        now = workflow.now()
+        for key, subscription in list(self._subscriptions.items()):
+            if _at(subscription.expires_at) <= now:
+                del self._subscriptions[key]
+
+    # ----- the server's requests -----------------------------------------------------------
+
+    @workflow.update(name=SUBSCRIBE_UPDATE)
+    async def subscribe(self, request: SubscribeInput) -> SubscribeResult:
+        async with self._lock:
+            self._drop_expired()
+            now = workflow.now()
+            expires_at = iso_timestamp(now + timedelta(seconds=request.ttl_s))
+            existing = self._subscriptions.get(request.subscription_id)
+            if existing is not None:
+                return self._refresh(existing, request, expires_at)
+            if len(self._subscriptions) >= request.max_subscriptions:
+                return SubscribeResult(error="limit")
+            if request.url not in self._verified:
+                refused = self._refused.get(request.url)
+                if refused is not None and refused[0] > now:
+                    return SubscribeResult(error=refused[1])
+                failure: str = await workflow.execute_activity(
+                    VERIFY_ACTIVITY,
+                    VerifyInput(
+                        request.subscription_id, request.url, request.secret, request.challenge
+                    ),
+                    result_type=str,
+                    start_to_close_timeout=HANDSHAKE_TIMEOUT,
+                    retry_policy=RetryPolicy(maximum_attempts=1),
+                )
+                if failure:
+                    self._refused[request.url] = (workflow.now() + HANDSHAKE_BACKOFF, failure)
+                    return SubscribeResult(error=failure)
+                self._verified.add(request.url)
+            self._subscriptions[request.subscription_id] = Subscription(
+                request.subscription_id,
+                request.name,
+                request.arguments,
+                request.url,
+                [request.secret],
+                expires_at,
+            )
+            self._changed = True
+            return SubscribeResult(refresh_before=expires_at)
+
+    def _refresh(
+        self, existing: Subscription, request: SubscribeInput, expires_at: str
+    ) -> SubscribeResult:
+        status = delivery_status(existing)
+        secrets = existing.secrets
+        previous_until = existing.previous_until
+        if request.secret != secrets[0]:
+            secrets = [request.secret, secrets[0]]
+            previous_until = iso_timestamp(workflow.now() + ROTATION_GRACE)
+        # A refresh is the client's sign of life: a failing delivery's record starts afresh.
+        self._subscriptions[existing.id] = replace(
+            existing,
+            secrets=secrets,
+            previous_until=previous_until,
+            expires_at=expires_at,
+            last_error="",
+            failed_since="",
+        )
+        self._changed = True
+        return SubscribeResult(refresh_before=expires_at, refreshed=True, delivery_status=status)
+
+    @workflow.update(name=UNSUBSCRIBE_UPDATE)
+    async def unsubscribe(self, request: UnsubscribeInput) -> bool:
+        async with self._lock:
+            self._drop_expired()
+            found = self._subscriptions.pop(request.subscription_id, None) is not None
+            self._changed = True
+            return found
+
+    @workflow.query(name=SUBSCRIPTION_QUERY)
+    def subscription(self, subscription_id: str) -> Liveness:
+        found = self._subscriptions.get(subscription_id)
+        now = workflow.now()
+        if found is None or _at(found.expires_at) <= now:
+            return Liveness(False)
+        secrets = found.secrets[:1]
+        if len(found.secrets) > 1 and found.previous_until and _at(found.previous_until) > now:
+            secrets = found.secrets[:2]
+        return Liveness(True, found.url, secrets, found.expires_at)
+
+    # ----- the tasks' events ---------------------------------------------------------------
+
+    @workflow.signal(name=TASK_EVENT_SIGNAL)
+    async def task_event(self, event: TaskEvent) -> None:
+        self._drop_expired()
+        for subscription in list(self._subscriptions.values()):
+            if subscription.hears(event):
+                delivery = EventDelivery(
+                    workflow.info().workflow_id,
+                    subscription.id,
+                    event.event_id,
+                    subscription.name,
+                    event.occurred_at,
+                    {**event.task, "sequence": event.sequence},
+                )
+                self._starting += 1
+                asyncio.create_task(self._deliver(delivery))  # noqa: RUF006 (counted above)
+
+    async def _deliver(self, delivery: EventDelivery) -> None:
+        try:
+            handle = await workflow.start_child_workflow(
+                EventDeliveryWorkflow.run,
+                delivery,
+                id=f"{delivery.subscription_id}.{delivery.event_id}",
+                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                cancellation_type=workflow.ChildWorkflowCancellationType.ABANDON,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                static_summary=f"event {delivery.name} for {delivery.subscription_id}",
+            )
+        except WorkflowAlreadyStartedError:  # a repeated event: delivered once already
+            return
+        finally:
+            self._starting -= 1
+        try:
+            outcome: dict[str, Any] = await handle
+        except ChildWorkflowError:  # terminated by an operator, or failed: no status to keep
+            return
+        self._record(delivery.subscription_id, outcome)
+
+    def _record(self, subscription_id: str, outcome: dict[str, Any]) -> None:
+        found = self._subscriptions.get(subscription_id)
+        if found is None:
+            return
+        now = iso_timestamp(workflow.now())
+        if outcome.get("outcome") == "delivered":
+            found.last_delivery_at, found.last_error, found.failed_since = now, "", ""
+        elif outcome.get("outcome") == "failed":
+            found.last_error = str(outcome.get("reason") or "timeout")
+            found.failed_since = found.failed_since or now
+
+
+def delivery_status(subscription: Subscription) -> dict[str, Any]:
+    """SEP-3415's `deliveryStatus` of a subscription (never suspended: its TTL bounds it)."""
+    status: dict[str, Any] = {
+        "active": True,
+        "lastDeliveryAt": subscription.last_delivery_at or None,
+        "lastError": subscription.last_error or None,
+    }
+    if subscription.failed_since:
+        status["failedSince"] = subscription.failed_since
+    return status
