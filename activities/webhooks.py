@@ -190,5 +190,7 @@ def _count(outcome: str, seconds: float) -> None:
         1, {"outcome": outcome}
     )
     meter.create_histogram_float(
-        WEBHOOK_DELIVERY_SECONDS, "Time of one webhook delivery attempt", "s"
+        # no unit: the exporter would append it to a name that already says seconds
+        WEBHOOK_DELIVERY_SECONDS,
+        "Time of one webhook delivery attempt (seconds)",
     ).record(seconds, {"outcome": outcome})

@@ -50,8 +50,9 @@ RETRY_POLICY = RetryPolicy(
     non_retryable_error_types=[REJECTED_ERROR, UNKNOWN_ENDPOINT_ERROR],
 )
 GIVE_UP_AFTER = timedelta(days=1)
-# Counted by outcome: each attempt by the activity, a delivery given up by this workflow.
-DELIVERIES_METRIC = "mcp_tasks_webhook_deliveries_total"
+# Counted by outcome: each attempt by the activity, a delivery given up by this workflow. The
+# SDK's exporter adds `_total` (MCP_TASKS_SDK_METRICS_TOTAL_SUFFIX).
+DELIVERIES_METRIC = "mcp_tasks_webhook_deliveries"
 # One attempt: the activity's own 10 s limit on the POST, and some room.
 ATTEMPT_TIMEOUT = timedelta(seconds=30)
 MAX_MESSAGE_CHARS = 1000

@@ -19,10 +19,10 @@ from temporalio.client import Client
 from temporalio.service import RPCError, TLSConfig
 
 from mcp_server.observability import tracing
-from mcp_server.observability.temporal_errors import RpcErrorCounter
+from mcp_server.observability.sdk_metrics import sdk_metrics_runtime
+from mcp_server.observability.temporal_errors import TemporalCallMetrics
 from mcp_server.runtime.codec import data_converter, header_codec_behavior
 from mcp_server.runtime.config import Settings
-from mcp_server.runtime.worker import sdk_metrics_runtime
 from workflows.task_state import SEARCH_ATTRIBUTE_TYPES, SEARCH_ATTRIBUTES
 
 log = logging.getLogger("mcp_server.temporal")
@@ -60,8 +60,10 @@ async def connect(settings: Settings) -> Client:
 def observed_connection(settings: Settings) -> dict[str, Any]:
     """Operations' part of a connection: the RPC-error counter, tracing when it is on, and the
     runtime that serves the Temporal SDK's Prometheus metrics when a port is set."""
-    options: dict[str, Any] = {"interceptors": [RpcErrorCounter(), *tracing.client_interceptors()]}
-    runtime = sdk_metrics_runtime(settings.metrics_host, settings.worker_metrics_port)
+    options: dict[str, Any] = {
+        "interceptors": [TemporalCallMetrics(), *tracing.client_interceptors()]
+    }
+    runtime = sdk_metrics_runtime(settings)
     if runtime is not None:
         options["runtime"] = runtime
     return options

@@ -7,17 +7,17 @@ import contextlib
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from functools import cache
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+from temporalio.runtime import Runtime
 from temporalio.worker import Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities import quota as quota_activities
 from activities.webhooks import WebhookSender
-from mcp_server.observability.metrics import WEBHOOK_DELIVERY_BUCKETS, WEBHOOK_DELIVERY_SECONDS
+from mcp_server.observability.sdk_metrics import export_worker_zeros
+from mcp_server.observability.task_outcomes import TaskOutcomes
 from mcp_server.runtime.config import Settings
 from mcp_server.tasks.expiry import run_sweeper
 from mcp_server.tools.registry import ToolRegistry
@@ -80,6 +80,9 @@ def build_worker(
     # pool: one thread per activity slot, so a slot never waits for a thread (threads are
     # made on demand).
     pool = ThreadPoolExecutor(settings.max_concurrent_activities, "mcp-tasks-activity")
+    tools = sorted(tool.name for tool in registry.tools() if tool.task_support != "never")
+    runtime = client.service_client.config.runtime or Runtime.default()
+    export_worker_zeros(runtime.metric_meter, client.namespace, settings.task_queue, tools)
     return _PooledWorker(
         pool,
         client,
@@ -88,7 +91,8 @@ def build_worker(
         workflow_runner=runner or workflow_runner(),
         activities=[*registry.activities, *quota_activities.ACTIVITIES, sender.deliver],
         # Secret arguments out of the exceptions the SDK logs and Temporal records.
-        interceptors=[SecretsInterceptor()],
+        # Then the task SLIs (how tasks end, answer waits, activity retries), counted once.
+        interceptors=[SecretsInterceptor(), TaskOutcomes(settings.activity_attempts_threshold)],
         max_cached_workflows=settings.max_cached_workflows,
         max_concurrent_activities=settings.max_concurrent_activities,
         # After a worker crash, its sticky queue would hold the next workflow task for the
@@ -117,17 +121,3 @@ async def sweeping_expired_tasks(
         sweeper.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sweeper
-
-
-@cache
-def sdk_metrics_runtime(host: str, port: int | None) -> Runtime | None:
-    """One Temporal runtime per process whose Prometheus exporter serves the SDK's metrics
-    (workflow task failures, activity failures, polls, schedule-to-start latency) on
-    http://host:port/metrics; None when no port is set (the SDK's default runtime)."""
-    if port is None:
-        return None
-    # The SDK's own histograms keep its default buckets (milliseconds); the webhook delivery
-    # time is in seconds (activities/webhooks.py).
-    buckets = {WEBHOOK_DELIVERY_SECONDS: WEBHOOK_DELIVERY_BUCKETS}
-    prometheus = PrometheusConfig(bind_address=f"{host}:{port}", histogram_bucket_overrides=buckets)
-    return Runtime(telemetry=TelemetryConfig(metrics=prometheus))
