@@ -14,12 +14,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
+from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
+from temporalio.client import Client
+from temporalio.service import RPCError
 
 from mcp_server.http.auth import ANONYMOUS
 from mcp_server.observability import metrics
 from mcp_server.observability.logging import REQUEST_LOGGER, JsonFormatter
+from mcp_server.runtime.config import Settings
+from mcp_server.runtime.devserver import TemporalDevServer
+from mcp_server.runtime.temporal_connection import observed_connection
 from tests.conftest import Stack, StackFactory
 from tests.mcp_client import McpClient
 
@@ -46,21 +53,28 @@ def moved(before: Samples, after: Samples, name: str, **labels: str) -> float:
 
 
 async def test_metrics_move_with_a_scripted_session(fresh_stack: StackFactory) -> None:
-    async with fresh_stack(metrics_refresh_s=0.2) as stack:
+    async with fresh_stack(
+        metrics_refresh_s=0.2, input_wait_threshold_s=0.5, stalled_after_s=1
+    ) as stack:
         mcp = stack.mcp
         _, before = await scrape(stack)
         asked = await mcp.create_task("request_approval", {"message": "Ship it?"})
+        stuck = await mcp.create_task("tests_wait_forever")  # working, never a change
         await mcp.wait_status(asked, "input_required", within=10)
-        # The background refresh sees the wait (never a request: the gauges are cached).
-        deadline = time.monotonic() + 10
+        # The background refresh sees the wait, then it is older than the threshold, and the
+        # task that never changes is stalled (never a request: the gauges are cached).
+        deadline = time.monotonic() + 15
         while True:
             _, gauges = await scrape(stack)
             waiting = value(gauges, "mcp_tasks_open_tasks", tool="request_approval",
                             status="input_required")  # fmt: skip
-            if waiting >= 1:
+            late = value(gauges, "mcp_tasks_input_waits_over_threshold", tool="request_approval")
+            stalled = value(gauges, "mcp_tasks_stalled_tasks", tool="tests_wait_forever")
+            if waiting >= 1 and late >= 1 and stalled >= 1:
                 break
-            assert time.monotonic() < deadline, "the open-task gauge never counted the wait"
+            assert time.monotonic() < deadline, (waiting, late, stalled)
             await asyncio.sleep(0.2)
+        assert "error" not in (await mcp.cancel_task(stuck)).body
         answer = {"action": "accept", "content": {"decision": "approve"}}
         assert "error" not in (await mcp.update_task(asked, {"decision": answer})).body
         stopped = await mcp.create_task("multi_step_job", {"require_approval": True})
@@ -77,22 +91,22 @@ async def test_metrics_move_with_a_scripted_session(fresh_stack: StackFactory) -
         _, after = await scrape(stack)
 
     requests = "mcp_tasks_requests_total"
-    assert moved(before, after, requests, method="tools/call", outcome="ok") == 2
+    assert moved(before, after, requests, method="tools/call", outcome="ok") == 3
     assert moved(before, after, requests, method="tasks/update", outcome="ok") == 1
-    assert moved(before, after, requests, method="tasks/cancel", outcome="ok") == 1
+    assert moved(before, after, requests, method="tasks/cancel", outcome="ok") == 2
     assert moved(before, after, requests, method="tasks/get", outcome="-32602") == 1
     assert moved(before, after, requests, method="tasks/get", outcome="-31000") == refused
     assert moved(before, after, "mcp_tasks_refusals_total", reason="rate_limit") == refused
     gets = moved(before, after, requests, method="tasks/get", outcome="ok")
     assert gets >= 60 - refused
     latency = "mcp_tasks_request_duration_seconds_count"
-    assert moved(before, after, latency, operation="create") == 2
+    assert moved(before, after, latency, operation="create") == 3
     assert moved(before, after, latency, operation="update") == 1
-    assert moved(before, after, latency, operation="cancel") == 1
+    assert moved(before, after, latency, operation="cancel") == 2
     assert moved(before, after, latency, operation="get") == gets + refused + 1
     assert moved(before, after, "mcp_tasks_request_duration_seconds_sum", operation="create") > 0
     slowest = "mcp_tasks_request_duration_seconds_bucket"
-    assert moved(before, after, slowest, operation="create", le="+Inf") == 2
+    assert moved(before, after, slowest, operation="create", le="+Inf") == 3
     assert value(after, "mcp_tasks_input_wait_oldest_seconds", tool="request_approval") >= 0
     assert value(after, "mcp_tasks_visibility_refreshes_total", outcome="ok") >= 1
 
@@ -113,6 +127,64 @@ async def test_labels_never_carry_a_task_id_a_principal_or_an_argument(mcp: McpC
             method = sample.labels.get("method")
             assert method is None or method in metrics.KNOWN_METHODS | {"other", "-"}
     assert 'method="other",outcome="-32601"' in text
+
+
+async def test_labelled_counters_are_exported_at_zero_before_their_first_event(
+    mcp: McpClient,
+) -> None:
+    text = (await mcp.http.get(mcp.url.replace("/mcp", "/metrics"))).text
+    series = {(s.name, frozenset(s.labels.items())) for f in text_string_to_metric_families(text)
+              for s in f.samples}  # fmt: skip
+    for reason in ("quota", "rate_limit", "unauthenticated", "forbidden", "body_too_large"):
+        assert ("mcp_tasks_refusals_total", frozenset({("reason", reason)})) in series
+    for operation in metrics.TEMPORAL_OPERATIONS:
+        for code in metrics.OUTAGE_CODES:
+            labels = frozenset({("operation", operation), ("code", code)})
+            assert ("mcp_tasks_temporal_rpc_errors_total", labels) in series
+    for method in metrics.KNOWN_METHODS:
+        labels = frozenset({("method", method), ("outcome", "-32603")})
+        assert ("mcp_tasks_requests_total", labels) in series
+
+
+async def test_the_servers_temporal_calls_are_timed_and_a_not_found_is_no_error(
+    temporal: TemporalDevServer,
+) -> None:
+    # The client of `mcp-tasks server` (observed_connection), on a real dev server: the
+    # latency is on the server's own /metrics, with no Temporal SDK exporter configured.
+    client = await Client.connect(temporal.address, **observed_connection(Settings()))
+    latency = "mcp_tasks_temporal_request_duration_seconds_count"
+
+    def seen(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    counted, described = (
+        seen(latency, operation="count_workflows"),
+        seen(latency, operation="describe_workflow"),
+    )
+    errors = seen("mcp_tasks_temporal_rpc_errors_total", operation="describe_workflow",
+                  code="NOT_FOUND")  # fmt: skip
+    await client.count_workflows('WorkflowType="nothing-here"')
+    with pytest.raises(RPCError):
+        await client.get_workflow_handle(f"mcp-task-{uuid.uuid4().hex}").describe()
+    assert seen(latency, operation="count_workflows") == counted + 1
+    assert seen(latency, operation="describe_workflow") == described + 1
+    assert seen("mcp_tasks_temporal_rpc_errors_total", operation="describe_workflow",
+                code="NOT_FOUND") == errors == 0  # fmt: skip
+
+
+def test_a_background_gauge_is_absent_until_it_has_a_value() -> None:
+    # What a scrape right after a restart shows: no `workers_polling 0` that reads as "no
+    # worker", no refresh time of 0 (1970); the gauge appears with its first value.
+    gauge = metrics.LateGauge(f"tests_late_{uuid.uuid4().hex}", "a gauge of this test")
+    try:
+        assert list(gauge.collect()) == []
+        gauge.set(0)
+        (family,) = gauge.collect()
+        assert [sample.value for sample in family.samples] == [0]
+    finally:
+        REGISTRY.unregister(gauge)
+    assert isinstance(metrics.WORKERS_POLLING, metrics.LateGauge)
+    assert isinstance(metrics.VISIBILITY_REFRESHED_AT, metrics.LateGauge)
 
 
 @contextlib.contextmanager

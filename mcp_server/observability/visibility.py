@@ -77,8 +77,8 @@ class OpenTaskGauges:
         waits = await self._ages('AND ExecutionStatus="Running"', "input_required")
         since = datetime.now(UTC) - timedelta(seconds=self.stalled_after_s)
         # stalled for X: started more than X ago, which the visibility store can filter on
-        started_before = f'AND ExecutionStatus="Running" AND StartTime < "{since:%Y-%m-%dT%H:%M:%SZ}"'
-        working = await self._ages(started_before, "working")
+        started = f'AND ExecutionStatus="Running" AND StartTime < "{since:%Y-%m-%dT%H:%M:%SZ}"'
+        working = await self._ages(started, "working")
         live, _ = await pollers(self.client, self.task_queue, self.poller_max_age)
         metrics.WORKERS_POLLING.set(live)
         for (tool, status), count in counts.items():
