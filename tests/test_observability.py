@@ -230,9 +230,12 @@ def test_the_alert_rules_and_the_dashboard_read_metrics_that_exist() -> None:
         assert {"alert", "expr", "for", "labels", "annotations"} <= set(rule), rule
         assert rule["labels"]["severity"] in {"page", "ticket"}
         assert rule["annotations"]["summary"] and rule["annotations"]["description"]
+        assert rule["annotations"]["runbook_url"]  # its section: tests/test_alert_rules.py
     names = {rule["alert"] for rule in alerts}
-    assert {"McpTasksNoWorkerPolling", "McpTasksWorkflowTaskFailures",
-            "McpTasksInputWaitTooOld", "McpTasksWebhookDeliveriesFailing"} <= names  # fmt: skip
+    assert {"McpTasksDown", "McpTasksServerErrors", "McpTasksCreateLatencyBudgetBurn",
+            "McpTasksNotReady", "McpTasksNoWorkerPolling", "McpTasksScheduleToStartSlow",
+            "McpTasksQuotaSaturated", "McpTasksWorkflowTaskFailures", "McpTasksInputWaitTooOld",
+            "McpTasksStalledTasks", "McpTasksWebhookDeliveriesFailing"} <= names  # fmt: skip
     ours = {m.describe()[0].name for m in _defined_metrics()}
     ours |= {_base(name) for name in metrics.WORKER_METRICS}  # the worker's, by the SDK meter
     dashboard = json.loads((ROOT / "deploy/grafana/mcp-tasks.json").read_text())

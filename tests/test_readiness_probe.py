@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
+from prometheus_client import REGISTRY
 from temporalio.client import Client
 
 from mcp_server.observability import probes
@@ -87,6 +88,10 @@ async def test_a_replica_whose_task_queue_has_no_worker_is_ready_to_serve() -> N
     assert ready and body == {"status": "ready", "missing": [], "temporal": "ok",
                               "searchAttributes": "ok"}  # fmt: skip
     assert temporal.calls["describe_task_queue"] == 0
+    assert REGISTRY.get_sample_value("mcp_tasks_ready") == 1
+    temporal.down = True
+    assert not (await readiness(temporal, Clock()).check())[0]
+    assert REGISTRY.get_sample_value("mcp_tasks_ready") == 0  # what McpTasksNotReady reads
 
 
 async def test_an_unreachable_temporal_is_not_named_in_the_public_body() -> None:

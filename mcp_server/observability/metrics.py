@@ -137,6 +137,11 @@ VISIBILITY_REFRESHED_AT = LateGauge(
     "mcp_tasks_visibility_refreshed_timestamp_seconds",
     "When the open-task gauges were last refreshed successfully (Unix time; absent until then)",
 )
+READY = LateGauge(
+    "mcp_tasks_ready",
+    "1 when this replica's last /readyz check found it able to serve, 0 when not (absent "
+    "until first probed)",
+)
 TEMPORAL_REQUEST_LATENCY = Histogram(
     "mcp_tasks_temporal_request_duration_seconds",
     "Time of the server's Temporal calls (Temporal client latency), by operation, failed or not",

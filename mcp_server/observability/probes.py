@@ -37,6 +37,7 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
+from mcp_server.observability import metrics
 from workflows.task_state import SEARCH_ATTRIBUTES
 
 _RPC_TIMEOUT = timedelta(seconds=2)
@@ -81,6 +82,11 @@ class Readiness:
         state is read on every call (it costs nothing, and an outage shows at once); the
         Temporal checks are the last ones when younger than `cache_s`, else the ones running,
         else new ones."""
+        ready, body = await self._checked()
+        metrics.READY.set(1 if ready else 0)  # for the McpTasksNotReady alert
+        return ready, body
+
+    async def _checked(self) -> Checked:
         engine = _public(_engine()) if _engine is not None else None
         if engine is not None and engine["state"] != "running":
             self._last = None  # what was checked before the outage no longer holds
