@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 import logging
 import sys
@@ -245,6 +246,7 @@ def test_the_alert_rules_and_the_dashboard_read_metrics_that_exist() -> None:
         used = [word for word in _metric_words(expr) if word.startswith("mcp_tasks_")]
         for word in used:
             assert _base(word) in ours, (word, expr)
+    _check_dashboard_variables(dashboard, exprs)
     config = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
     assert "alerts.yml" in config["rule_files"][0]
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -252,6 +254,28 @@ def test_the_alert_rules_and_the_dashboard_read_metrics_that_exist() -> None:
         service = compose["services"][name]
         assert service["profiles"] == ["observability"]
         assert all(str(port).startswith("127.0.0.1:") for port in service["ports"])
+
+
+def _check_dashboard_variables(dashboard: dict[str, Any], exprs: list[str]) -> None:
+    """The datasource is a variable (no hard-coded uid); namespace, task_queue and instance
+    variables filter every panel; the worker's series are ours by service_name; the SLIs
+    have panels."""
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert {"datasource", "namespace", "task_queue", "instance"} <= set(variables)
+    assert variables["datasource"]["type"] == "datasource"
+    sources = [p["datasource"] for p in dashboard["panels"]]
+    sources += [t["datasource"] for p in dashboard["panels"] for t in p["targets"]]
+    sources += [v["datasource"] for v in variables.values() if "datasource" in v]
+    assert all(source["uid"] == "${datasource}" for source in sources)
+    for expr in exprs:
+        worker = 'namespace=~"$namespace",task_queue=~"$task_queue"' in expr
+        assert worker or 'instance=~"$instance"' in expr, expr
+        assert not worker or 'service_name="mcp-tasks"' in expr, expr
+        assert "temporal_" not in expr.replace("mcp_tasks_temporal", "") or worker, expr
+    for sli in ("mcp_tasks_task_ends_total", "mcp_tasks_input_answer_wait_seconds_bucket",
+                "mcp_tasks_input_waits_over_threshold", "mcp_tasks_stalled_tasks",
+                "mcp_tasks_activity_retries_over_total"):  # fmt: skip
+        assert any(sli in expr for expr in exprs), sli
 
 
 def _defined_metrics() -> list[Any]:
@@ -289,3 +313,18 @@ def test_the_json_format_merges_an_audit_line_and_keeps_a_traceback_on_one_line(
         crash = logging.LogRecord("x", logging.ERROR, "", 0, "failed", None, sys.exc_info())
     line = formatter.format(crash)
     assert "\n" not in line and "RuntimeError: boom" in json.loads(line)["exception"]
+
+
+def test_the_dashboard_file_is_what_render_panels_writes() -> None:
+    # The panels are defined once (deploy/grafana/render_panels.py); the JSON is its output.
+    path = ROOT / "deploy/grafana/render_panels.py"
+    spec = importlib.util.spec_from_file_location("render_panels", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["render_panels"] = module  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(module)
+        written = json.loads((ROOT / "deploy/grafana/mcp-tasks.json").read_text())
+        assert written == module.dashboard()
+    finally:
+        del sys.modules["render_panels"]
