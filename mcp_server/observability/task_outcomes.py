@@ -3,7 +3,9 @@ on the worker's metrics port, observability/sdk_metrics.py):
 
 - `mcp_tasks_task_ends_total{tool, outcome}`: how each task workflow ended (completed,
   error_result: completed with an `isError` result, failed, cancelled). A continue-as-new is
-  not an end; a workflow task failure (a bug) is retried by Temporal and not an end either.
+  not an end; a workflow task failure (a bug) is retried by Temporal and not an end either. A
+  workflow terminated by an operator or past its run timeout ends in Temporal, not in a
+  worker: not counted here (Temporal's visibility has them: `ExecutionStatus="Terminated"`).
 - `mcp_tasks_input_answer_wait_seconds{tool}`: the time from `input_required` (the task
   state's `lastUpdatedAt` when the wait began) to the answer that ended the wait.
 - `mcp_tasks_activity_retries_over_total{activity_type}`: activity attempts beyond
