@@ -241,5 +241,7 @@ def _count(outcome: str, seconds: float) -> None:
         1, {"outcome": outcome}
     )
     meter.create_histogram_float(
-        DELIVERY_SECONDS_METRIC, "Time of one webhook delivery attempt", "s"
+        # no unit: the exporter would append it to a name that already says seconds
+        DELIVERY_SECONDS_METRIC,
+        "Time of one webhook delivery attempt (seconds)",
     ).record(seconds, {"outcome": outcome})

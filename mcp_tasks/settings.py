@@ -244,7 +244,7 @@ class Settings(BaseModel):
     worker_metrics_port: Port | None = None
     # how often the open-task, input-wait and workers gauges are refreshed (in the background)
     metrics_refresh_s: float = Field(default=15.0, gt=0, le=3600)
-    # `/readyz` counts a worker whose poller Temporal saw at most this long ago
+    # `mcp_tasks_workers_polling` counts a worker whose poller Temporal saw at most this long ago
     ready_poller_max_age_s: float = Field(default=75.0, gt=0)
     # The embedded Temporal's SQLite (dev, stdio --dev): `full` syncs every commit, so what was
     # acknowledged survives a power loss; `normal` is faster and survives a process crash only.
@@ -293,6 +293,28 @@ class Settings(BaseModel):
     # A PEM file of extra certificate authorities trusted for https callbacks (e.g. a
     # self-signed receiver's); None: the system's
     events_ca_file: str | None = None
+    # Operations, second pass (issue 30): the Temporal SDK's Prometheus exporter
+    # (`worker_metrics_port`) and the SLIs. The `service_name` label on every Temporal SDK
+    # metric, which tells this deployment's series from other teams' in a shared Prometheus.
+    sdk_metrics_service_name: str = Field(default="mcp-tasks", min_length=1)
+    # Temporal SDK counters end in `_total` (Prometheus practice; the alerts and dashboard
+    # assume it).
+    sdk_metrics_total_suffix: Flag = True
+    # Temporal SDK durations in seconds with a `_seconds` suffix (otherwise milliseconds, no
+    # suffix; the alerts and dashboard assume seconds).
+    sdk_metrics_seconds: Flag = True
+    # An input_required wait older than this counts in `mcp_tasks_input_waits_over_threshold`
+    # (the SLI of answers that are late), in seconds.
+    input_wait_threshold_s: float = Field(default=86400.0, gt=0)
+    # A working task whose state has not changed for this long counts in
+    # `mcp_tasks_stalled_tasks` (working with no progress), in seconds.
+    stalled_after_s: float = Field(default=3600.0, gt=0)
+    # An activity attempt beyond this number counts in `mcp_tasks_activity_retries_over_total`
+    # (an activity that keeps failing and retrying), counted by the worker.
+    activity_attempts_threshold: Positive = 5
+    # How long a `/readyz` answer is reused (one Temporal health check per interval, shared by
+    # every probe that arrives meanwhile), in seconds.
+    ready_cache_s: float = Field(default=2.0, gt=0, le=60)
 
     @field_validator("jwt_algorithms")
     @classmethod

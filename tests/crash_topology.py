@@ -6,7 +6,8 @@ or container would lose them) and start again on the same ports and the same dat
   on a SQLite file: a restart on the same file finds every workflow it had acknowledged.
 - The server and the worker are the `mcp-tasks` entry point, configured by `MCP_TASKS_*`.
 - Ready means: Temporal answers a health check; the server's /readyz says ready (Temporal,
-  search attributes, a live worker poller); a worker polls the task queue under its own pid.
+  search attributes); a worker polls the task queue under its own pid (checked here: /readyz
+  does not ask for workers).
 """
 
 from __future__ import annotations

@@ -50,7 +50,8 @@ class Replicas:
         return self.start("server", port=str(port)), port
 
     async def ready(self, http: httpx.AsyncClient, port: int) -> None:
-        """Until the server on `port` answers /readyz (Temporal reachable, a worker polling)."""
+        """Until the server on `port` answers /readyz (Temporal reachable; a worker may still be
+        starting: tasks wait in Temporal for it)."""
         await wait_ready(http, f"http://127.0.0.1:{port}/readyz", self.processes, self.logs)
 
     def stop_all(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 import logging
 import sys
@@ -14,12 +15,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
+from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
+from temporalio.client import Client
+from temporalio.service import RPCError
 
 from mcp_server.observability import metrics
+from mcp_server.runtime.devserver import TemporalDevServer
+from mcp_server.temporal.connection import observed_connection
 from mcp_tasks.identity import ANONYMOUS
 from mcp_tasks.logging import REQUEST_LOGGER, JsonFormatter
+from mcp_tasks.settings import Settings
 from tests.conftest import Stack, StackFactory
 from tests.mcp_client import McpClient
 
@@ -46,21 +54,28 @@ def moved(before: Samples, after: Samples, name: str, **labels: str) -> float:
 
 
 async def test_metrics_move_with_a_scripted_session(fresh_stack: StackFactory) -> None:
-    async with fresh_stack(metrics_refresh_s=0.2) as stack:
+    async with fresh_stack(
+        metrics_refresh_s=0.2, input_wait_threshold_s=0.5, stalled_after_s=1
+    ) as stack:
         mcp = stack.mcp
         _, before = await scrape(stack)
         asked = await mcp.create_task("request_approval", {"message": "Ship it?"})
+        stuck = await mcp.create_task("tests_wait_forever")  # working, never a change
         await mcp.wait_status(asked, "input_required", within=10)
-        # The background refresh sees the wait (never a request: the gauges are cached).
-        deadline = time.monotonic() + 10
+        # The background refresh sees the wait, then it is older than the threshold, and the
+        # task that never changes is stalled (never a request: the gauges are cached).
+        deadline = time.monotonic() + 15
         while True:
             _, gauges = await scrape(stack)
             waiting = value(gauges, "mcp_tasks_open_tasks", tool="request_approval",
                             status="input_required")  # fmt: skip
-            if waiting >= 1:
+            late = value(gauges, "mcp_tasks_input_waits_over_threshold", tool="request_approval")
+            stalled = value(gauges, "mcp_tasks_stalled_tasks", tool="tests_wait_forever")
+            if waiting >= 1 and late >= 1 and stalled >= 1:
                 break
-            assert time.monotonic() < deadline, "the open-task gauge never counted the wait"
+            assert time.monotonic() < deadline, (waiting, late, stalled)
             await asyncio.sleep(0.2)
+        assert "error" not in (await mcp.cancel_task(stuck)).body
         answer = {"action": "accept", "content": {"decision": "approve"}}
         assert "error" not in (await mcp.update_task(asked, {"decision": answer})).body
         stopped = await mcp.create_task("multi_step_job", {"require_approval": True})
@@ -77,22 +92,22 @@ async def test_metrics_move_with_a_scripted_session(fresh_stack: StackFactory) -
         _, after = await scrape(stack)
 
     requests = "mcp_tasks_requests_total"
-    assert moved(before, after, requests, method="tools/call", outcome="ok") == 2
+    assert moved(before, after, requests, method="tools/call", outcome="ok") == 3
     assert moved(before, after, requests, method="tasks/update", outcome="ok") == 1
-    assert moved(before, after, requests, method="tasks/cancel", outcome="ok") == 1
+    assert moved(before, after, requests, method="tasks/cancel", outcome="ok") == 2
     assert moved(before, after, requests, method="tasks/get", outcome="-32602") == 1
     assert moved(before, after, requests, method="tasks/get", outcome="-31000") == refused
     assert moved(before, after, "mcp_tasks_refusals_total", reason="rate_limit") == refused
     gets = moved(before, after, requests, method="tasks/get", outcome="ok")
     assert gets >= 60 - refused
     latency = "mcp_tasks_request_duration_seconds_count"
-    assert moved(before, after, latency, operation="create") == 2
+    assert moved(before, after, latency, operation="create") == 3
     assert moved(before, after, latency, operation="update") == 1
-    assert moved(before, after, latency, operation="cancel") == 1
+    assert moved(before, after, latency, operation="cancel") == 2
     assert moved(before, after, latency, operation="get") == gets + refused + 1
     assert moved(before, after, "mcp_tasks_request_duration_seconds_sum", operation="create") > 0
     slowest = "mcp_tasks_request_duration_seconds_bucket"
-    assert moved(before, after, slowest, operation="create", le="+Inf") == 2
+    assert moved(before, after, slowest, operation="create", le="+Inf") == 3
     assert value(after, "mcp_tasks_input_wait_oldest_seconds", tool="request_approval") >= 0
     assert value(after, "mcp_tasks_visibility_refreshes_total", outcome="ok") >= 1
 
@@ -113,6 +128,64 @@ async def test_labels_never_carry_a_task_id_a_principal_or_an_argument(mcp: McpC
             method = sample.labels.get("method")
             assert method is None or method in metrics.KNOWN_METHODS | {"other", "-"}
     assert 'method="other",outcome="-32601"' in text
+
+
+async def test_labelled_counters_are_exported_at_zero_before_their_first_event(
+    mcp: McpClient,
+) -> None:
+    text = (await mcp.http.get(mcp.url.replace("/mcp", "/metrics"))).text
+    series = {(s.name, frozenset(s.labels.items())) for f in text_string_to_metric_families(text)
+              for s in f.samples}  # fmt: skip
+    for reason in ("quota", "rate_limit", "unauthenticated", "forbidden", "body_too_large"):
+        assert ("mcp_tasks_refusals_total", frozenset({("reason", reason)})) in series
+    for operation in metrics.TEMPORAL_OPERATIONS:
+        for code in metrics.OUTAGE_CODES:
+            labels = frozenset({("operation", operation), ("code", code)})
+            assert ("mcp_tasks_temporal_rpc_errors_total", labels) in series
+    for method in metrics.KNOWN_METHODS:
+        labels = frozenset({("method", method), ("outcome", "-32603")})
+        assert ("mcp_tasks_requests_total", labels) in series
+
+
+async def test_the_servers_temporal_calls_are_timed_and_a_not_found_is_no_error(
+    temporal: TemporalDevServer,
+) -> None:
+    # The client of `mcp-tasks server` (observed_connection), on a real dev server: the
+    # latency is on the server's own /metrics, with no Temporal SDK exporter configured.
+    client = await Client.connect(temporal.address, **observed_connection(Settings()))
+    latency = "mcp_tasks_temporal_request_duration_seconds_count"
+
+    def seen(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    counted, described = (
+        seen(latency, operation="count_workflows"),
+        seen(latency, operation="describe_workflow"),
+    )
+    errors = seen("mcp_tasks_temporal_rpc_errors_total", operation="describe_workflow",
+                  code="NOT_FOUND")  # fmt: skip
+    await client.count_workflows('WorkflowType="nothing-here"')
+    with pytest.raises(RPCError):
+        await client.get_workflow_handle(f"mcp-task-{uuid.uuid4().hex}").describe()
+    assert seen(latency, operation="count_workflows") == counted + 1
+    assert seen(latency, operation="describe_workflow") == described + 1
+    assert seen("mcp_tasks_temporal_rpc_errors_total", operation="describe_workflow",
+                code="NOT_FOUND") == errors == 0  # fmt: skip
+
+
+def test_a_background_gauge_is_absent_until_it_has_a_value() -> None:
+    # What a scrape right after a restart shows: no `workers_polling 0` that reads as "no
+    # worker", no refresh time of 0 (1970); the gauge appears with its first value.
+    gauge = metrics.LateGauge(f"tests_late_{uuid.uuid4().hex}", "a gauge of this test")
+    try:
+        assert list(gauge.collect()) == []
+        gauge.set(0)
+        (family,) = gauge.collect()
+        assert [sample.value for sample in family.samples] == [0]
+    finally:
+        REGISTRY.unregister(gauge)
+    assert isinstance(metrics.WORKERS_POLLING, metrics.LateGauge)
+    assert isinstance(metrics.VISIBILITY_REFRESHED_AT, metrics.LateGauge)
 
 
 @contextlib.contextmanager
@@ -158,9 +231,12 @@ def test_the_alert_rules_and_the_dashboard_read_metrics_that_exist() -> None:
         assert {"alert", "expr", "for", "labels", "annotations"} <= set(rule), rule
         assert rule["labels"]["severity"] in {"page", "ticket"}
         assert rule["annotations"]["summary"] and rule["annotations"]["description"]
+        assert rule["annotations"]["runbook_url"]  # its section: tests/test_alert_rules.py
     names = {rule["alert"] for rule in alerts}
-    assert {"McpTasksNoWorkerPolling", "McpTasksWorkflowTaskFailures",
-            "McpTasksInputWaitTooOld", "McpTasksWebhookDeliveriesFailing"} <= names  # fmt: skip
+    assert {"McpTasksDown", "McpTasksServerErrors", "McpTasksCreateLatencyBudgetBurn",
+            "McpTasksNotReady", "McpTasksNoWorkerPolling", "McpTasksScheduleToStartSlow",
+            "McpTasksQuotaSaturated", "McpTasksWorkflowTaskFailures", "McpTasksInputWaitTooOld",
+            "McpTasksStalledTasks", "McpTasksWebhookDeliveriesFailing"} <= names  # fmt: skip
     ours = {m.describe()[0].name for m in _defined_metrics()}
     ours |= {_base(name) for name in metrics.WORKER_METRICS}  # the worker's, by the SDK meter
     dashboard = json.loads((ROOT / "deploy/grafana/mcp-tasks.json").read_text())
@@ -170,6 +246,7 @@ def test_the_alert_rules_and_the_dashboard_read_metrics_that_exist() -> None:
         used = [word for word in _metric_words(expr) if word.startswith("mcp_tasks_")]
         for word in used:
             assert _base(word) in ours, (word, expr)
+    _check_dashboard_variables(dashboard, exprs)
     config = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
     assert "alerts.yml" in config["rule_files"][0]
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -177,6 +254,28 @@ def test_the_alert_rules_and_the_dashboard_read_metrics_that_exist() -> None:
         service = compose["services"][name]
         assert service["profiles"] == ["observability"]
         assert all(str(port).startswith("127.0.0.1:") for port in service["ports"])
+
+
+def _check_dashboard_variables(dashboard: dict[str, Any], exprs: list[str]) -> None:
+    """The datasource is a variable (no hard-coded uid); namespace, task_queue and instance
+    variables filter every panel; the worker's series are ours by service_name; the SLIs
+    have panels."""
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert {"datasource", "namespace", "task_queue", "instance"} <= set(variables)
+    assert variables["datasource"]["type"] == "datasource"
+    sources = [p["datasource"] for p in dashboard["panels"]]
+    sources += [t["datasource"] for p in dashboard["panels"] for t in p["targets"]]
+    sources += [v["datasource"] for v in variables.values() if "datasource" in v]
+    assert all(source["uid"] == "${datasource}" for source in sources)
+    for expr in exprs:
+        worker = 'namespace=~"$namespace",task_queue=~"$task_queue"' in expr
+        assert worker or 'instance=~"$instance"' in expr, expr
+        assert not worker or 'service_name="mcp-tasks"' in expr, expr
+        assert "temporal_" not in expr.replace("mcp_tasks_temporal", "") or worker, expr
+    for sli in ("mcp_tasks_task_ends_total", "mcp_tasks_input_answer_wait_seconds_bucket",
+                "mcp_tasks_input_waits_over_threshold", "mcp_tasks_stalled_tasks",
+                "mcp_tasks_activity_retries_over_total"):  # fmt: skip
+        assert any(sli in expr for expr in exprs), sli
 
 
 def _defined_metrics() -> list[Any]:
@@ -214,3 +313,18 @@ def test_the_json_format_merges_an_audit_line_and_keeps_a_traceback_on_one_line(
         crash = logging.LogRecord("x", logging.ERROR, "", 0, "failed", None, sys.exc_info())
     line = formatter.format(crash)
     assert "\n" not in line and "RuntimeError: boom" in json.loads(line)["exception"]
+
+
+def test_the_dashboard_file_is_what_render_panels_writes() -> None:
+    # The panels are defined once (deploy/grafana/render_panels.py); the JSON is its output.
+    path = ROOT / "deploy/grafana/render_panels.py"
+    spec = importlib.util.spec_from_file_location("render_panels", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["render_panels"] = module  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(module)
+        written = json.loads((ROOT / "deploy/grafana/mcp-tasks.json").read_text())
+        assert written == module.dashboard()
+    finally:
+        del sys.modules["render_panels"]

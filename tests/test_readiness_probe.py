@@ -11,6 +11,7 @@ from collections import Counter
 from types import SimpleNamespace
 from typing import Any, cast
 
+from prometheus_client import REGISTRY
 from temporalio.client import Client
 
 from mcp_server.observability.probes import READY_CACHE_S, Readiness
@@ -57,7 +58,7 @@ class Clock:
 
 
 def readiness(temporal: CountingTemporal, clock: Clock) -> Readiness:
-    return Readiness(cast(Client, temporal), "tasks", 75.0, clock=clock)
+    return Readiness(cast(Client, temporal), clock=clock)
 
 
 async def test_a_flood_of_probes_costs_temporal_one_check_per_interval() -> None:
@@ -69,12 +70,26 @@ async def test_a_flood_of_probes_costs_temporal_one_check_per_interval() -> None
     temporal.release.set()
     answers = await asyncio.gather(*flood)
     answers += [await probe.check() for _ in range(50)]  # within the interval: from the cache
-    assert temporal.calls == {"check_health": 1, "list_search_attributes": 1,
-                              "describe_task_queue": 1}  # fmt: skip
+    assert temporal.calls == {"check_health": 1, "list_search_attributes": 1}
     assert all(answer == answers[0] for answer in answers)
     clock.now += READY_CACHE_S
     await probe.check()
-    assert temporal.calls["check_health"] == 2  # an interval later, checked again
+    # An interval later, checked again: one cheap RPC (the attributes, once seen, stay).
+    assert temporal.calls == {"check_health": 2, "list_search_attributes": 1}
+
+
+async def test_a_replica_whose_task_queue_has_no_worker_is_ready_to_serve() -> None:
+    # Reads, answers and cancels work without a worker: readiness never asks for pollers (the
+    # CountingTemporal lists none); the workers gauge and its alert report a missing worker.
+    temporal = CountingTemporal()
+    ready, body = await readiness(temporal, Clock()).check()
+    assert ready and body == {"status": "ready", "missing": [], "temporal": "ok",
+                              "searchAttributes": "ok"}  # fmt: skip
+    assert temporal.calls["describe_task_queue"] == 0
+    assert REGISTRY.get_sample_value("mcp_tasks_ready") == 1
+    temporal.down = True
+    assert not (await readiness(temporal, Clock()).check())[0]
+    assert REGISTRY.get_sample_value("mcp_tasks_ready") == 0  # what McpTasksNotReady reads
 
 
 async def test_an_unreachable_temporal_is_not_named_in_the_public_body() -> None:
@@ -90,7 +105,7 @@ async def test_the_embedded_engine_is_shown_without_its_address() -> None:
     outage = {"since": "2026-12-04T10:00:00Z",
               "reason": f"the Temporal dev server at {ADDRESS} was killed by signal 9"}  # fmt: skip
     status = {"state": "restarting", "address": ADDRESS, "restarts": 0, "outage": outage}
-    probe = Readiness(cast(Client, CountingTemporal()), "tasks", 75.0, engine=lambda: status)
+    probe = Readiness(cast(Client, CountingTemporal()), engine=lambda: status)
     ready, body = await probe.check()
     assert not ready and body["engine"]["state"] == "restarting"
     assert "killed by signal 9" in body["engine"]["outage"]["reason"]

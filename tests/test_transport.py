@@ -294,13 +294,13 @@ async def test_no_session_id_is_ever_minted(asgi_stack: AsgiStack) -> None:
     assert response.status_code == 200 and "mcp-session-id" not in response.headers
 
 
-async def test_healthz_says_the_process_lives_and_readyz_that_a_worker_polls(
+async def test_healthz_says_the_process_lives_and_readyz_that_the_replica_can_serve(
     stack: Stack,
 ) -> None:
     response = await stack.http.get(stack.url.replace("/mcp", "/healthz"))
     assert response.status_code == 200 and response.json() == {"status": "ok"}
-    ready = await wait_ready_status(stack, 200, within=30)  # once the stack's worker polls
-    assert ready["workers"] == 1 and ready["missing"] == []
+    ready = await wait_ready_status(stack, 200, within=30)  # Temporal reachable
+    assert ready["missing"] == [] and ready["temporal"] == "ok"
 
 
 async def test_a_tasks_method_without_mcp_name_is_served_as_widely_used_clients_send_it(

@@ -27,6 +27,9 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 Labels = tuple[tuple[str, str], ...]
+# The worker's series (the Temporal SDK's exporter) are ours by this label
+# (MCP_TASKS_SDK_METRICS_SERVICE_NAME), whatever the namespace and task_queue variables hold.
+SERVICE = 'service_name="mcp-tasks"'
 Scrape = dict[tuple[str, Labels], float]
 
 
@@ -48,16 +51,25 @@ class Target:
         parts += [f'{k}!="{v}"' for k, v in self.not_equal.items()]
         return "{" + ",".join(parts) + "}" if parts else ""
 
-    def promql(self) -> str:
+    def scoped(self, scope: tuple[str, ...]) -> str:
+        """The selector with the dashboard's variables (`scope`): Grafana only."""
+        parts = [f'{k}="{v}"' for k, v in self.equal.items()]
+        parts += [f'{k}!="{v}"' for k, v in self.not_equal.items()]
+        parts += [SERVICE] if "task_queue" in scope else []
+        parts += [f'{k}=~"${k}"' for k in scope]
+        return "{" + ",".join(parts) + "}" if parts else ""
+
+    def promql(self, scope: tuple[str, ...] = ()) -> str:
         by = ", ".join(self.by)
+        selector = self.scoped(scope)
         if self.kind == "rate":
-            inner = f"rate({self.metric}{self.selector()}[$__rate_interval])"
+            inner = f"rate({self.metric}{selector}[$__rate_interval])"
             return f"sum by ({by}) ({inner})" if by else f"sum({inner})"
         if self.kind == "quantile":
-            buckets = f"rate({self.metric}_bucket{self.selector()}[$__rate_interval])"
+            buckets = f"rate({self.metric}_bucket{selector}[$__rate_interval])"
             group = ", ".join(("le", *self.by))
             return f"histogram_quantile({self.q}, sum by ({group}) ({buckets}))"
-        inner = f"{self.metric}{self.selector()}"
+        inner = f"{self.metric}{selector}"
         if self.replicas_max_by:
             inner = f"max by ({', '.join(self.replicas_max_by)}) ({inner})"
         return f"{self.kind} by ({by}) ({inner})" if by else f"{self.kind}({inner})"
@@ -76,6 +88,12 @@ class Panel:
     targets: tuple[Target, ...]
     source: str = "server"
 
+    def scope(self) -> tuple[str, ...]:
+        """The variables that filter its series: the server's replicas by `instance`; the
+        worker's (the Temporal SDK's exporter) by `namespace` and `task_queue`, so a shared
+        Prometheus shows this deployment's workers, not another team's."""
+        return ("namespace", "task_queue") if self.source == "worker" else ("instance",)
+
 
 PANELS = (
     Panel("Requests/s by method", "reqps",
@@ -89,6 +107,21 @@ PANELS = (
     Panel("Latency p50 by operation", "s",
           (Target("quantile", "mcp_tasks_request_duration_seconds", ("operation",), q=0.5,
                   legend="p50 {{operation}}"),)),
+    Panel("Task ends/s by tool and outcome (worker)", "ops",
+          (Target("rate", "mcp_tasks_task_ends_total", ("tool", "outcome"),
+                  legend="{{tool}} {{outcome}}"),), source="worker"),
+    Panel("Time from input_required to its answer, p50 and p90 by tool (worker)", "s",
+          (Target("quantile", "mcp_tasks_input_answer_wait_seconds", ("tool",), q=0.5,
+                  legend="p50 {{tool}}"),
+           Target("quantile", "mcp_tasks_input_answer_wait_seconds", ("tool",), q=0.9,
+                  legend="p90 {{tool}}")), source="worker"),
+    Panel("Waits over the threshold and stalled tasks by tool", "short",
+          (Target("max", "mcp_tasks_input_waits_over_threshold", ("tool",),
+                  legend="late waits {{tool}}"),
+           Target("max", "mcp_tasks_stalled_tasks", ("tool",), legend="stalled {{tool}}"))),
+    Panel("Activity attempts over the threshold/s (worker)", "ops",
+          (Target("rate", "mcp_tasks_activity_retries_over_total", ("activity_type",),
+                  legend="{{activity_type}}"),), source="worker"),
     Panel("Open tasks by status", "short",
           (Target("sum", "mcp_tasks_open_tasks", ("status",), legend="{{status}}",
                   replicas_max_by=("tool", "status")),)),
@@ -96,15 +129,19 @@ PANELS = (
           (Target("max", "mcp_tasks_input_wait_oldest_seconds", ("tool",), legend="{{tool}}"),)),
     Panel("Quota and rate-limit refusals/s", "reqps",
           (Target("rate", "mcp_tasks_refusals_total", ("reason",), legend="{{reason}}"),)),
-    Panel("Workers polling (recent pollers)", "short",
-          (Target("max", "mcp_tasks_workers_polling", legend="workers"),)),
+    Panel("Workers polling (recent pollers) and replicas ready", "short",
+          (Target("max", "mcp_tasks_workers_polling", legend="workers"),
+           Target("sum", "mcp_tasks_ready", legend="replicas ready"))),
     Panel("Worker: workflow tasks polled and failed/s", "ops",
-          (Target("rate", "temporal_workflow_task_queue_poll_succeed", legend="polled"),
-           Target("rate", "temporal_workflow_task_execution_failed", legend="failed")),
+          (Target("rate", "temporal_workflow_task_queue_poll_succeed_total", legend="polled"),
+           Target("rate", "temporal_workflow_task_execution_failed_total", legend="failed")),
           source="worker"),
-    Panel("Worker: workflow task schedule-to-start p99", "ms",
-          (Target("quantile", "temporal_workflow_task_schedule_to_start_latency",
+    Panel("Worker: workflow task schedule-to-start p99", "s",
+          (Target("quantile", "temporal_workflow_task_schedule_to_start_latency_seconds",
                   legend="p99"),), source="worker"),
+    Panel("Temporal client latency p99 by operation (server)", "s",
+          (Target("quantile", "mcp_tasks_temporal_request_duration_seconds", ("operation",),
+                  legend="p99 {{operation}}"),)),
     Panel("Temporal RPC errors/s (server)", "ops",
           (Target("rate", "mcp_tasks_temporal_rpc_errors_total", ("operation", "code"),
                   legend="{{operation}} {{code}}"),)),
@@ -114,12 +151,47 @@ PANELS = (
 )  # fmt: skip
 
 
+# The datasource is a variable (no uid of one Grafana's); the series are filtered by the
+# variables below, each listing what the metrics hold (the worker's by our service_name).
+DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+
+
+def _variable(name: str, query: str) -> dict[str, Any]:
+    return {
+        "name": name, "label": name, "type": "query", "datasource": DATASOURCE,
+        "query": {"query": query, "refId": name}, "definition": query, "refresh": 2,
+        "includeAll": True, "multi": True, "allValue": ".*",
+        "current": {"text": "All", "value": "$__all"},
+    }  # fmt: skip
+
+
+def templating() -> dict[str, Any]:
+    polled = "temporal_workflow_task_queue_poll_succeed_total"
+    return {
+        "list": [
+            {
+                "name": "datasource",
+                "label": "datasource",
+                "type": "datasource",
+                "query": "prometheus",
+                "current": {},
+            },
+            _variable("namespace", f"label_values({polled}{{{SERVICE}}}, namespace)"),
+            _variable(
+                "task_queue",
+                f'label_values({polled}{{{SERVICE},namespace=~"$namespace"}}, task_queue)',
+            ),
+            _variable("instance", "label_values(mcp_tasks_requests_total, instance)"),
+        ]
+    }
+
+
 def dashboard() -> dict[str, Any]:
     panels = []
     for index, panel in enumerate(PANELS):
         targets = [
-            {"refId": chr(ord("A") + i), "expr": t.promql(), "legendFormat": t.legend,
-             "datasource": {"type": "prometheus", "uid": "prometheus"}}
+            {"refId": chr(ord("A") + i), "expr": t.promql(panel.scope()),
+             "legendFormat": t.legend, "datasource": DATASOURCE}
             for i, t in enumerate(panel.targets)
         ]  # fmt: skip
         panels.append(
@@ -127,7 +199,7 @@ def dashboard() -> dict[str, Any]:
                 "id": index + 1,
                 "type": "timeseries",
                 "title": panel.title,
-                "datasource": {"type": "prometheus", "uid": "prometheus"},
+                "datasource": DATASOURCE,
                 "gridPos": {"h": 8, "w": 12, "x": 12 * (index % 2), "y": 8 * (index // 2)},
                 "fieldConfig": {"defaults": {"unit": panel.unit}, "overrides": []},
                 "targets": targets,
@@ -141,6 +213,7 @@ def dashboard() -> dict[str, Any]:
         "schemaVersion": 39,
         "refresh": "30s",
         "time": {"from": "now-1h", "to": "now"},
+        "templating": templating(),
         "panels": panels,
     }
 

@@ -12,20 +12,27 @@ Rules:
 - The worker's metrics are the Temporal SDK's own (its runtime's Prometheus exporter), on the
   worker's port: workflow task failures, activity failures, poll results, schedule-to-start
   latency; and the webhook deliveries the worker records through the SDK's meter
-  (`WORKER_METRICS`). See README "Operations".
+  (`WORKER_METRICS`). See docs/operations/observability.md.
+- No "no data" where a zero is meant: labelled counters are exported at zero for their known
+  label values from the start (`export_zeros`); a background gauge is exported only once it has
+  a value (`LateGauge`), never as a 0 on the first scrape after a restart.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from prometheus_client import (
+    REGISTRY,
     Counter,
     Gauge,
     Histogram,
     disable_created_metrics,
     start_http_server,
 )
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from mcp_server.protocol.dispatch import LEGACY_TABLE
 from mcp_server.tasks import temporal_errors
@@ -47,6 +54,35 @@ _LATENCY_BUCKETS = (
 
 KNOWN_METHODS = frozenset(LEGACY_TABLE)
 OPERATIONS = ("create", "get", "update", "cancel", "listen", "other")
+# The Temporal calls of the server (temporal_errors.py), and the gRPC codes of an outage, whose
+# error counters exist at zero from the start.
+TEMPORAL_OPERATIONS = (
+    "start_workflow", "describe_workflow", "signal_workflow", "cancel_workflow",
+    "count_workflows", "query_workflow", "start_workflow_update",
+)  # fmt: skip
+OUTAGE_CODES = ("UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED")
+
+
+class LateGauge(Collector):
+    """A gauge without labels that is exported only once it has been set: a background value
+    (the workers polling, the last refresh) is absent until first measured, never a 0 that
+    reads as "no worker" or "refreshed in 1970"."""
+
+    def __init__(self, name: str, documentation: str) -> None:
+        self._name, self._documentation = name, documentation
+        self._value: float | None = None
+        REGISTRY.register(self)
+
+    def set(self, value: float) -> None:
+        self._value = value
+
+    def describe(self) -> list[Metric]:
+        return [GaugeMetricFamily(self._name, self._documentation)]
+
+    def collect(self) -> Iterator[Metric]:
+        if self._value is not None:
+            yield GaugeMetricFamily(self._name, self._documentation, value=self._value)
+
 
 REQUESTS = Counter(
     "mcp_tasks_requests",
@@ -66,8 +102,8 @@ REFUSALS = Counter(
     "body_too_large",
     ["reason"],
 )
-# Defined by the task layer, which counts them (tasks/temporal_errors.py); listed here with the
-# server's other metrics.
+# Defined by the task layer, which counts them (tasks/temporal_errors.py, with
+# TEMPORAL_REQUEST_LATENCY below); listed here with the server's other metrics.
 TEMPORAL_RPC_ERRORS = temporal_errors.TEMPORAL_RPC_ERRORS
 OPEN_TASKS = Gauge(
     "mcp_tasks_open_tasks",
@@ -80,29 +116,61 @@ INPUT_WAIT_OLDEST = Gauge(
     "Age of the oldest input_required wait, by tool (0 when none waits)",
     ["tool"],
 )
-WORKERS_POLLING = Gauge(
+INPUT_WAITS_OVER_THRESHOLD = Gauge(
+    "mcp_tasks_input_waits_over_threshold",
+    "Running input_required waits older than MCP_TASKS_INPUT_WAIT_THRESHOLD_S, by tool",
+    ["tool"],
+)
+STALLED_TASKS = Gauge(
+    "mcp_tasks_stalled_tasks",
+    "Running working tasks whose state has not changed for MCP_TASKS_STALLED_AFTER_S, by tool",
+    ["tool"],
+)
+WORKERS_POLLING = LateGauge(
     "mcp_tasks_workers_polling",
-    "Workers whose poller was seen on the task queue within MCP_TASKS_READY_POLLER_MAX_AGE_S "
-    "(what /readyz requires), refreshed in the background",
+    "Workers whose poller was seen on the task queue within MCP_TASKS_READY_POLLER_MAX_AGE_S, "
+    "refreshed in the background (absent until first counted)",
 )
 VISIBILITY_REFRESHES = Counter(
     "mcp_tasks_visibility_refreshes",
     "Background refreshes of the open-task gauges, by outcome (ok, error)",
     ["outcome"],
 )
-VISIBILITY_REFRESHED_AT = Gauge(
+VISIBILITY_REFRESHED_AT = LateGauge(
     "mcp_tasks_visibility_refreshed_timestamp_seconds",
-    "When the open-task gauges were last refreshed successfully (Unix time)",
+    "When the open-task gauges were last refreshed successfully (Unix time; absent until then)",
 )
+READY = LateGauge(
+    "mcp_tasks_ready",
+    "1 when this replica's last /readyz check found it able to serve, 0 when not (absent "
+    "until first probed)",
+)
+TEMPORAL_REQUEST_LATENCY = temporal_errors.TEMPORAL_REQUEST_LATENCY
 
 # The worker's own metrics: webhook delivery attempts (activities/webhooks.py), recorded through
 # the Temporal SDK's meter and so served with the SDK's metrics on the worker's port
 # (MCP_TASKS_WORKER_METRICS_PORT), not by this registry. Outcome: delivered, failed (retried),
-# rejected (a 4xx, not retried), gave_up (a day of retries went by; the delivery workflow).
+# rejected (a 4xx, not retried), gone (a 410: stopped), suspended (the endpoint is suspended after
+# sustained failure; retried later), gave_up (a day of retries went by; the delivery workflow).
 WEBHOOK_DELIVERIES = DELIVERIES_METRIC
 WEBHOOK_DELIVERY_SECONDS = DELIVERY_SECONDS_METRIC
 WEBHOOK_DELIVERY_BUCKETS = DELIVERY_SECONDS_BUCKETS
-WORKER_METRICS = (WEBHOOK_DELIVERIES, WEBHOOK_DELIVERY_SECONDS)
+WEBHOOK_OUTCOMES = ("delivered", "failed", "rejected", "gone", "suspended", "gave_up")
+# How task workflows end, by tool, counted once by the worker that ran the end
+# (task_outcomes.py): completed, error_result (completed with isError), failed, cancelled.
+TASK_ENDS = "mcp_tasks_task_ends"
+TASK_END_OUTCOMES = ("completed", "error_result", "failed", "cancelled")
+# The time from input_required to the answer that ended the wait, by tool (seconds).
+INPUT_ANSWER_SECONDS = "mcp_tasks_input_answer_wait_seconds"
+INPUT_ANSWER_BUCKETS = (
+    10.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 8 * 3600.0, 86400.0, 3 * 86400.0, 7 * 86400.0,
+)  # fmt: skip
+# Activity attempts beyond MCP_TASKS_ACTIVITY_ATTEMPTS_THRESHOLD, by activity type.
+ACTIVITY_RETRIES_OVER = "mcp_tasks_activity_retries_over"
+WORKER_METRICS = (
+    WEBHOOK_DELIVERIES, WEBHOOK_DELIVERY_SECONDS, TASK_ENDS, INPUT_ANSWER_SECONDS,
+    ACTIVITY_RETRIES_OVER,
+)  # fmt: skip
 
 _REFUSAL_BY_OUTCOME = {
     "-31001": "quota",
@@ -137,6 +205,22 @@ _request_counters: dict[tuple[str, str], Any] = {}
 _latencies = {operation: REQUEST_LATENCY.labels(operation) for operation in OPERATIONS}
 
 
+def export_zeros() -> None:
+    """The labelled counters of the server at zero for their known label values, so a rate is
+    0 rather than "no data" before the first event."""
+    for reason in _REFUSAL_BY_OUTCOME.values():
+        REFUSALS.labels(reason)
+    for operation in TEMPORAL_OPERATIONS:
+        TEMPORAL_REQUEST_LATENCY.labels(operation)
+        for code in OUTAGE_CODES:
+            TEMPORAL_RPC_ERRORS.labels(operation, code)
+    for outcome in ("ok", "error"):
+        VISIBILITY_REFRESHES.labels(outcome)
+    for method in KNOWN_METHODS:
+        for outcome in ("ok", "-32603"):
+            _request_counters[(method, outcome)] = REQUESTS.labels(method, outcome)
+
+
 def record_request(
     method: str | None, outcome: str, created_task: bool, latency_s: float | None
 ) -> None:
@@ -152,6 +236,9 @@ def record_request(
         REFUSALS.labels(reason).inc()
     if latency_s is not None and method is not None:
         _latencies[operation_of(method, created_task)].observe(latency_s)
+
+
+export_zeros()
 
 
 def serve_metrics(host: str, port: int) -> None:

@@ -2,24 +2,24 @@
 
 - Liveness (`/healthz`): the process serves HTTP. No Temporal call: a Temporal outage must not
   get every replica restarted.
-- Readiness (`/readyz`): Temporal answers, the search attributes
-  McpStatus/McpTool/McpOwner/McpApprovers are registered, and a worker polls the task queue.
-  Temporal keeps listing a poller well after its worker died, so a worker counts only while
-  its poller's `last_access_time` is recent: a live worker polls again at least once per long
-  poll (Temporal's `matching.longPollExpirationInterval`, 1 min by default), so
-  `poller_max_age_s` (default 75 s) is that plus a margin. Each failed check is named in
-  `missing`.
+- Readiness (`/readyz`): this replica can serve: Temporal answers its health check, and the
+  search attributes McpStatus/McpTool/McpOwner/McpApprovers are registered (asked until seen
+  once; they stay). It does NOT require a worker: reads, answers and cancels work without one
+  (Temporal keeps them until a worker runs), and a worker outage taking every replica out of
+  the load balancer would turn a stall into an outage. A missing worker is reported by
+  `mcp_tasks_workers_polling` (visibility.py) and the McpTasksNoWorkerPolling alert. Each
+  failed check is named in `missing`.
 - In `mcp-tasks dev` and `stdio --dev`, readiness also shows the supervised embedded Temporal
   (`engine`: `running` or `restarting`, its restarts, the current or last outage with its
   reason and length). While it restarts, `/readyz` is 503 with `missing: ["temporal"]` and
   `temporal: "unreachable: <why it went>"`, without a call to wait out; once it is back, the
   usual checks run again and `engine.lastOutage` says what happened. Liveness stays 200
   throughout: the process is fine and repairs the engine itself, so it must not be restarted.
-- `/readyz` is public, so its answer is cached for `READY_CACHE_S` and shared by the requests
-  that arrive while a check runs (single-flight): a flood of probes costs Temporal at most one
-  check (two calls) per interval. Its body never names the Temporal address or repeats an
-  error's text (which does): a failure is "unreachable" or "error" and the error's kind, and
-  the full error goes to the server's log.
+- `/readyz` is public, so its answer is cached for MCP_TASKS_READY_CACHE_S and shared by the
+  requests that arrive while a check runs (single-flight): a flood of probes costs Temporal at
+  most one check (one health-check RPC once the attributes were seen) per interval. Its body
+  never names the Temporal address or repeats an error's text (which does): a failure is
+  "unreachable" or "error" and the error's kind, and the full error goes to the server's log.
 """
 
 from __future__ import annotations
@@ -37,10 +37,11 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
+from mcp_server.observability import metrics
 from workflows.task_state import SEARCH_ATTRIBUTES
 
 _RPC_TIMEOUT = timedelta(seconds=2)
-READY_CACHE_S = 1.0
+READY_CACHE_S = 2.0  # the default of MCP_TASKS_READY_CACHE_S
 
 log = logging.getLogger(__name__)
 
@@ -60,15 +61,13 @@ class Readiness:
     def __init__(
         self,
         client: Client,
-        task_queue: str,
-        poller_max_age_s: float,
+        cache_s: float = READY_CACHE_S,
         clock: Callable[[], float] = time.monotonic,
         engine: EngineStatus | None = None,
     ) -> None:
         self.client = client
         self.engine = engine
-        self.task_queue = task_queue
-        self.poller_max_age = timedelta(seconds=poller_max_age_s)
+        self.cache_s = cache_s
         self._attributes_seen = False  # once registered, they stay: not asked again
         self._clock = clock
         self._last: tuple[float, Checked] | None = None
@@ -77,20 +76,25 @@ class Readiness:
     async def check(self) -> Checked:
         """(ready, the body saying what is there and what is missing). The embedded engine's
         state is read on every call (it costs nothing, and an outage shows at once); the
-        Temporal checks are the last ones when younger than READY_CACHE_S, else the ones
-        running, else new ones."""
+        Temporal checks are the last ones when younger than `cache_s`, else the ones running,
+        else new ones."""
+        ready, body = await self._checked()
+        metrics.READY.set(1 if ready else 0)  # for the McpTasksNotReady alert
+        return ready, body
+
+    async def _checked(self) -> Checked:
         engine = _public(self.engine()) if self.engine is not None else None
         if engine is not None and engine["state"] != "running":
             self._last = None  # what was checked before the outage no longer holds
             why = engine["outage"]["reason"]
             body = {"temporal": f"unreachable: {why}", "searchAttributes": "unknown",
-                    "workers": 0, "engine": engine}  # fmt: skip
+                    "engine": engine}  # fmt: skip
             return False, {"status": "not ready", "missing": ["temporal"], **body}
         ready, checked = await self._temporal_checked()
         return ready, {**checked, "engine": engine} if engine is not None else checked
 
     async def _temporal_checked(self) -> Checked:
-        if self._last is not None and self._clock() - self._last[0] < READY_CACHE_S:
+        if self._last is not None and self._clock() - self._last[0] < self.cache_s:
             return self._last[1]
         if self._running is None:
             self._running = asyncio.ensure_future(self._check_now())
@@ -111,17 +115,12 @@ class Readiness:
         except Exception as err:
             log.warning("readiness: Temporal is unreachable: %s", err)
             body.update(temporal=f"unreachable: {_kind(err)}", searchAttributes="unknown")
-            body["workers"] = 0
             return False, {"status": "not ready", "missing": ["temporal"], **body}
         try:
             absent = await self._absent_attributes()
             if absent:
                 body["searchAttributes"] = f"not registered: {', '.join(absent)}"
                 missing.append("searchAttributes")
-            live, stale = await self._pollers()
-            body.update(workers=live, staleWorkers=stale)
-            if not live:
-                missing.append("workers")
         except Exception as err:
             log.warning("readiness: a Temporal call failed: %s", err)
             body["temporal"] = f"error: {_kind(err)}"
@@ -138,9 +137,6 @@ class Readiness:
         absent = [name for name in SEARCH_ATTRIBUTES if name not in listed.custom_attributes]
         self._attributes_seen = not absent
         return absent
-
-    async def _pollers(self) -> tuple[int, int]:
-        return await pollers(self.client, self.task_queue, self.poller_max_age)
 
 
 def _public(engine: dict[str, Any]) -> dict[str, Any]:
@@ -165,7 +161,12 @@ def _kind(err: Exception) -> str:
 
 
 async def pollers(client: Client, task_queue: str, max_age: timedelta) -> tuple[int, int]:
-    """(workflow pollers of `task_queue` seen within `max_age`, pollers listed but older)."""
+    """For the workers gauge (visibility.py): Temporal keeps listing a poller well after its
+    worker died, so a worker counts only while its poller's `last_access_time` is recent (a
+    live worker polls again at least once per long poll, Temporal's
+    `matching.longPollExpirationInterval`, 1 min by default; MCP_TASKS_READY_POLLER_MAX_AGE_S,
+    75 s, is that plus a margin). Returns (workflow pollers of `task_queue` seen within
+    `max_age`, pollers listed but older)."""
     response = await client.workflow_service.describe_task_queue(
         DescribeTaskQueueRequest(
             namespace=client.namespace,

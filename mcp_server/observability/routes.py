@@ -37,14 +37,9 @@ async def operations(
     if client is None:  # a store without Temporal (tests of the app alone): no probes to run
         yield
         return
-    app.state.readiness = Readiness(
-        client, settings.task_queue, settings.ready_poller_max_age_s, engine=engine
-    )
+    app.state.readiness = Readiness(client, settings.ready_cache_s, engine=engine)
     tools = sorted(t.name for t in registry.tools() if t.task_support != "never")
-    gauges = OpenTaskGauges(
-        client, tools, settings.metrics_refresh_s, settings.task_queue,
-        settings.ready_poller_max_age_s,
-    )  # fmt: skip
+    gauges = OpenTaskGauges(client, tools, settings)
     app.state.gauges = gauges
     try:
         yield

@@ -1,12 +1,17 @@
 """The open-task gauges, refreshed in the background from Temporal's visibility store: never
-on a request's path, at most every `every_s` seconds, per server replica, from the first scrape
-of /metrics on (routes.py), so a server nobody scrapes asks nothing.
+on a request's path, at most every `metrics_refresh_s` seconds, per server replica, from the
+first scrape of /metrics on (routes.py), so a server nobody scrapes asks nothing.
+
+Every replica reports the same values (they are counted in Temporal, not in the replica), so
+the alerts and panels take their `max` across replicas, never their sum.
 
 Per task tool of the registry: a count of running tasks whose `McpStatus` is `working` and one
 for `input_required` (Temporal counts cannot GROUP BY a custom search attribute); then the
 waiting tasks are listed (their memo says since when they wait, `lastUpdatedAt`) for the age
-of the oldest wait per tool, reading at most `max_listed` of them; and the workers polling the
-task queue are counted as /readyz counts them (probes.py).
+of the oldest wait and the waits older than `input_wait_threshold_s`; the working tasks
+started before `stalled_after_s` ago are listed for those whose state has not changed since
+(stalled); each listing reads at most `max_listed` tasks. The workers polling the task queue
+are counted by their pollers' last access (probes.py `pollers`).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 from temporalio.client import Client
@@ -22,10 +28,8 @@ from temporalio.client import Client
 from mcp_server.observability import metrics
 from mcp_server.observability.probes import pollers
 from mcp_server.tasks.memo import task_state_of
-from workflows.task_state import (
-    SEARCH_ATTRIBUTE_STATUS,
-    SEARCH_ATTRIBUTE_TOOL,
-)
+from mcp_tasks.settings import Settings
+from workflows.task_state import SEARCH_ATTRIBUTE_STATUS, SEARCH_ATTRIBUTE_TOOL
 
 log = logging.getLogger("mcp_server.observability.visibility")
 _RPC_TIMEOUT = timedelta(seconds=5)
@@ -41,19 +45,15 @@ def _query(tool: str, status: str) -> str:
 
 class OpenTaskGauges:
     def __init__(
-        self,
-        client: Client,
-        tools: list[str],
-        every_s: float,
-        task_queue: str,
-        poller_max_age_s: float,
-        max_listed: int = 10_000,
+        self, client: Client, tools: list[str], settings: Settings, max_listed: int = 10_000
     ) -> None:
         self.client = client
         self.tools = tools
-        self.every_s = every_s
-        self.task_queue = task_queue
-        self.poller_max_age = timedelta(seconds=poller_max_age_s)
+        self.every_s = settings.metrics_refresh_s
+        self.task_queue = settings.task_queue
+        self.poller_max_age = timedelta(seconds=settings.ready_poller_max_age_s)
+        self.wait_threshold_s = settings.input_wait_threshold_s
+        self.stalled_after_s = settings.stalled_after_s
         self.max_listed = max_listed
         self._refreshing: asyncio.Task[None] | None = None
 
@@ -74,19 +74,30 @@ class OpenTaskGauges:
                 _query(tool, status), rpc_timeout=_RPC_TIMEOUT)).count
             for tool in self.tools for status in STATUSES
         }  # fmt: skip
-        oldest = await self._oldest_waits()
+        waits = await self._ages('AND ExecutionStatus="Running"', "input_required")
+        since = datetime.now(UTC) - timedelta(seconds=self.stalled_after_s)
+        # stalled for X: started more than X ago, which the visibility store can filter on
+        started = f'AND ExecutionStatus="Running" AND StartTime < "{since:%Y-%m-%dT%H:%M:%SZ}"'
+        working = await self._ages(started, "working")
         live, _ = await pollers(self.client, self.task_queue, self.poller_max_age)
         metrics.WORKERS_POLLING.set(live)
         for (tool, status), count in counts.items():
             metrics.OPEN_TASKS.labels(tool, status).set(count)
+        late = Counter(tool for tool, age in waits if age > self.wait_threshold_s)
+        stalled = Counter(tool for tool, age in working if age > self.stalled_after_s)
         for tool in self.tools:
-            metrics.INPUT_WAIT_OLDEST.labels(tool).set(oldest.get(tool, 0.0))
+            metrics.INPUT_WAIT_OLDEST.labels(tool).set(
+                max((age for of, age in waits if of == tool), default=0.0)
+            )
+            metrics.INPUT_WAITS_OVER_THRESHOLD.labels(tool).set(late[tool])
+            metrics.STALLED_TASKS.labels(tool).set(stalled[tool])
         metrics.VISIBILITY_REFRESHED_AT.set(time.time())
 
-    async def _oldest_waits(self) -> dict[str, float]:
-        query = f'{SEARCH_ATTRIBUTE_STATUS}="input_required" AND ExecutionStatus="Running"'
+    async def _ages(self, condition: str, status: str) -> list[tuple[str, float]]:
+        """(tool, seconds since its state last changed) of the running tasks in `status`."""
+        query = f'{SEARCH_ATTRIBUTE_STATUS}="{status}" {condition}'
         now = datetime.now(UTC)
-        oldest: dict[str, float] = {}
+        ages: list[tuple[str, float]] = []
         async for execution in self.client.list_workflows(
             query, limit=self.max_listed, page_size=1000, rpc_timeout=_RPC_TIMEOUT
         ):
@@ -97,9 +108,8 @@ class OpenTaskGauges:
                 since = datetime.fromisoformat(state.last_updated_at.replace("Z", "+00:00"))
             except ValueError:
                 continue
-            age = max(0.0, (now - since).total_seconds())
-            oldest[state.tool] = max(oldest.get(state.tool, 0.0), age)
-        return oldest
+            ages.append((state.tool, max(0.0, (now - since).total_seconds())))
+        return ages
 
     async def run(self) -> None:
         """Refresh until cancelled; a failed refresh is counted and logged, never raised."""

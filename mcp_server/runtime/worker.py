@@ -21,6 +21,7 @@ from typing import Any
 
 from temporalio.client import Client
 from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
+from temporalio.runtime import Runtime
 from temporalio.worker import Worker, WorkerDeploymentConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
@@ -29,6 +30,8 @@ from activities.callback_http import CallbackPolicy
 from activities.event_delivery import EventSender
 from activities.webhook_health import EndpointHealth, SuspensionPolicy
 from activities.webhooks import WebhookSender
+from mcp_server.observability.sdk_metrics import export_worker_zeros
+from mcp_server.observability.task_outcomes import TaskOutcomes
 from mcp_server.tasks.expiry import run_sweeper
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.settings import ConfigError, Settings
@@ -104,6 +107,9 @@ def build_worker(
     pool = ThreadPoolExecutor(settings.max_concurrent_activities, "mcp-tasks-activity")
     versioning = deployment_config(settings)
     quota_workflows = quota.WORKFLOWS if versioning is None else quota.VERSIONED_WORKFLOWS
+    tools = sorted(tool.name for tool in registry.tools() if tool.task_support != "never")
+    runtime = client.service_client.config.runtime or Runtime.default()
+    export_worker_zeros(runtime.metric_meter, client.namespace, settings.task_queue, tools)
     return _PooledWorker(
         pool,
         client,
@@ -125,7 +131,8 @@ def build_worker(
             events.deliver,
         ],
         # Secret arguments out of the exceptions the SDK logs and Temporal records.
-        interceptors=[SecretsInterceptor()],
+        # Then the task SLIs (how tasks end, answer waits, activity retries), counted once.
+        interceptors=[SecretsInterceptor(), TaskOutcomes(settings.activity_attempts_threshold)],
         max_cached_workflows=settings.max_cached_workflows,
         max_concurrent_activities=settings.max_concurrent_activities,
         # After a worker crash, its sticky queue would hold the next workflow task for the

@@ -1,32 +1,56 @@
-"""Counts the server's Temporal calls that fail (`mcp_tasks_temporal_rpc_errors_total`), by
-operation and gRPC status, through a client interceptor: every start, describe, signal, cancel
-and count of the task store passes here. NOT_FOUND is not counted: it is the ordinary answer
-for a task that does not exist (or has closed)."""
+"""The server's Temporal calls, observed through a client interceptor: every start, describe,
+signal, cancel, count, query and update of the task store passes here.
+
+- `mcp_tasks_temporal_request_duration_seconds{operation}`: the Temporal client latency of the
+  process, failed calls included, on the server's own /metrics (so a standalone `server`
+  reports it without the Temporal SDK's exporter).
+- `mcp_tasks_temporal_rpc_errors_total{operation, code}`: the calls that failed, by gRPC
+  status. NOT_FOUND is not counted: it is the ordinary answer for a task that does not exist
+  (or has closed).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
-from prometheus_client import Counter
+from prometheus_client import Counter, Histogram
 from temporalio.client import (
     CancelWorkflowInput,
     CountWorkflowsInput,
     DescribeWorkflowInput,
     Interceptor,
     OutboundInterceptor,
+    QueryWorkflowInput,
     SignalWorkflowInput,
     StartWorkflowInput,
+    StartWorkflowUpdateInput,
     WorkflowExecutionCount,
     WorkflowExecutionDescription,
     WorkflowHandle,
+    WorkflowUpdateHandle,
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+# Defined here, where the task layer's raw calls count them too; listed with the server's other
+# metrics in observability/metrics.py.
 TEMPORAL_RPC_ERRORS = Counter(
     "mcp_tasks_temporal_rpc_errors",
     "Temporal calls of the server that failed, by operation and gRPC status",
     ["operation", "code"],
 )
+TEMPORAL_REQUEST_LATENCY = Histogram(
+    "mcp_tasks_temporal_request_duration_seconds",
+    "Time of the server's Temporal calls (Temporal client latency), by operation, failed or not",
+    ["operation"],
+    buckets=(
+        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+        600.0,
+    ),
+)  # fmt: skip
+
+T = TypeVar("T")
 
 
 def count_rpc_error(operation: str, err: RPCError) -> None:
@@ -34,43 +58,45 @@ def count_rpc_error(operation: str, err: RPCError) -> None:
         TEMPORAL_RPC_ERRORS.labels(operation, err.status.name).inc()
 
 
-class RpcErrorCounter(Interceptor):
+async def observed(operation: str, call: Callable[[], Awaitable[T]]) -> T:
+    """`call()`, timed, and counted when it fails with a gRPC status."""
+    started = time.perf_counter()
+    try:
+        return await call()
+    except RPCError as err:
+        count_rpc_error(operation, err)
+        raise
+    finally:
+        TEMPORAL_REQUEST_LATENCY.labels(operation).observe(time.perf_counter() - started)
+
+
+class TemporalCallMetrics(Interceptor):
     def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
         return _Outbound(next)
 
 
 class _Outbound(OutboundInterceptor):
     async def start_workflow(self, input: StartWorkflowInput) -> WorkflowHandle[Any, Any]:
-        try:
-            return await self.next.start_workflow(input)
-        except RPCError as err:
-            count_rpc_error("start_workflow", err)
-            raise
+        return await observed("start_workflow", lambda: self.next.start_workflow(input))
 
     async def describe_workflow(self, input: DescribeWorkflowInput) -> WorkflowExecutionDescription:
-        try:
-            return await self.next.describe_workflow(input)
-        except RPCError as err:
-            count_rpc_error("describe_workflow", err)
-            raise
+        return await observed("describe_workflow", lambda: self.next.describe_workflow(input))
 
     async def signal_workflow(self, input: SignalWorkflowInput) -> None:
-        try:
-            await self.next.signal_workflow(input)
-        except RPCError as err:
-            count_rpc_error("signal_workflow", err)
-            raise
+        await observed("signal_workflow", lambda: self.next.signal_workflow(input))
 
     async def cancel_workflow(self, input: CancelWorkflowInput) -> None:
-        try:
-            await self.next.cancel_workflow(input)
-        except RPCError as err:
-            count_rpc_error("cancel_workflow", err)
-            raise
+        await observed("cancel_workflow", lambda: self.next.cancel_workflow(input))
 
     async def count_workflows(self, input: CountWorkflowsInput) -> WorkflowExecutionCount:
-        try:
-            return await self.next.count_workflows(input)
-        except RPCError as err:
-            count_rpc_error("count_workflows", err)
-            raise
+        return await observed("count_workflows", lambda: self.next.count_workflows(input))
+
+    async def query_workflow(self, input: QueryWorkflowInput) -> Any:
+        return await observed("query_workflow", lambda: self.next.query_workflow(input))
+
+    async def start_workflow_update(
+        self, input: StartWorkflowUpdateInput
+    ) -> WorkflowUpdateHandle[Any]:
+        return await observed(
+            "start_workflow_update", lambda: self.next.start_workflow_update(input)
+        )

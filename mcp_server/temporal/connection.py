@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +16,12 @@ from temporalio.api.operatorservice.v1 import (
 )
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, UpdateNamespaceRequest
 from temporalio.client import Client
-from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.service import RPCError, TLSConfig
 
 from mcp_server.observability import tracing
-from mcp_server.tasks.temporal_errors import RpcErrorCounter
+from mcp_server.observability.sdk_metrics import sdk_metrics_runtime
+from mcp_server.tasks.temporal_errors import TemporalCallMetrics
 from mcp_server.temporal.codec import data_converter, header_codec_behavior
-from mcp_tasks.contracts.webhooks import DELIVERY_SECONDS_BUCKETS, DELIVERY_SECONDS_METRIC
 from mcp_tasks.settings import Settings
 from workflows.task_state import SEARCH_ATTRIBUTE_TYPES, SEARCH_ATTRIBUTES
 
@@ -62,8 +60,10 @@ async def connect(settings: Settings) -> Client:
 def observed_connection(settings: Settings) -> dict[str, Any]:
     """Operations' part of a connection: the RPC-error counter, tracing when it is on, and the
     runtime that serves the Temporal SDK's Prometheus metrics when a port is set."""
-    options: dict[str, Any] = {"interceptors": [RpcErrorCounter(), *tracing.client_interceptors()]}
-    runtime = sdk_metrics_runtime(settings.metrics_host, settings.worker_metrics_port)
+    options: dict[str, Any] = {
+        "interceptors": [TemporalCallMetrics(), *tracing.client_interceptors()]
+    }
+    runtime = sdk_metrics_runtime(settings)
     if runtime is not None:
         options["runtime"] = runtime
     return options
@@ -146,17 +146,3 @@ async def set_retention(client: Client, keep: timedelta) -> None:
             ),
         )
     )
-
-
-@cache
-def sdk_metrics_runtime(host: str, port: int | None) -> Runtime | None:
-    """One Temporal runtime per process whose Prometheus exporter serves the SDK's metrics
-    (workflow task failures, activity failures, polls, schedule-to-start latency) on
-    http://host:port/metrics; None when no port is set (the SDK's default runtime)."""
-    if port is None:
-        return None
-    # The SDK's own histograms keep its default buckets (milliseconds); the webhook delivery
-    # time is in seconds (activities/webhooks.py).
-    buckets = {DELIVERY_SECONDS_METRIC: DELIVERY_SECONDS_BUCKETS}
-    prometheus = PrometheusConfig(bind_address=f"{host}:{port}", histogram_bucket_overrides=buckets)
-    return Runtime(telemetry=TelemetryConfig(metrics=prometheus))

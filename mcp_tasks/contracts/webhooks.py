@@ -18,8 +18,10 @@ SUSPENDED_ERROR = "WebhookEndpointSuspended"
 # Counted by outcome: each attempt by the activity, a delivery given up by the workflow.
 # Outcome: delivered, failed (retried), rejected (a 4xx, not retried), gave_up (a day of
 # retries went by).
-DELIVERIES_METRIC = "mcp_tasks_webhook_deliveries_total"
-# The time of one attempt, by the activity.
+# The SDK's exporter adds `_total` (MCP_TASKS_SDK_METRICS_TOTAL_SUFFIX).
+DELIVERIES_METRIC = "mcp_tasks_webhook_deliveries"
+# The time of one attempt, by the activity (seconds; declared with no unit: the exporter
+# would append it to a name that already says seconds).
 DELIVERY_SECONDS_METRIC = "mcp_tasks_webhook_delivery_duration_seconds"
 DELIVERY_SECONDS_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
