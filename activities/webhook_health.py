@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 
 log = logging.getLogger("mcp_server.webhooks")
 
-SUSPENDED_METRIC = "mcp_tasks_webhook_endpoint_suspended"
 MAX_WAIT_S = 300.0
 
 

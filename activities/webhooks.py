@@ -38,7 +38,7 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.webhook_health import SUSPENDED_METRIC, EndpointHealth, SuspensionPolicy
+from activities.webhook_health import EndpointHealth, SuspensionPolicy
 from mcp_tasks import __version__
 from mcp_tasks.contracts.webhooks import (
     DELIVER_ACTIVITY,
@@ -47,6 +47,7 @@ from mcp_tasks.contracts.webhooks import (
     GONE_ERROR,
     REJECTED_ERROR,
     SUSPENDED_ERROR,
+    SUSPENDED_METRIC,
     UNKNOWN_ENDPOINT_ERROR,
     WebhookDelivery,
 )

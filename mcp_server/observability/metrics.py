@@ -40,6 +40,7 @@ from mcp_tasks.contracts.webhooks import (
     DELIVERIES_METRIC,
     DELIVERY_SECONDS_BUCKETS,
     DELIVERY_SECONDS_METRIC,
+    SUSPENDED_METRIC,
 )
 
 # No `_created` series: half the text of every scrape, and unused here.
@@ -154,6 +155,7 @@ TEMPORAL_REQUEST_LATENCY = temporal_errors.TEMPORAL_REQUEST_LATENCY
 # sustained failure; retried later), gave_up (a day of retries went by; the delivery workflow).
 WEBHOOK_DELIVERIES = DELIVERIES_METRIC
 WEBHOOK_DELIVERY_SECONDS = DELIVERY_SECONDS_METRIC
+WEBHOOK_ENDPOINT_SUSPENDED = SUSPENDED_METRIC
 WEBHOOK_DELIVERY_BUCKETS = DELIVERY_SECONDS_BUCKETS
 WEBHOOK_OUTCOMES = ("delivered", "failed", "rejected", "gone", "suspended", "gave_up")
 # How task workflows end, by tool, counted once by the worker that ran the end
@@ -168,8 +170,8 @@ INPUT_ANSWER_BUCKETS = (
 # Activity attempts beyond MCP_TASKS_ACTIVITY_ATTEMPTS_THRESHOLD, by activity type.
 ACTIVITY_RETRIES_OVER = "mcp_tasks_activity_retries_over"
 WORKER_METRICS = (
-    WEBHOOK_DELIVERIES, WEBHOOK_DELIVERY_SECONDS, TASK_ENDS, INPUT_ANSWER_SECONDS,
-    ACTIVITY_RETRIES_OVER,
+    WEBHOOK_DELIVERIES, WEBHOOK_DELIVERY_SECONDS, WEBHOOK_ENDPOINT_SUSPENDED, TASK_ENDS,
+    INPUT_ANSWER_SECONDS, ACTIVITY_RETRIES_OVER,
 )  # fmt: skip
 
 _REFUSAL_BY_OUTCOME = {

@@ -23,6 +23,9 @@ DELIVERIES_METRIC = "mcp_tasks_webhook_deliveries"
 # The time of one attempt, by the activity (seconds; declared with no unit: the exporter
 # would append it to a name that already says seconds).
 DELIVERY_SECONDS_METRIC = "mcp_tasks_webhook_delivery_duration_seconds"
+# 1 while a worker suspends an endpoint after sustained failure (activities/webhook_health.py),
+# by endpoint; the McpTasksWebhookEndpointSuspended alert reads it.
+SUSPENDED_METRIC = "mcp_tasks_webhook_endpoint_suspended"
 DELIVERY_SECONDS_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
