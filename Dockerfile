@@ -10,8 +10,12 @@ RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM python:3.11-slim
 WORKDIR /app
+# The dependencies exactly as locked (every pin hash-checked; `make lock` refreshes the file),
+# then the project's wheel without resolving anything again.
+COPY requirements/runtime.txt /tmp/runtime.txt
+RUN pip install --no-cache-dir --require-hashes -r /tmp/runtime.txt && rm /tmp/runtime.txt
 COPY --from=build /wheels /wheels
-RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels \
+RUN pip install --no-cache-dir --no-deps /wheels/*.whl && rm -rf /wheels \
     && useradd --create-home mcp && mkdir /tools && chown mcp:mcp /tools
 # What the demo's deploy and import_records read (and, for imports, write) at run time.
 COPY --chown=mcp:mcp pipelines ./pipelines

@@ -61,6 +61,7 @@ def test_the_context_holds_what_the_server_and_worker_are_built_from() -> None:
     for path in [
         "pyproject.toml",
         "README.md",
+        "requirements/runtime.txt",
         "mcp_server/runtime/cli.py",
         "workflows/__init__.py",
         "activities/__init__.py",
@@ -84,5 +85,6 @@ def test_the_context_leaves_out_the_venv_node_modules_git_caches_and_tokens() ->
         "tokens.json",
         "alice.token",
         "tests/test_app.py",
+        "requirements/dev.txt",
     ]:
         assert not is_sent(path, patterns), path
