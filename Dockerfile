@@ -16,11 +16,13 @@ COPY requirements/runtime.txt /tmp/runtime.txt
 RUN pip install --no-cache-dir --require-hashes -r /tmp/runtime.txt && rm /tmp/runtime.txt
 COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir --no-deps /wheels/*.whl && rm -rf /wheels \
-    && useradd --create-home mcp && mkdir /tools && chown mcp:mcp /tools
+    && groupadd --gid 10001 mcp && useradd --uid 10001 --gid 10001 --create-home mcp \
+    && mkdir /tools && chown mcp:mcp /tools
 # What the demo's deploy and import_records read (and, for imports, write) at run time.
 COPY --chown=mcp:mcp pipelines ./pipelines
 COPY --chown=mcp:mcp imports ./imports
-USER mcp
+# Numeric, so Kubernetes' runAsNonRoot can verify it (deploy/k8s runs as 10001 too).
+USER 10001:10001
 # A team's own tools without rebuilding: mount a folder on /tools and pass
 # `--tools /tools/my_tools.py` (or set MCP_TASKS_TOOL_MODULES=/tools/my_tools.py).
 VOLUME ["/tools"]
