@@ -314,3 +314,26 @@ def test_every_mcp_tasks_variable_in_the_production_stack_is_a_real_setting() ->
     text = (PRODUCTION / "docker-compose.yml").read_text()
     for variable in set(re.findall(r"^\s+(MCP_TASKS_[A-Z_]+):", text, re.M)):
         assert variable in SETTINGS, f"{variable} is read by nothing"
+
+
+@needs_compose
+def test_the_documented_production_commands_give_a_stack_compose_accepts(tmp_path: Path) -> None:
+    """docs/operations/deploy.md's production block, run as written in a copy of the folder
+    (the values of .env filled in as its comment says, and `config` for `up`): the tokens file
+    the compose secret names exists, and compose accepts the result."""
+    page = (COMPOSE.parent / "docs" / "operations" / "deploy.md").read_text()
+    block = re.search(r"( *)```bash\n(\1cd deploy/production\n.*?)\1```", page, re.S)
+    assert block, "the deploy page has no production block"
+    shutil.copytree(PRODUCTION, tmp_path / "deploy" / "production")
+    (tmp_path / "pipelines").mkdir()
+    filled = " ".join(f"-e 's/^{name}=$/{name}={value}/'" for name, value in PRODUCTION_ENV.items())
+    script = textwrap.dedent(block.group(2)).replace(
+        "docker compose up -d --build", f"sed -i {filled} .env && docker-compose config -q"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_TASKS_", "POSTGRES_"))}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    tokens = tmp_path / "deploy" / "production" / "tokens.json"
+    assert '"principal": "you"' in tokens.read_text().replace("'", '"')
