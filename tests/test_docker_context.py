@@ -88,3 +88,17 @@ def test_the_context_leaves_out_the_venv_node_modules_git_caches_and_tokens() ->
         "requirements/dev.txt",
     ]:
         assert not is_sent(path, patterns), path
+
+
+def test_the_image_installs_the_lock_and_runs_as_the_numeric_user_kubernetes_expects() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "COPY requirements/runtime.txt" in dockerfile
+    assert "pip install --no-cache-dir --require-hashes -r /tmp/runtime.txt" in dockerfile
+    assert "pip install --no-cache-dir --no-deps /wheels/*.whl" in dockerfile
+    users = [line.split()[1] for line in dockerfile.splitlines() if line.startswith("USER ")]
+    uid, _, gid = users[-1].partition(":")
+    assert uid.isdigit() and int(uid) != 0 and gid.isdigit() and int(gid) != 0
+    # deploy/k8s sets the same user (runAsNonRoot can only check a numeric one).
+    for manifest in ("server.yaml", "worker.yaml"):
+        text = (ROOT / "deploy" / "k8s" / "base" / manifest).read_text()
+        assert f"runAsUser: {uid}" in text and f"runAsGroup: {gid}" in text, manifest
