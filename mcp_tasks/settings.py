@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import ErrorDetails
@@ -140,8 +141,9 @@ class Settings(BaseModel):
     jwt_required_scopes: CommaList = ()
     # `--auth jwt`: clock skew allowed on `exp` and `nbf`, in seconds.
     jwt_leeway_s: NonNegative = 30
-    # The public base URL named in `WWW-Authenticate` (`jwt`), when it differs from the
-    # audience.
+    # The server's public base URL (`https://mcp.example.com`): its host is an allowed `Host`
+    # and its origin an allowed `Origin` (every other Host gets 403 unless listed in
+    # `allowed_hosts`); also named in `WWW-Authenticate` (`jwt`) and in webhooks' links.
     public_url: str | None = None
     # How long an approval-inbox sign-in lasts (60 s to 7 days).
     inbox_session_s: int = Field(default=8 * 3600, ge=60, le=7 * 86400)
@@ -332,6 +334,14 @@ class Settings(BaseModel):
         if problem is not None:
             raise ValueError(problem)
         return names
+
+    @field_validator("public_url")
+    @classmethod
+    def _absolute_http_url(cls, url: str | None) -> str | None:
+        parts = urlsplit(url or "")
+        if url is not None and (parts.scheme not in {"http", "https"} or not parts.hostname):
+            raise ValueError("must be an absolute http(s) URL, e.g. https://mcp.example.com")
+        return url
 
     @field_validator("payload_key")
     @classmethod

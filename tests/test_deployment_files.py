@@ -171,3 +171,169 @@ def test_the_documented_tools_override_mounts_the_tools_on_server_and_worker(
         service = config["services"][name]
         assert service["environment"]["MCP_TASKS_TOOL_MODULES"] == "/tools/my_tools.py"
         assert any(str(volume).endswith(":/tools:ro") for volume in service["volumes"])
+
+
+# ----- deploy/production: the stack for a team without a Temporal of its own -----
+
+PRODUCTION = COMPOSE.parent / "deploy" / "production"
+PRODUCTION_ENV = {
+    "PUBLIC_HOST": "mcp.example.com",
+    "MCP_TASKS_STATE_SECRET": "s" * 64,
+    "POSTGRES_PASSWORD": "p" * 32,
+}
+# Run once and exit 0; what needs them waits with `service_completed_successfully`.
+ONE_SHOT_JOBS = {"temporal-schema", "temporal-namespace"}
+needs_compose = pytest.mark.skipif(
+    shutil.which("docker-compose") is None and not os.environ.get("CI"),
+    reason="docker-compose not installed (.ci/run installs it; in CI this test never skips)",
+)
+
+
+def production_config(*overrides: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """`docker-compose config` of the production stack (with override files), as compose
+    resolves it from .env.example plus `env`: the same check a real `up` starts with."""
+    files = [arg for name in ("docker-compose.yml", *overrides) for arg in ("-f", name)]
+    command = ["docker-compose", "--env-file", ".env.example", *files, "config"]
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_TASKS_", "POSTGRES_"))}
+    done = subprocess.run(command, cwd=PRODUCTION, env={**base, **(env or PRODUCTION_ENV)},
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return dict(yaml.safe_load(done.stdout))
+
+
+@needs_compose
+@pytest.mark.parametrize("overrides", [(), ("own-proxy.yml",)], ids=["caddy", "own-proxy"])
+def test_docker_compose_validates_every_production_variant(overrides: tuple[str, ...]) -> None:
+    config = production_config(*overrides)
+    assert {"postgresql", "temporal-schema", "temporal", "temporal-namespace", "mcp-server",
+            "mcp-worker", "caddy"} <= config["services"].keys()  # fmt: skip
+    server_ports = published(config["services"]["mcp-server"])
+    assert server_ports == ([("127.0.0.1", "8000")] if overrides else [])
+
+
+@needs_compose
+@pytest.mark.parametrize("missing", sorted(PRODUCTION_ENV))
+def test_the_production_stack_refuses_to_start_without_each_secret_and_the_public_host(
+    missing: str,
+) -> None:
+    command = ["docker-compose", "--env-file", ".env.example", "config", "-q"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_TASKS_", "POSTGRES_"))}
+    env |= {k: v for k, v in PRODUCTION_ENV.items() if k != missing}
+    done = subprocess.run(command, cwd=PRODUCTION, env=env, capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode != 0 and f"set {missing} in .env" in done.stderr
+
+
+def production_services() -> dict[str, Any]:
+    return dict(yaml.safe_load((PRODUCTION / "docker-compose.yml").read_text())["services"])
+
+
+def secret_like(name: str) -> bool:
+    return re.search(r"PASSWORD|PWD|SECRET|TOKEN(?!S_FILE)|_KEY$", name) is not None
+
+
+def test_no_password_or_secret_is_written_in_the_production_files() -> None:
+    for name, service in production_services().items():
+        environment = service.get("environment", {})
+        for variable, value in environment.items():
+            if secret_like(variable) and variable != "<<":
+                assert re.fullmatch(r"\$\{[A-Z_]+:\?[^}]+\}", str(value)), (name, variable)
+    for line in (PRODUCTION / ".env.example").read_text().splitlines():
+        key, _, value = line.partition("=")
+        if not line.startswith("#") and secret_like(key):
+            assert value == "", f".env.example gives {key} a value"
+    postgres_login = yaml.safe_load((PRODUCTION / "docker-compose.yml").read_text())
+    assert postgres_login["x-postgres-login"]["POSTGRES_PASSWORD"].startswith(
+        "${POSTGRES_PASSWORD:?"
+    )
+
+
+@needs_compose
+def test_every_production_service_has_a_healthcheck_and_a_restart_policy() -> None:
+    for name, service in production_config()["services"].items():
+        if name in ONE_SHOT_JOBS:
+            # A job's health is its exit status: it is retried until it succeeds, and nothing
+            # that needs it starts before.
+            assert service["restart"] == "on-failure", name
+            continue
+        assert service["restart"] == "unless-stopped", name
+        assert service["healthcheck"]["test"][0] in {"CMD", "CMD-SHELL"}, name
+    waits_on = {
+        condition["condition"]
+        for service in production_config()["services"].values()
+        for dependency, condition in service.get("depends_on", {}).items()
+        if dependency in ONE_SHOT_JOBS
+    }
+    assert waits_on == {"service_completed_successfully"}
+
+
+@needs_compose
+def test_nothing_but_the_tls_proxy_is_published_on_every_interface() -> None:
+    for overrides in ((), ("own-proxy.yml",)):
+        services = production_config(*overrides)["services"]
+        for name, service in services.items():
+            for address, port in published(service):
+                assert name == "caddy" or address == "127.0.0.1", (name, port)
+        assert not any(published(services[name]) for name in ("temporal", "postgresql"))
+        assert sorted(published(services["caddy"])) == [("", "443"), ("", "80")]
+
+
+def test_temporal_is_set_up_by_its_own_tools_not_auto_setup() -> None:
+    services = production_services()
+    assert services["temporal"]["image"].startswith("temporalio/server:")
+    assert not any("auto-setup" in service["image"] for service in services.values())
+    schema = (PRODUCTION / "temporal-schema.sh").read_text()
+    assert services["temporal-schema"]["image"].startswith("temporalio/admin-tools:")
+    assert (
+        services["temporal-schema"]["image"]
+        .split(":")[1]
+        .startswith(services["temporal"]["image"].split(":")[1])
+    ), "the schema tool must come from the server's own release"
+    for step in ("create", "setup-schema -v 0.0", "update-schema -d"):
+        assert f'temporal-sql-tool --db "$database" {step}' in schema
+
+
+@needs_compose
+def test_the_public_url_is_the_tls_name_and_the_server_and_worker_share_their_files() -> None:
+    services = production_config()["services"]
+    server, worker = services["mcp-server"], services["mcp-worker"]
+    assert server["environment"]["MCP_TASKS_PUBLIC_URL"] == "https://mcp.example.com"
+    assert services["caddy"]["environment"]["PUBLIC_HOST"] == "mcp.example.com"
+    settings = Settings.from_env(
+        {k: str(v) for k, v in server["environment"].items() if k.startswith("MCP_TASKS_")}
+    )
+    assert settings.public_url == "https://mcp.example.com" and settings.auth == "tokens"
+    targets = {volume.split(":")[1] for volume in server["volumes"]}
+    assert targets == {"/app/pipelines", "/app/imports", "/tools"}
+    assert server["volumes"] == worker["volumes"]
+    for key in ("MCP_TASKS_TEMPORAL_ADDRESS", "MCP_TASKS_NAMESPACE", "MCP_TASKS_TASK_QUEUE"):
+        assert server["environment"][key] == worker["environment"][key], key
+
+
+def test_every_mcp_tasks_variable_in_the_production_stack_is_a_real_setting() -> None:
+    text = (PRODUCTION / "docker-compose.yml").read_text()
+    for variable in set(re.findall(r"^\s+(MCP_TASKS_[A-Z_]+):", text, re.M)):
+        assert variable in SETTINGS, f"{variable} is read by nothing"
+
+
+@needs_compose
+def test_the_documented_production_commands_give_a_stack_compose_accepts(tmp_path: Path) -> None:
+    """docs/operations/deploy.md's production block, run as written in a copy of the folder
+    (the values of .env filled in as its comment says, and `config` for `up`): the tokens file
+    the compose secret names exists, and compose accepts the result."""
+    page = (COMPOSE.parent / "docs" / "operations" / "deploy.md").read_text()
+    block = re.search(r"( *)```bash\n(\1cd deploy/production\n.*?)\1```", page, re.S)
+    assert block, "the deploy page has no production block"
+    shutil.copytree(PRODUCTION, tmp_path / "deploy" / "production")
+    (tmp_path / "pipelines").mkdir()
+    filled = " ".join(f"-e 's/^{name}=$/{name}={value}/'" for name, value in PRODUCTION_ENV.items())
+    script = textwrap.dedent(block.group(2)).replace(
+        "docker compose up -d --build", f"sed -i {filled} .env && docker-compose config -q"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_TASKS_", "POSTGRES_"))}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    tokens = tmp_path / "deploy" / "production" / "tokens.json"
+    assert '"principal": "you"' in tokens.read_text().replace("'", '"')

@@ -61,6 +61,7 @@ def test_the_context_holds_what_the_server_and_worker_are_built_from() -> None:
     for path in [
         "pyproject.toml",
         "README.md",
+        "requirements/runtime.txt",
         "mcp_server/runtime/cli.py",
         "mcp_tasks/settings.py",
         "workflows/__init__.py",
@@ -85,5 +86,20 @@ def test_the_context_leaves_out_the_venv_node_modules_git_caches_and_tokens() ->
         "tokens.json",
         "alice.token",
         "tests/test_app.py",
+        "requirements/dev.txt",
     ]:
         assert not is_sent(path, patterns), path
+
+
+def test_the_image_installs_the_lock_and_runs_as_the_numeric_user_kubernetes_expects() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "COPY requirements/runtime.txt" in dockerfile
+    assert "pip install --no-cache-dir --require-hashes -r /tmp/runtime.txt" in dockerfile
+    assert "pip install --no-cache-dir --no-deps /wheels/*.whl" in dockerfile
+    users = [line.split()[1] for line in dockerfile.splitlines() if line.startswith("USER ")]
+    uid, _, gid = users[-1].partition(":")
+    assert uid.isdigit() and int(uid) != 0 and gid.isdigit() and int(gid) != 0
+    # deploy/k8s sets the same user (runAsNonRoot can only check a numeric one).
+    for manifest in ("server.yaml", "worker.yaml"):
+        text = (ROOT / "deploy" / "k8s" / "base" / manifest).read_text()
+        assert f"runAsUser: {uid}" in text and f"runAsGroup: {gid}" in text, manifest

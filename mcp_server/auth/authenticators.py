@@ -225,9 +225,10 @@ def check_exposure(settings: Settings) -> None:
             "to tokens or jwt, or pass --insecure (anyone who learns a taskId can then "
             "read and steer that task)"
         )
-    if settings.insecure and not settings.allowed_hosts:
+    if settings.insecure and not (settings.allowed_hosts or settings.public_url):
         raise ValueError(
-            f"refusing to serve {settings.host} with --insecure and no MCP_TASKS_ALLOWED_HOSTS: "
+            f"refusing to serve {settings.host} with --insecure and no MCP_TASKS_ALLOWED_HOSTS "
+            "or MCP_TASKS_PUBLIC_URL: "
             "any Host header would be accepted, so a web page could reach the server by DNS "
             "rebinding; list the host names clients use (e.g. MCP_TASKS_ALLOWED_HOSTS=mcp.lan)"
         )

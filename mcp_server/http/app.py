@@ -27,7 +27,7 @@ from mcp_server.http.middleware import (
     ObservabilityMiddleware,
     RequestIdMiddleware,
 )
-from mcp_server.http.origin import LOOPBACK_NAMES, OriginPolicy
+from mcp_server.http.origin import LOOPBACK_NAMES, OriginPolicy, public_host_and_origin
 from mcp_server.http.sessions import SessionCodec
 from mcp_server.http.timeouts import guarded_protocol
 from mcp_server.http.transport import McpEndpoint, error_response
@@ -55,12 +55,17 @@ log = logging.getLogger("mcp_server.http.app")
 def origin_policy(settings: Settings) -> OriginPolicy:
     loopback = is_loopback(settings.host)
     hosts = set(settings.allowed_hosts)
+    origins = set(settings.allowed_origins)
     if loopback:
         hosts |= LOOPBACK_NAMES
+    if settings.public_url:
+        public_host, public_origin = public_host_and_origin(settings.public_url)
+        hosts.add(public_host)
+        origins.add(public_origin)
     return OriginPolicy(
         loopback_only=loopback,
         allowed_hosts=frozenset(h.lower() for h in hosts),
-        allowed_origins=frozenset(o.rstrip("/") for o in settings.allowed_origins),
+        allowed_origins=frozenset(o.rstrip("/") for o in origins),
     )
 
 

@@ -3,7 +3,10 @@
 A server bound to a loopback address accepts only loopback Host headers and, when an
 Origin is sent, only loopback origins, unless more are configured. A server bound elsewhere
 accepts any Host unless `allowed_hosts` is configured, and an Origin only when it is listed in
-`allowed_origins` or is the same origin as the Host the client addressed.
+`allowed_origins` or is the same origin as the Host the client addressed. The public URL
+(`MCP_TASKS_PUBLIC_URL`, behind a TLS proxy) adds its host to the allowed hosts and its
+origin to the allowed origins, so a server bound to 0.0.0.0 answers its own name and 403s
+every other Host.
 """
 
 from __future__ import annotations
@@ -20,6 +23,12 @@ def _hostname(authority: str) -> str:
     """'127.0.0.1:8000' -> '127.0.0.1', '[::1]:80' -> '::1', 'Example.COM' -> 'example.com'."""
     parsed = urlsplit(f"//{authority}")
     return (parsed.hostname or "").lower()
+
+
+def public_host_and_origin(public_url: str) -> tuple[str, str]:
+    """'https://MCP.example.com/base' -> ('mcp.example.com', 'https://mcp.example.com')."""
+    parsed = urlsplit(public_url)
+    return (parsed.hostname or "").lower(), f"{parsed.scheme}://{parsed.netloc}".lower()
 
 
 @dataclass(frozen=True)
