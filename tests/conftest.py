@@ -161,6 +161,20 @@ async def fresh_stack(
     yield make
 
 
+# ----- the tiers' markers (docs/contributing/tests.md) -------------------------------------
+# A test is marked by what it starts, read from its fixtures, so no test can sit in the fast
+# tier while it starts a dev server: `e2e` for the session's real Temporal dev server (and the
+# uvicorn + worker stacks on it), `time_skipping` for the time-skipping dev server.
+TIER_OF_FIXTURE = {"temporal": "e2e", "time_skipping_env": "time_skipping"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            if fixture in TIER_OF_FIXTURE:
+                item.add_marker(TIER_OF_FIXTURE[fixture])
+
+
 # ----- time skipping (tests/time_skipping.py): the `time_skipping_env` fixture --------------
 pytest_plugins = ["tests.time_skipping"]
 

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from temporalio.client import Client
 
@@ -62,6 +63,7 @@ async def wait_ready_status(
         await asyncio.sleep(0.25)
 
 
+@pytest.mark.e2e  # a dev server and a worker process of its own: killing the worker is the test
 async def test_readyz_turns_503_once_the_only_worker_is_killed(
     tmp_path: Path, registry: ToolRegistry
 ) -> None:

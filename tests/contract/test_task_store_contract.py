@@ -52,7 +52,7 @@ async def temporal_store(
         await temporal.close()
 
 
-@pytest.fixture(params=["temporal", "memory"])
+@pytest.fixture(params=[pytest.param("temporal", marks=pytest.mark.e2e), "memory"])
 def store(request: pytest.FixtureRequest) -> TaskStore:
     found: TaskStore = request.getfixturevalue(f"{request.param}_store")
     return found
