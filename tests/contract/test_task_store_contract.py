@@ -226,3 +226,52 @@ async def test_events_are_counted_until_the_task_closes(store: TaskStore) -> Non
         lambda: store.wait_for_events(task.task_id, cursor or b""), lambda r: r[1] is None
     )
     assert closed is not None and closed[0] > 0
+
+
+async def test_a_partial_answer_leaves_only_the_other_question_outstanding_at_once(
+    store: TaskStore,
+) -> None:
+    task = a_task(tool="multi_input")
+    await store.create(task, "MultiInput")
+    asking: TaskSnapshot = await until(
+        lambda: store.get(task.task_id), lambda s: s is not None and len(s.input_requests) == 2
+    )
+    assert set(asking.input_requests) == {"name", "confirm"}
+    name = {"action": "accept", "content": {"name": "Ann"}}
+    await store.submit_input(task.task_id, SubmitInput({"name": name}))
+    after = await store.get(task.task_id)
+    assert after is not None and after.status == "input_required"
+    assert list(after.input_requests) == ["confirm"]
+    await store.submit_input(task.task_id, SubmitInput({"confirm": ACCEPT}))
+    await status_of(store, task.task_id, "completed")
+
+
+async def test_a_declined_answer_reaches_the_task_as_given(store: TaskStore) -> None:
+    task = a_task()
+    await store.create(task, "ConfirmDelete")
+    await status_of(store, task.task_id, "input_required")
+    await store.submit_input(task.task_id, SubmitInput({"confirm": {"action": "decline"}}))
+    done = await status_of(store, task.task_id, "completed")
+    assert done.result is not None and done.result["structuredContent"] == {"deleted": False}
+
+
+async def test_a_cancelled_task_that_was_asking_has_no_question_left(store: TaskStore) -> None:
+    task = a_task()
+    await store.create(task, "ConfirmDelete")
+    await status_of(store, task.task_id, "input_required")
+    await store.cancel(task.task_id, STAMP)
+    cancelled = await status_of(store, task.task_id, "cancelled")
+    assert cancelled.input_requests == {} and cancelled.result is None
+
+
+async def test_a_completed_task_keeps_its_result_and_says_its_first_line(
+    store: TaskStore,
+) -> None:
+    task = a_task(tool="slow_compute", arguments={"seconds": 0, "label": "summary"})
+    await store.create(task, "SlowCompute")
+    done = await status_of(store, task.task_id, "completed")
+    assert done.status_message == "Completed: Computed 'summary' in 0 s"
+    await store.cancel(task.task_id, STAMP)
+    await store.submit_input(task.task_id, SubmitInput({"confirm": ACCEPT}))
+    again = await store.get(task.task_id)
+    assert again is not None and again.status == "completed" and again.result == done.result
