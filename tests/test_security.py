@@ -353,14 +353,16 @@ async def test_jwt_principals_are_bound_to_their_tasks(
 # ----- limits ------------------------------------------------------------------------------
 
 
-async def test_too_many_or_too_large_input_responses_are_invalid_params(mcp: McpClient) -> None:
-    task_id = await mcp.create_task("confirm_delete", {"filename": "z"})
+async def test_too_many_or_too_large_input_responses_are_invalid_params(
+    asgi_mcp: McpClient,
+) -> None:
+    task_id = await asgi_mcp.create_task("confirm_delete", {"filename": "z"})
     many = {f"k{i}": {"action": "decline"} for i in range(33)}
-    assert "at most 32" in (await mcp.update_task(task_id, many)).error["message"]
+    assert "at most 32" in (await asgi_mcp.update_task(task_id, many)).error["message"]
     huge = {"confirm": {"action": "accept", "content": {"text": "x" * 300_000}}}
-    reply = await mcp.update_task(task_id, huge)
+    reply = await asgi_mcp.update_task(task_id, huge)
     assert reply.error["code"] == errors.INVALID_PARAMS and "bytes" in reply.error["message"]
-    await mcp.cancel_task(task_id)
+    await asgi_mcp.cancel_task(task_id)
 
 
 async def test_open_tasks_per_principal_are_capped(
