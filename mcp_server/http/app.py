@@ -113,6 +113,7 @@ def create_app(
                 settings.poll_interval_max_ms,
                 local_client=local_client,
                 quota_lazy_release=settings.quota_lazy_release,
+                quota_wait_s=settings.quota_worker_wait_s,
             )
         services = build_services(settings, registry, task_store, secret, webhooks=webhooks)
         app.state.endpoint = McpEndpoint(services, SessionCodec(secret))

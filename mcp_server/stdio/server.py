@@ -33,6 +33,7 @@ class StdioServer:
             clock,
             settings.poll_interval_max_ms,
             quota_lazy_release=settings.quota_lazy_release,
+            quota_wait_s=settings.quota_worker_wait_s,
         )
         services = build_services(settings, registry, store, state_secret(settings))
         self.connection = StdioConnection(services, self.channel.send, ANONYMOUS.digest)
