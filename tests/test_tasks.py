@@ -20,6 +20,7 @@ from mcp_server.protocol.wire import parse_iso
 from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.tasks.description import describe
 from mcp_server.tasks.store import TemporalTaskStore
+from tests.asgi_stack import AsgiStack
 from tests.conftest import Stack, StackFactory
 from tests.fixture_tools import SHORT_TTL_MS
 from tests.mcp_client import NO_CAPABILITIES, TASKS, McpClient
@@ -197,7 +198,10 @@ async def test_cancel_and_update_of_a_terminal_task_are_acked_and_keep_its_resul
     assert again["status"] == "completed" and again["result"] == done["result"]
 
 
-async def test_a_task_is_readable_until_its_ttl_and_not_found_after(mcp: McpClient) -> None:
+async def test_a_task_is_readable_until_its_ttl_and_not_found_after(
+    asgi_stack: AsgiStack,
+) -> None:
+    mcp, clock = asgi_stack.mcp, asgi_stack.clock
     task_id = await mcp.create_task("tests_short_lived")
     done = await mcp.wait_terminal(task_id)
     # ttlMs grows only when the task closed late in its TTL (a grace to read how it ended,
@@ -206,14 +210,10 @@ async def test_a_task_is_readable_until_its_ttl_and_not_found_after(mcp: McpClie
     ran_s = (parse_iso(done["lastUpdatedAt"]) - parse_iso(done["createdAt"])).total_seconds()
     assert ttl_ms == max(SHORT_TTL_MS, int(ran_s * 1000) + SHORT_TTL_MS // 2)
     expires = parse_iso(done["createdAt"]) + timedelta(milliseconds=ttl_ms)
-    deadline = time.monotonic() + ttl_ms / 1000 + 5
-    while time.monotonic() < deadline:
-        reply = await mcp.get_task(task_id)
-        if "error" in reply.body:
-            break
-        assert datetime.now(UTC) < expires + timedelta(seconds=1), "served past its TTL"
-        await asyncio.sleep(0.2)
-    assert datetime.now(UTC) >= expires, "gone before its TTL"
+    clock.stop_at(expires - timedelta(milliseconds=1))
+    assert (await mcp.get_task(task_id)).result["status"] == "completed"
+    clock.stop_at(expires)
+    reply = await mcp.get_task(task_id)
     assert reply.error == {"code": errors.INVALID_PARAMS, "message": errors.TASK_NOT_FOUND_MESSAGE}
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -24,7 +24,9 @@ from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.quota import QuotaExceeded
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore, new_task_id
+from mcp_server.tasks.ttl import is_expired
 from mcp_server.tools.registry import ToolRegistry
+from tests.fakes.clock import SettableClock
 from tests.fakes.memory_store import MemoryTaskStore
 from workflows.task_state import AuditStamp, SubmitInput, TaskInput, iso_timestamp
 
@@ -34,19 +36,25 @@ STAMP = AuditStamp(principal="someone")
 
 
 @pytest.fixture
-async def memory_store() -> AsyncIterator[MemoryTaskStore]:
-    memory = MemoryTaskStore()
+def clock() -> SettableClock:
+    """The clock both stores read for TTLs: a test moves it instead of waiting."""
+    return SettableClock()
+
+
+@pytest.fixture
+async def memory_store(clock: SettableClock) -> AsyncIterator[MemoryTaskStore]:
+    memory = MemoryTaskStore(clock=clock)
     yield memory
     await memory.close()
 
 
 @pytest.fixture
 async def temporal_store(
-    temporal_client: Client, registry: ToolRegistry
+    temporal_client: Client, registry: ToolRegistry, clock: SettableClock
 ) -> AsyncIterator[TemporalTaskStore]:
     """The Temporal store with a worker of its own, on a fresh task queue."""
     settings = Settings(task_queue=f"contract-{uuid.uuid4()}")
-    temporal = TemporalTaskStore(temporal_client, settings.task_queue)
+    temporal = TemporalTaskStore(temporal_client, settings.task_queue, clock)
     async with build_worker(temporal_client, settings, registry):
         yield temporal
         await temporal.close()
@@ -275,3 +283,20 @@ async def test_a_completed_task_keeps_its_result_and_says_its_first_line(
     await store.submit_input(task.task_id, SubmitInput({"confirm": ACCEPT}))
     again = await store.get(task.task_id)
     assert again is not None and again.status == "completed" and again.result == done.result
+
+
+async def test_a_closed_task_past_its_ttl_reads_as_expired_or_not_at_all(
+    store: TaskStore, clock: SettableClock
+) -> None:
+    task = a_task(tool="tests_short_lived", ttl_ms=60_000)
+    await store.create(task, "TestsShortLived")
+    done = await status_of(store, task.task_id, "completed")
+    assert done.ttl_ms == 60_000  # closed early in its TTL: no grace added
+    clock.advance(timedelta(milliseconds=59_000))
+    still = await store.get(task.task_id)
+    assert still is not None and still.status == "completed" and still.result == done.result
+    clock.advance(timedelta(seconds=2))
+    # Found expired, it may still be read (Temporal deletes it in the background) but as
+    # expired, which task access (access.py) answers as "not found".
+    after = await store.get(task.task_id)
+    assert after is None or is_expired(after, clock())
