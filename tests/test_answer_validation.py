@@ -208,7 +208,7 @@ async def test_an_mrtr_round_answer_is_checked_against_its_form(asgi_mcp: McpCli
 
 
 async def test_a_2025_11_25_clients_invalid_answer_is_dropped_and_the_task_keeps_waiting(
-    stack: Stack, asgi_mcp: McpClient
+    stack: Stack, mcp: McpClient
 ) -> None:
     """At 2025-11-25 the answer is the client's response to the server's elicitation/create
     request: an invalid one cannot be refused to anyone, so it is dropped (logged) and the task
@@ -220,7 +220,7 @@ async def test_a_2025_11_25_clients_invalid_answer_is_dropped_and_the_task_keeps
         {"name": "request_approval", "arguments": {"message": "Ship?"}, "task": {}},
     )
     task_id = created.result["task"]["taskId"]
-    await asgi_mcp.wait_status(task_id, "input_required", within=5)
+    await mcp.wait_status(task_id, "input_required", within=5)
     request_id = input_request_id(task_id, "decision")
     for answer in (
         {"action": "accept", "content": {"decision": "yes"}},
@@ -229,7 +229,7 @@ async def test_a_2025_11_25_clients_invalid_answer_is_dropped_and_the_task_keeps
         response = {"jsonrpc": "2.0", "id": request_id, "result": answer}
         posted = await stack.http.post(stack.url, json=response, headers=client.headers())
         assert posted.status_code == 202
-    done = await asgi_mcp.wait_terminal(task_id)
+    done = await mcp.wait_terminal(task_id)
     assert done["result"]["structuredContent"]["decision"] == "rejected"
 
 

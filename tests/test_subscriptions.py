@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_server.protocol import errors
-from tests.conftest import Stack
+from tests.asgi_stack import AsgiStack
 from tests.listen_stream import ListenStream, is_final
 from tests.mcp_client import NO_CAPABILITIES, McpClient
 
@@ -72,13 +72,14 @@ async def test_a_listener_gets_only_what_it_asked_for(asgi_mcp: McpClient) -> No
 
 
 async def test_a_task_only_listener_does_not_follow_tool_changes(
-    asgi_mcp: McpClient, stack: Stack
+    asgi_stack: AsgiStack,
 ) -> None:
+    asgi_mcp = asgi_stack.mcp
     task_id = await asgi_mcp.create_task("slow_compute", {"seconds": 1})
     listeners: list[int] = []
 
     async def change_tools_and_count() -> None:
-        listeners.append(stack.registry.listener_count)  # the stream is open now
+        listeners.append(asgi_stack.registry.listener_count)  # the stream is open now
         await asgi_mcp.call_tool("test_trigger_tool_change")
         await asgi_mcp.call_tool("test_trigger_tool_change")
 
