@@ -48,16 +48,23 @@ async def memory_store(clock: SettableClock) -> AsyncIterator[MemoryTaskStore]:
     await memory.close()
 
 
+@pytest.fixture(scope="module")
+async def contract_queue(temporal_client: Client, registry: ToolRegistry) -> AsyncIterator[str]:
+    """A task queue of this module's own with one worker for all its tests (starting a worker
+    is the slow part; the tests' tasks, owners and sessions are their own)."""
+    settings = Settings(task_queue=f"contract-{uuid.uuid4()}")
+    async with build_worker(temporal_client, settings, registry):
+        yield settings.task_queue
+
+
 @pytest.fixture
 async def temporal_store(
-    temporal_client: Client, registry: ToolRegistry, clock: SettableClock
+    temporal_client: Client, contract_queue: str, clock: SettableClock
 ) -> AsyncIterator[TemporalTaskStore]:
-    """The Temporal store with a worker of its own, on a fresh task queue."""
-    settings = Settings(task_queue=f"contract-{uuid.uuid4()}")
-    temporal = TemporalTaskStore(temporal_client, settings.task_queue, clock)
-    async with build_worker(temporal_client, settings, registry):
-        yield temporal
-        await temporal.close()
+    """The Temporal store, a fresh one per test (its caches and clock are the test's)."""
+    temporal = TemporalTaskStore(temporal_client, contract_queue, clock)
+    yield temporal
+    await temporal.close()
 
 
 @pytest.fixture(params=[pytest.param("temporal", marks=pytest.mark.e2e), "memory"])
