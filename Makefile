@@ -69,9 +69,11 @@ test: $(STAMP) conformance-deps client-deps
 inbox-screenshots: $(STAMP)
 	MCP_TASKS_INBOX_SCREENSHOTS=docs $(VENV)/bin/pytest tests/test_inbox.py -k approver -q
 
-# Without the process-tree, conformance, real-client and browser tests.
+# The tiers that start no Temporal dev server (pure, in-process on the fake store): under a
+# minute. Tiers and markers: docs/contributing/tests.md.
+FAST_TIERS := not e2e and not time_skipping and not slow and not conformance and not clients and not browser
 test-fast: $(STAMP)
-	$(VENV)/bin/pytest -n 3 --durations=25 -m "not slow and not conformance and not clients and not browser"
+	$(VENV)/bin/pytest -n 3 --durations=25 -m "$(FAST_TIERS)"
 
 # mypy checks tests/clients too, so the Python client libraries must be installed.
 # lint-imports holds the layers to the contracts in pyproject.toml ([tool.importlinter]);

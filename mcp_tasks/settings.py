@@ -318,6 +318,11 @@ class Settings(BaseModel):
     # every probe that arrives meanwhile), in seconds.
     ready_cache_s: float = Field(default=2.0, gt=0, le=60)
 
+    # ----- quota (mcp_server/tasks/quota.py) ------------------------------------------------
+    # How long a create waits for a worker to answer its quota reservation before it is
+    # refused with a 503 and `Retry-After` (no task is started without a slot).
+    quota_worker_wait_s: float = Field(default=10.0, gt=0, le=600)
+
     @field_validator("jwt_algorithms")
     @classmethod
     def _signed_only(cls, algorithms: tuple[str, ...]) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ from fastapi import FastAPI
 from mcp_server.http.app import create_app
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.settings import Settings
+from tests.fakes.clock import SettableClock
 from tests.fakes.memory_store import MemoryTaskStore
 from tests.mcp_client import McpClient
 
@@ -35,14 +36,17 @@ class AsgiStack:
     mcp: McpClient
     http: httpx.AsyncClient
     url: str
+    # The clock of the app and its store: `clock.advance(...)` instead of waiting a TTL out.
+    clock: SettableClock
 
 
 @contextlib.asynccontextmanager
 async def asgi_running(registry: ToolRegistry, **overrides: Any) -> AsyncIterator[AsgiStack]:
     """The app on a fresh in-memory store, its lifespan entered, and a client bound to it."""
     settings = Settings(state_secret="s" * 32, port=8000).with_(**overrides)
-    store = MemoryTaskStore()
-    app = create_app(settings, registry, store=store)
+    clock = SettableClock()
+    store = MemoryTaskStore(clock=clock)
+    app = create_app(settings, registry, store=store, now=clock)
     transport = httpx.ASGITransport(app=app)
     url = f"{BASE_URL}/mcp"
     try:
@@ -50,7 +54,8 @@ async def asgi_running(registry: ToolRegistry, **overrides: Any) -> AsyncIterato
             async with httpx.AsyncClient(
                 transport=transport, base_url=BASE_URL, timeout=15
             ) as http:
-                yield AsgiStack(settings, registry, store, app, McpClient(http, url), http, url)
+                mcp = McpClient(http, url)
+                yield AsgiStack(settings, registry, store, app, mcp, http, url, clock)
     finally:
         await store.close()
 

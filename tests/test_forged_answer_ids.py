@@ -17,7 +17,7 @@ import pytest
 from mcp_server.protocol import errors
 from mcp_server.protocol.attached.runs import input_request_id
 from mcp_server.runtime.tokens import add_token
-from tests.conftest import StackFactory
+from tests.asgi_stack import BASE_URL, AsgiStackFactory
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient
 
@@ -35,26 +35,29 @@ async def forge(client: LegacyClient, task_id: str, key: str = "decision") -> di
 
 @pytest.fixture
 async def alice_and_bob(
-    fresh_stack: StackFactory, tmp_path: Path
+    fresh_asgi_stack: AsgiStackFactory, tmp_path: Path
 ) -> AsyncIterator[tuple[McpClient, LegacyClient]]:
     tokens = tmp_path / "tokens.json"
     alice, bob = add_token(tokens, "alice", []), add_token(tokens, "bob", [])
-    async with (
-        fresh_stack(auth="tokens", tokens_file=str(tokens)) as stack,
-        httpx.AsyncClient(timeout=30, headers={"Authorization": f"Bearer {bob}"}) as bob_http,
-    ):
-        owner = McpClient(stack.http, stack.url)
-        owner.extra_headers = {"Authorization": f"Bearer {alice}"}
-        attacker = LegacyClient(bob_http, stack.url)
-        await attacker.initialize()
-        yield owner, attacker
+    async with fresh_asgi_stack(auth="tokens", tokens_file=str(tokens)) as stack:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=stack.app),
+            base_url=BASE_URL,
+            timeout=30,
+            headers={"Authorization": f"Bearer {bob}"},
+        ) as bob_http:
+            owner = McpClient(stack.http, stack.url)
+            owner.extra_headers = {"Authorization": f"Bearer {alice}"}
+            attacker = LegacyClient(bob_http, stack.url)
+            await attacker.initialize()
+            yield owner, attacker
 
 
 async def test_a_forged_answer_to_a_foreign_or_missing_task_is_an_ordinary_not_found(
     alice_and_bob: tuple[McpClient, LegacyClient], caplog: pytest.LogCaptureFixture
 ) -> None:
     owner, attacker = alice_and_bob
-    task_id = await owner.create_task("request_approval", {"message": "Alice's?"})
+    task_id = await owner.create_task("confirm_delete", {"filename": "alices.txt"})
     await owner.wait_status(task_id, "input_required", within=15)
     foreign = await forge(attacker, task_id)
     missing = await forge(attacker, "no-such-task")
@@ -66,9 +69,9 @@ async def test_a_forged_answer_to_a_foreign_or_missing_task_is_an_ordinary_not_f
 
 
 async def test_forged_answers_count_against_the_tasks_update_rate_limit(
-    fresh_stack: StackFactory,
+    fresh_asgi_stack: AsgiStackFactory,
 ) -> None:
-    async with fresh_stack(update_burst=2, update_rate_per_minute=1) as stack:
+    async with fresh_asgi_stack(update_burst=2, update_rate_per_minute=1) as stack:
         attacker = LegacyClient(stack.http, stack.url)
         await attacker.initialize()
         for _ in range(2):

@@ -22,6 +22,7 @@ from mcp_server.runtime.tokens import add_token
 from mcp_server.tools.patterns import ecma_to_python
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.identity import ANONYMOUS, Principal
+from tests.asgi_stack import AsgiStack
 from tests.conftest import Stack, StackFactory
 from tests.mcp_client import TASKS, McpClient
 
@@ -189,7 +190,7 @@ async def test_a_principal_cannot_read_or_overwrite_another_ones_database(
 # ----- request ids: bounded in the audit log, absurd ones refused ------------------------------
 
 
-async def post_with_id(stack: Stack, request_id: str, method: str, task_id: str) -> Any:
+async def post_with_id(stack: AsgiStack, request_id: str, method: str, task_id: str) -> Any:
     params = {"taskId": task_id, "_meta": {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": TASKS,
@@ -200,20 +201,20 @@ async def post_with_id(stack: Stack, request_id: str, method: str, task_id: str)
     return await stack.http.post(stack.url, json=body, headers=headers)
 
 
-async def test_an_absurd_request_id_is_an_invalid_request(stack: Stack) -> None:
-    response = await post_with_id(stack, "i" * 257, "tasks/cancel", "mcp-task-" + "0" * 32)
+async def test_an_absurd_request_id_is_an_invalid_request(asgi_stack: AsgiStack) -> None:
+    response = await post_with_id(asgi_stack, "i" * 257, "tasks/cancel", "mcp-task-" + "0" * 32)
     assert response.json()["error"]["code"] == errors.INVALID_REQUEST
     assert "longer than 256" in response.json()["error"]["message"]
     assert response.json().get("id") is None  # not echoed: it was not accepted
 
 
 async def test_long_request_ids_and_task_ids_are_logged_truncated_and_marked(
-    stack: Stack, caplog: pytest.LogCaptureFixture
+    asgi_stack: AsgiStack, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="mcp_server.protocol.audit")
     # The taskId also travels in the Mcp-Name header: kept well under h11's 16 KiB head limit.
     request_id, task_id = "r" * 256, "t" * 5000
-    response = await post_with_id(stack, request_id, "tasks/cancel", task_id)
+    response = await post_with_id(asgi_stack, request_id, "tasks/cancel", task_id)
     assert response.json()["id"] == request_id  # the client still gets its own id back
     (line,) = [
         json.loads(r.getMessage()) for r in caplog.records if r.name == "mcp_server.protocol.audit"

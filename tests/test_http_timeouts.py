@@ -1,5 +1,7 @@
 """Slowloris: a connection that sends half a request, or nothing, or idles after a response, is
-closed by the server (the server the `mcp-tasks server` command runs: http_config)."""
+closed by the server (the server the `mcp-tasks server` command runs: http_config). A real
+uvicorn on a real socket, since the socket is what is tested; the app on the in-memory store,
+since no task is."""
 
 from __future__ import annotations
 
@@ -8,9 +10,9 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 
+import httpx
 import pytest
 import uvicorn
-from temporalio.client import Client
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -18,17 +20,18 @@ from mcp_server.http.app import HttpServer, create_app, http_config
 from mcp_server.runtime.devserver import free_port
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.settings import Settings
+from tests.fakes.memory_store import MemoryTaskStore
 
 # Short limits for the test; every wait for a close is bounded well above them.
 REQUEST_TIMEOUT_S = 0.5
 KEEP_ALIVE_S = 0.5
 CLOSED_WITHIN_S = 10.0
+# Node's undici drops a pooled connection idle this long (its keepAliveTimeout default).
+UNDICI_KEEP_ALIVE_S = 4.0
 
 
 @pytest.fixture(params=["httptools", "h11"])
-async def port(
-    request: pytest.FixtureRequest, temporal_client: Client, registry: ToolRegistry
-) -> AsyncIterator[int]:
+async def port(request: pytest.FixtureRequest, registry: ToolRegistry) -> AsyncIterator[int]:
     settings = Settings(
         port=free_port(),
         http_request_timeout_s=REQUEST_TIMEOUT_S,
@@ -36,7 +39,7 @@ async def port(
         http_parser=request.param,
         state_secret="s" * 32,
     )
-    config = http_config(create_app(settings, registry, client=temporal_client), settings)
+    config = http_config(create_app(settings, registry, store=MemoryTaskStore()), settings)
     parsers = {"httptools": HttpToolsProtocol, "h11": H11Protocol}
     assert isinstance(config.http, type) and issubclass(config.http, parsers[request.param])
     async with served(config):
@@ -125,17 +128,28 @@ async def test_pipelined_requests_are_all_answered(port: int) -> None:
     writer.close()
 
 
-async def test_by_default_an_idle_connection_outlives_the_pools_of_common_clients(
-    temporal_client: Client, registry: ToolRegistry
+def test_the_default_keep_alive_outlives_the_idle_pools_of_common_clients(
+    registry: ToolRegistry,
 ) -> None:
     """httpx drops an idle pooled connection after 5 s, Node's undici after 4 s. A server that
     closed idle connections at 5 s raced httpx: a client reusing one at 4.99 s got a
-    ReadError. The default keep-alive (15 s) is past both, so a connection idle 6 s still
-    answers."""
-    settings = Settings(port=free_port(), state_secret="s" * 32)
-    assert settings.http_keep_alive_s > 5.0
+    ReadError. The default keep-alive, the one uvicorn is given, is past both."""
+    settings = Settings(state_secret="s" * 32)
+    config = http_config(create_app(settings, registry, store=MemoryTaskStore()), settings)
+    assert config.timeout_keep_alive == settings.http_keep_alive_s
+    httpx_pool_s = httpx.Limits().keepalive_expiry
+    assert httpx_pool_s is not None
+    assert settings.http_keep_alive_s > max(httpx_pool_s, UNDICI_KEEP_ALIVE_S)
+
+
+async def test_a_connection_idle_for_less_than_the_keep_alive_still_answers(
+    registry: ToolRegistry,
+) -> None:
+    """The other side of `test_an_idle_keep_alive_connection_is_closed`: the keep-alive is
+    what closes, not the idling itself (scaled down: idle 1 s under a keep-alive of 4 s)."""
+    settings = Settings(port=free_port(), http_keep_alive_s=4.0, state_secret="s" * 32)
     async with served(
-        http_config(create_app(settings, registry, client=temporal_client), settings)
+        http_config(create_app(settings, registry, store=MemoryTaskStore()), settings)
     ):
         reader, writer = await asyncio.open_connection("127.0.0.1", settings.port)
         request = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
@@ -146,6 +160,6 @@ async def test_by_default_an_idle_connection_outlives_the_pools_of_common_client
             assert head.startswith((b"HTTP/1.1 200 ", b"HTTP/1.1 503 ")), head
             length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
             await reader.readexactly(length)
-            await asyncio.sleep(6.0)  # longer than httpx's pool keeps it
+            await asyncio.sleep(1.0)
         assert not reader.at_eof()
         writer.close()

@@ -99,20 +99,20 @@ async def test_five_concurrent_retries_with_one_key_make_one_task(
 
 
 async def test_the_same_key_with_other_arguments_or_another_tool_is_invalid_params(
-    mcp: McpClient,
+    asgi_mcp: McpClient,
 ) -> None:
     key = new_key()
-    first = (await call(mcp, "slow_compute", {"seconds": 30}, key)).result
+    first = (await call(asgi_mcp, "slow_compute", {"seconds": 30}, key)).result
     for tool, arguments in [("slow_compute", {"seconds": 31}), ("tests_wait_forever", {})]:
-        reply = await call(mcp, tool, arguments, key)
+        reply = await call(asgi_mcp, tool, arguments, key)
         assert_invalid_key(reply, "Idempotency-Key was already used")
         assert reply.error["data"] == {"taskId": first["taskId"]}
     # Key order is not a difference: the same arguments, written in another order.
-    same = await call(mcp, "slow_compute", {"label": "x", "seconds": 1}, other := new_key())
-    again = await call(mcp, "slow_compute", {"seconds": 1, "label": "x"}, other)
+    same = await call(asgi_mcp, "slow_compute", {"label": "x", "seconds": 1}, other := new_key())
+    again = await call(asgi_mcp, "slow_compute", {"seconds": 1, "label": "x"}, other)
     assert again.result["taskId"] == same.result["taskId"]
     for task_id in (first["taskId"], same.result["taskId"]):
-        await mcp.cancel_task(task_id)
+        await asgi_mcp.cancel_task(task_id)
 
 
 async def test_another_principal_with_the_same_key_gets_a_task_of_its_own(
@@ -150,20 +150,20 @@ async def test_another_principal_with_the_same_key_gets_a_task_of_its_own(
     ],
     ids=["empty", "too-long", "non-ascii", "control", "not-a-string"],
 )
-async def test_a_bad_key_is_invalid_params(mcp: McpClient, key: object, words: str) -> None:
-    reply = await mcp.call_tool("tests_wait_forever", {}, meta=meta_with(key))
+async def test_a_bad_key_is_invalid_params(asgi_mcp: McpClient, key: object, words: str) -> None:
+    reply = await asgi_mcp.call_tool("tests_wait_forever", {}, meta=meta_with(key))
     assert_invalid_key(reply, words)
 
 
 async def test_a_bad_header_key_a_repeated_one_or_one_that_differs_from_meta_is_invalid(
-    mcp: McpClient,
+    asgi_mcp: McpClient,
 ) -> None:
-    assert_invalid_key(await call(mcp, "tests_wait_forever", {}, "k" * 201), "not 201")
-    assert_invalid_key(await call(mcp, "tests_wait_forever", {}, ""), "not 0")
-    differs = await call(mcp, "tests_wait_forever", {}, "a", meta=meta_with("b"))
+    assert_invalid_key(await call(asgi_mcp, "tests_wait_forever", {}, "k" * 201), "not 201")
+    assert_invalid_key(await call(asgi_mcp, "tests_wait_forever", {}, ""), "not 0")
+    differs = await call(asgi_mcp, "tests_wait_forever", {}, "a", meta=meta_with("b"))
     assert_invalid_key(differs, "differ")
-    repeated = await mcp.http.post(
-        mcp.url,
+    repeated = await asgi_mcp.http.post(
+        asgi_mcp.url,
         json={
             "jsonrpc": "2.0",
             "id": 1,
@@ -171,7 +171,7 @@ async def test_a_bad_header_key_a_repeated_one_or_one_that_differs_from_meta_is_
             "params": {"name": "tests_wait_forever", "arguments": {}, "_meta": meta_with(None)},
         },
         headers=[
-            *mcp.headers_for("tools/call", {"name": "tests_wait_forever"}).items(),
+            *asgi_mcp.headers_for("tools/call", {"name": "tests_wait_forever"}).items(),
             ("Idempotency-Key", "a"),
             ("Idempotency-Key", "b"),
         ],
@@ -180,24 +180,26 @@ async def test_a_bad_header_key_a_repeated_one_or_one_that_differs_from_meta_is_
     assert "sent 2 times" in repeated.json()["error"]["message"]
 
 
-async def test_the_key_in_meta_works_and_agrees_with_the_header(mcp: McpClient) -> None:
+async def test_the_key_in_meta_works_and_agrees_with_the_header(asgi_mcp: McpClient) -> None:
     key = new_key()
-    by_meta = await mcp.call_tool("tests_wait_forever", {}, meta=meta_with(key))
-    by_header = await call(mcp, "tests_wait_forever", {}, key)
-    both = await call(mcp, "tests_wait_forever", {}, key, meta=meta_with(key))
+    by_meta = await asgi_mcp.call_tool("tests_wait_forever", {}, meta=meta_with(key))
+    by_header = await call(asgi_mcp, "tests_wait_forever", {}, key)
+    both = await call(asgi_mcp, "tests_wait_forever", {}, key, meta=meta_with(key))
     task_id = by_meta.result["taskId"]
     assert by_header.result["taskId"] == both.result["taskId"] == task_id
-    await mcp.cancel_task(task_id)
+    await asgi_mcp.cancel_task(task_id)
 
 
-async def test_a_retry_after_the_task_closed_gets_the_closed_task(mcp: McpClient) -> None:
+async def test_a_retry_after_the_task_closed_gets_the_closed_task(asgi_mcp: McpClient) -> None:
     key = new_key()
-    task_id = (await call(mcp, "confirm_delete", {"filename": "idem.txt"}, key)).result["taskId"]
-    await mcp.wait_status(task_id, "input_required")
-    await mcp.update_task(task_id, {"confirm": ACCEPT})
-    closed = await mcp.wait_terminal(task_id)
+    task_id = (await call(asgi_mcp, "confirm_delete", {"filename": "idem.txt"}, key)).result[
+        "taskId"
+    ]
+    await asgi_mcp.wait_status(task_id, "input_required")
+    await asgi_mcp.update_task(task_id, {"confirm": ACCEPT})
+    closed = await asgi_mcp.wait_terminal(task_id)
     assert closed["status"] == "completed"
-    retry = (await call(mcp, "confirm_delete", {"filename": "idem.txt"}, key)).result
+    retry = (await call(asgi_mcp, "confirm_delete", {"filename": "idem.txt"}, key)).result
     assert retry["taskId"] == task_id and retry["status"] == "completed"
     assert retry["createdAt"] == closed["createdAt"]
 

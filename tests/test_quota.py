@@ -280,7 +280,8 @@ async def test_with_quota_0_no_quota_workflow_is_started(
 async def test_with_no_worker_a_create_is_a_503_to_retry_and_starts_nothing(
     fresh_stack: StackFactory, temporal_client: Client
 ) -> None:
-    async with fresh_stack(max_open_tasks_per_principal=5) as stack:
+    # A second of waiting for the worker instead of the default 10: the wait is the setting's.
+    async with fresh_stack(max_open_tasks_per_principal=5, quota_worker_wait_s=1) as stack:
         await stack.stop_worker()
         reply = await stack.mcp.call_tool("tests_wait_forever")
         assert reply.status == 503 and reply.headers["retry-after"] == "5", reply

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from temporalio.client import Client
 
@@ -80,6 +81,7 @@ async def wait_workers_polling(stack: Stack, wanted: float, within: float) -> No
         await asyncio.sleep(0.25)
 
 
+@pytest.mark.e2e  # a dev server and a worker process of its own: killing the worker is the test
 async def test_a_killed_worker_shows_in_the_workers_gauge_and_readyz_stays_ready(
     tmp_path: Path, registry: ToolRegistry
 ) -> None:

@@ -19,11 +19,10 @@ from mcp_server.protocol import errors
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tools.registry import Tool, ToolCall
 from tests.asgi_stack import AsgiStack, AsgiStackFactory
-from tests.conftest import Stack
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import NO_CAPABILITIES, TASKS
 from tests.test_auth_details import challenge_params
-from tests.test_security import as_client, jwt_stack, mint, signing_key  # noqa: F401 (fixtures)
+from tests.test_security import as_client, jwt_asgi_stack, mint, signing_key  # noqa: F401 (fixtures)
 
 DEPLOY = {"pipeline": "no-such-pipeline"}
 
@@ -90,16 +89,16 @@ async def test_a_2025_call_without_the_tools_scope_is_403_with_or_without_task(
 
 
 async def test_a_jwt_without_the_tools_scope_gets_a_challenge_to_step_up(
-    jwt_stack: Stack,  # noqa: F811
+    jwt_asgi_stack: AsgiStack,  # noqa: F811
     signing_key: rsa.RSAPrivateKey,  # noqa: F811
 ) -> None:
-    lacking = as_client(jwt_stack, mint(signing_key, scope="mcp:tasks"))
+    lacking = as_client(jwt_asgi_stack, mint(signing_key, scope="mcp:tasks"))
     reply = await lacking.call_tool("deploy", DEPLOY, capabilities=TASKS)
     # The scopes every request needs come along, so the new token loses none of them.
     assert_step_up(reply.status, reply.headers, reply.body, "deploy mcp:tasks")
     metadata = challenge_params(reply.headers["www-authenticate"])["resource_metadata"]
     assert metadata.endswith("/.well-known/oauth-protected-resource/mcp")
-    holding = as_client(jwt_stack, mint(signing_key, scope=None, scp=["mcp:tasks", "deploy"]))
+    holding = as_client(jwt_asgi_stack, mint(signing_key, scope=None, scp=["mcp:tasks", "deploy"]))
     created = await holding.call_tool("deploy", DEPLOY, capabilities=TASKS)
     assert created.status == 200 and created.result["resultType"] == "task"
 

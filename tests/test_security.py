@@ -250,7 +250,7 @@ def jwks_url(signing_key: rsa.RSAPrivateKey) -> Iterator[str]:
 
 
 async def test_a_jwt_is_verified_with_keys_from_a_jwks_url(
-    fresh_stack: StackFactory, signing_key: rsa.RSAPrivateKey, jwks_url: str
+    fresh_asgi_stack: AsgiStackFactory, signing_key: rsa.RSAPrivateKey, jwks_url: str
 ) -> None:
     settings = {
         "auth": "jwt",
@@ -258,7 +258,7 @@ async def test_a_jwt_is_verified_with_keys_from_a_jwks_url(
         "jwt_audience": AUDIENCE,
         "jwt_jwks_url": jwks_url,
     }
-    async with fresh_stack(**settings) as stack:
+    async with fresh_asgi_stack(**settings) as stack:
         token = jwt.encode(
             {"iss": ISSUER, "aud": AUDIENCE, "sub": "carol", "exp": int(time.time()) + 60},
             signing_key,
@@ -355,14 +355,16 @@ async def test_jwt_principals_are_bound_to_their_tasks(
 # ----- limits ------------------------------------------------------------------------------
 
 
-async def test_too_many_or_too_large_input_responses_are_invalid_params(mcp: McpClient) -> None:
-    task_id = await mcp.create_task("confirm_delete", {"filename": "z"})
+async def test_too_many_or_too_large_input_responses_are_invalid_params(
+    asgi_mcp: McpClient,
+) -> None:
+    task_id = await asgi_mcp.create_task("confirm_delete", {"filename": "z"})
     many = {f"k{i}": {"action": "decline"} for i in range(33)}
-    assert "at most 32" in (await mcp.update_task(task_id, many)).error["message"]
+    assert "at most 32" in (await asgi_mcp.update_task(task_id, many)).error["message"]
     huge = {"confirm": {"action": "accept", "content": {"text": "x" * 300_000}}}
-    reply = await mcp.update_task(task_id, huge)
+    reply = await asgi_mcp.update_task(task_id, huge)
     assert reply.error["code"] == errors.INVALID_PARAMS and "bytes" in reply.error["message"]
-    await mcp.cancel_task(task_id)
+    await asgi_mcp.cancel_task(task_id)
 
 
 async def test_open_tasks_per_principal_are_capped(
@@ -393,9 +395,9 @@ async def test_open_tasks_per_principal_are_capped(
 
 
 async def test_polling_far_faster_than_poll_interval_is_told_when_to_retry(
-    fresh_stack: StackFactory,
+    fresh_asgi_stack: AsgiStackFactory,
 ) -> None:
-    async with fresh_stack(poll_burst=3, poll_rate_factor=1) as stack:
+    async with fresh_asgi_stack(poll_burst=3, poll_rate_factor=1) as stack:
         mcp = stack.mcp
         task_id = await mcp.create_task("slow_compute", {"seconds": 30})
         replies = [await mcp.get_task(task_id) for _ in range(5)]

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_server.protocol import errors
-from tests.conftest import Stack
+from tests.asgi_stack import AsgiStack
 from tests.listen_stream import ListenStream, is_final
 from tests.mcp_client import NO_CAPABILITIES, McpClient
 
@@ -14,9 +14,9 @@ SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 SEQUENCE = "mcp-tasks-temporal/sequence"
 
 
-async def test_task_updates_are_pushed_until_the_task_is_terminal(mcp: McpClient) -> None:
-    task_id = await mcp.create_task("slow_compute", {"seconds": 1, "label": "pushed"})
-    messages = await mcp.listen({"taskIds": [task_id]})
+async def test_task_updates_are_pushed_until_the_task_is_terminal(asgi_mcp: McpClient) -> None:
+    task_id = await asgi_mcp.create_task("slow_compute", {"seconds": 1, "label": "pushed"})
+    messages = await asgi_mcp.listen({"taskIds": [task_id]})
     ack, *updates, final = messages
     assert ack["method"] == "notifications/subscriptions/acknowledged"
     assert ack["params"]["notifications"] == {"taskIds": [task_id]}
@@ -31,19 +31,21 @@ async def test_task_updates_are_pushed_until_the_task_is_terminal(mcp: McpClient
     assert numbers == sorted(numbers) and numbers[-1] > numbers[0], numbers
 
 
-async def test_unknown_task_ids_are_not_acknowledged(mcp: McpClient) -> None:
-    messages = await mcp.listen({"taskIds": ["mcp-task-" + "f" * 32], "promptsListChanged": True})
+async def test_unknown_task_ids_are_not_acknowledged(asgi_mcp: McpClient) -> None:
+    messages = await asgi_mcp.listen(
+        {"taskIds": ["mcp-task-" + "f" * 32], "promptsListChanged": True}
+    )
     assert messages[0]["params"]["notifications"] == {}
     assert [m.get("method") for m in messages[1:]] == [None]  # only the final response
 
 
-async def test_task_ids_without_the_extension_are_32021(mcp: McpClient) -> None:
-    (reply,) = await mcp.listen({"taskIds": ["x"]}, capabilities=NO_CAPABILITIES)
+async def test_task_ids_without_the_extension_are_32021(asgi_mcp: McpClient) -> None:
+    (reply,) = await asgi_mcp.listen({"taskIds": ["x"]}, capabilities=NO_CAPABILITIES)
     assert reply["error"]["code"] == errors.MISSING_REQUIRED_CLIENT_CAPABILITY
 
 
-async def test_a_missing_filter_is_invalid_params(mcp: McpClient) -> None:
-    reply = await mcp.rpc("subscriptions/listen", {})
+async def test_a_missing_filter_is_invalid_params(asgi_mcp: McpClient) -> None:
+    reply = await asgi_mcp.rpc("subscriptions/listen", {})
     assert reply.error["code"] == errors.INVALID_PARAMS
 
 
@@ -62,29 +64,30 @@ async def test_a_tool_list_change_reaches_listeners_that_asked_for_it(mcp: McpCl
     assert "test_dynamic_tool" not in names
 
 
-async def test_a_listener_gets_only_what_it_asked_for(mcp: McpClient) -> None:
-    task_id = await mcp.create_task("slow_compute", {"seconds": 1})
+async def test_a_listener_gets_only_what_it_asked_for(asgi_mcp: McpClient) -> None:
+    task_id = await asgi_mcp.create_task("slow_compute", {"seconds": 1})
 
     async def change_tools() -> None:
-        await mcp.call_tool("test_trigger_tool_change")
-        await mcp.call_tool("test_trigger_tool_change")
+        await asgi_mcp.call_tool("test_trigger_tool_change")
+        await asgi_mcp.call_tool("test_trigger_tool_change")
 
-    messages = await mcp.listen({"taskIds": [task_id]}, on_ack=change_tools)
+    messages = await asgi_mcp.listen({"taskIds": [task_id]}, on_ack=change_tools)
     assert {m.get("method") for m in messages[1:-1]} == {"notifications/tasks"}
 
 
 async def test_a_task_only_listener_does_not_follow_tool_changes(
-    mcp: McpClient, stack: Stack
+    asgi_stack: AsgiStack,
 ) -> None:
-    task_id = await mcp.create_task("slow_compute", {"seconds": 1})
+    asgi_mcp = asgi_stack.mcp
+    task_id = await asgi_mcp.create_task("slow_compute", {"seconds": 1})
     listeners: list[int] = []
 
     async def change_tools_and_count() -> None:
-        listeners.append(stack.registry.listener_count)  # the stream is open now
-        await mcp.call_tool("test_trigger_tool_change")
-        await mcp.call_tool("test_trigger_tool_change")
+        listeners.append(asgi_stack.registry.listener_count)  # the stream is open now
+        await asgi_mcp.call_tool("test_trigger_tool_change")
+        await asgi_mcp.call_tool("test_trigger_tool_change")
 
-    await mcp.listen({"taskIds": [task_id]}, on_ack=change_tools_and_count)
+    await asgi_mcp.listen({"taskIds": [task_id]}, on_ack=change_tools_and_count)
     assert listeners == [0]
 
 

@@ -1,4 +1,8 @@
-"""The tasks extension end to end: real HTTP, real Temporal, a real worker (wire §2)."""
+"""The tasks extension (wire §2). The rules of the protocol layer (capabilities, errors, answers,
+cancel) run in-process on the in-memory store (`asgi_mcp`), whose behaviour the contract suite
+(tests/contract/) holds to Temporal's; what only Temporal shows (a task's run to its result,
+TTLs, payload limits, termination, no worker alive, reads of history) runs end to end: real
+HTTP, real Temporal, a real worker (`mcp`, `fresh_stack`)."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from mcp_server.protocol.wire import parse_iso
 from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.tasks.description import describe
 from mcp_server.tasks.store import TemporalTaskStore
+from tests.asgi_stack import AsgiStack
 from tests.conftest import Stack, StackFactory
 from tests.fixture_tools import SHORT_TTL_MS
 from tests.mcp_client import NO_CAPABILITIES, TASKS, McpClient
@@ -40,17 +45,17 @@ async def test_a_created_task_is_readable_at_once_and_completes_with_the_tool_re
     assert done["result"]["isError"] is False and "one" in done["result"]["content"][0]["text"]
 
 
-async def test_task_ids_are_random_128_bit_handles(mcp: McpClient) -> None:
-    ids = {await mcp.create_task("slow_compute", {"seconds": 0}) for _ in range(3)}
+async def test_task_ids_are_random_128_bit_handles(asgi_mcp: McpClient) -> None:
+    ids = {await asgi_mcp.create_task("slow_compute", {"seconds": 0}) for _ in range(3)}
     assert len(ids) == 3
     assert all(re.fullmatch(r"mcp-task-[0-9a-f]{32}", task_id) for task_id in ids)
 
 
 async def test_an_optional_task_tool_runs_synchronously_without_the_extension(
-    mcp: McpClient,
+    asgi_mcp: McpClient,
 ) -> None:
     result = (
-        await mcp.call_tool(
+        await asgi_mcp.call_tool(
             "slow_compute", {"seconds": 0.2, "label": "sync"}, capabilities=NO_CAPABILITIES
         )
     ).result
@@ -59,107 +64,111 @@ async def test_an_optional_task_tool_runs_synchronously_without_the_extension(
 
 
 async def test_a_sync_tool_stays_synchronous_and_ignores_a_legacy_task_param(
-    mcp: McpClient,
+    asgi_mcp: McpClient,
 ) -> None:
-    reply = await mcp.call_tool("greet", {"name": "Bo"}, extra={"task": {"ttl": 1000}})
+    reply = await asgi_mcp.call_tool("greet", {"name": "Bo"}, extra={"task": {"ttl": 1000}})
     assert reply.result["resultType"] == "complete"
     assert reply.result["content"][0]["text"] == "Hello, Bo!"
 
 
-async def test_a_required_task_tool_without_the_extension_is_32021(mcp: McpClient) -> None:
-    reply = await mcp.call_tool("failing_job", capabilities=NO_CAPABILITIES)
+async def test_a_required_task_tool_without_the_extension_is_32021(asgi_mcp: McpClient) -> None:
+    reply = await asgi_mcp.call_tool("failing_job", capabilities=NO_CAPABILITIES)
     assert (reply.status, reply.error["code"]) == (400, errors.MISSING_REQUIRED_CLIENT_CAPABILITY)
     assert reply.error["data"] == {
         "requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}
     }
 
 
-async def test_a_task_that_asks_needs_the_elicitation_capability(mcp: McpClient) -> None:
-    reply = await mcp.call_tool("confirm_delete", {"filename": "a"}, capabilities=TASKS)
+async def test_a_task_that_asks_needs_the_elicitation_capability(asgi_mcp: McpClient) -> None:
+    reply = await asgi_mcp.call_tool("confirm_delete", {"filename": "a"}, capabilities=TASKS)
     assert reply.error["code"] == errors.MISSING_REQUIRED_CLIENT_CAPABILITY
     assert reply.error["data"]["requiredCapabilities"] == {"elicitation": {}}
 
 
 @pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
 async def test_tasks_methods_without_the_extension_are_32021_before_any_lookup(
-    mcp: McpClient, method: str
+    asgi_mcp: McpClient, method: str
 ) -> None:
     params = {"taskId": "no-such-task", "inputResponses": {}}
-    reply = await mcp.rpc(method, params, capabilities=NO_CAPABILITIES)
+    reply = await asgi_mcp.rpc(method, params, capabilities=NO_CAPABILITIES)
     assert (reply.status, reply.error["code"]) == (400, errors.MISSING_REQUIRED_CLIENT_CAPABILITY)
 
 
 @pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
-async def test_an_unknown_task_is_invalid_params(mcp: McpClient, method: str) -> None:
-    reply = await mcp.rpc(method, {"taskId": "mcp-task-" + "0" * 32, "inputResponses": {}})
+async def test_an_unknown_task_is_invalid_params(asgi_mcp: McpClient, method: str) -> None:
+    reply = await asgi_mcp.rpc(method, {"taskId": "mcp-task-" + "0" * 32, "inputResponses": {}})
     assert reply.error == {"code": errors.INVALID_PARAMS, "message": errors.TASK_NOT_FOUND_MESSAGE}
 
 
-async def test_arguments_that_break_the_input_schema_are_invalid_params(mcp: McpClient) -> None:
-    reply = await mcp.call_tool("slow_compute", {"seconds": "soon"})
+async def test_arguments_that_break_the_input_schema_are_invalid_params(
+    asgi_mcp: McpClient,
+) -> None:
+    reply = await asgi_mcp.call_tool("slow_compute", {"seconds": "soon"})
     assert reply.error["code"] == errors.INVALID_PARAMS
     assert "seconds" in reply.error["message"]
-    unknown = await mcp.call_tool("no_such_tool")
+    unknown = await asgi_mcp.call_tool("no_such_tool")
     assert unknown.error["code"] == errors.INVALID_PARAMS
 
 
-async def test_a_tool_error_is_completed_with_is_error(mcp: McpClient) -> None:
-    task = await mcp.wait_terminal(await mcp.create_task("failing_job"))
+async def test_a_tool_error_is_completed_with_is_error(asgi_mcp: McpClient) -> None:
+    task = await asgi_mcp.wait_terminal(await asgi_mcp.create_task("failing_job"))
     assert task["status"] == "completed" and task["result"]["isError"] is True
 
 
 async def test_a_protocol_error_is_failed_with_a_json_rpc_error_and_no_result(
-    mcp: McpClient,
+    asgi_mcp: McpClient,
 ) -> None:
-    task = await mcp.wait_terminal(await mcp.create_task("protocol_error_job"))
+    task = await asgi_mcp.wait_terminal(await asgi_mcp.create_task("protocol_error_job"))
     assert task["status"] == "failed" and "result" not in task
     assert task["error"]["code"] == errors.INTERNAL_ERROR
     assert task["statusMessage"].startswith("Task failed")
 
 
-async def test_an_answer_resumes_a_task_waiting_for_input(mcp: McpClient) -> None:
-    task_id = await mcp.create_task("confirm_delete", {"filename": "report.csv"})
-    waiting = await mcp.wait_status(task_id, "input_required", within=5)
+async def test_an_answer_resumes_a_task_waiting_for_input(asgi_mcp: McpClient) -> None:
+    task_id = await asgi_mcp.create_task("confirm_delete", {"filename": "report.csv"})
+    waiting = await asgi_mcp.wait_status(task_id, "input_required", within=5)
     request = waiting["inputRequests"]["confirm"]
     assert request["method"] == "elicitation/create"
     assert "report.csv" in waiting["statusMessage"]
-    ack = (await mcp.update_task(task_id, {"confirm": ACCEPT})).result
+    ack = (await asgi_mcp.update_task(task_id, {"confirm": ACCEPT})).result
     assert (
         ack == {"resultType": "complete", "_meta": ack["_meta"]} and not ENVELOPE_KEYS & ack.keys()
     )
-    done = await mcp.wait_terminal(task_id)
+    done = await asgi_mcp.wait_terminal(task_id)
     assert done["result"]["content"][0]["text"] == "Deleted report.csv"
 
 
-async def test_a_partial_answer_is_visible_on_the_very_next_get(mcp: McpClient) -> None:
-    task_id = await mcp.create_task("multi_input")
-    await mcp.wait_for(task_id, lambda t: len(t.get("inputRequests", {})) == 2, within=5)
-    await mcp.update_task(task_id, {"name": {"action": "accept", "content": {"name": "Ann"}}})
-    after = (await mcp.get_task(task_id)).result
+async def test_a_partial_answer_is_visible_on_the_very_next_get(asgi_mcp: McpClient) -> None:
+    task_id = await asgi_mcp.create_task("multi_input")
+    await asgi_mcp.wait_for(task_id, lambda t: len(t.get("inputRequests", {})) == 2, within=5)
+    await asgi_mcp.update_task(task_id, {"name": {"action": "accept", "content": {"name": "Ann"}}})
+    after = (await asgi_mcp.get_task(task_id)).result
     assert after["status"] == "input_required" and list(after["inputRequests"]) == ["confirm"]
-    await mcp.update_task(task_id, {"confirm": ACCEPT})
-    assert (await mcp.wait_terminal(task_id))["status"] == "completed"
+    await asgi_mcp.update_task(task_id, {"confirm": ACCEPT})
+    assert (await asgi_mcp.wait_terminal(task_id))["status"] == "completed"
 
 
-async def test_unknown_keys_are_ignored_but_a_malformed_answer_is_rejected(mcp: McpClient) -> None:
-    task_id = await mcp.create_task("confirm_delete", {"filename": "x"})
-    await mcp.wait_status(task_id, "input_required", within=5)
-    ignored = await mcp.update_task(task_id, {"unknown-key": {"ignored": True}})
+async def test_unknown_keys_are_ignored_but_a_malformed_answer_is_rejected(
+    asgi_mcp: McpClient,
+) -> None:
+    task_id = await asgi_mcp.create_task("confirm_delete", {"filename": "x"})
+    await asgi_mcp.wait_status(task_id, "input_required", within=5)
+    ignored = await asgi_mcp.update_task(task_id, {"unknown-key": {"ignored": True}})
     assert ignored.result["resultType"] == "complete"
-    bad = await mcp.update_task(task_id, {"confirm": {"action": "maybe"}})
+    bad = await asgi_mcp.update_task(task_id, {"confirm": {"action": "maybe"}})
     assert bad.error["code"] == errors.INVALID_PARAMS and "action" in bad.error["message"]
-    still = (await mcp.get_task(task_id)).result
+    still = (await asgi_mcp.get_task(task_id)).result
     assert still["status"] == "input_required" and "confirm" in still["inputRequests"]
-    not_an_object = await mcp.rpc("tasks/update", {"taskId": task_id, "inputResponses": [1]})
+    not_an_object = await asgi_mcp.rpc("tasks/update", {"taskId": task_id, "inputResponses": [1]})
     assert not_an_object.error["code"] == errors.INVALID_PARAMS
-    await mcp.cancel_task(task_id)
+    await asgi_mcp.cancel_task(task_id)
 
 
-async def test_a_declined_answer_is_delivered_to_the_tool(mcp: McpClient) -> None:
-    task_id = await mcp.create_task("confirm_delete", {"filename": "keep.txt"})
-    await mcp.wait_status(task_id, "input_required", within=5)
-    await mcp.update_task(task_id, {"confirm": {"action": "decline"}})
-    done = await mcp.wait_terminal(task_id)
+async def test_a_declined_answer_is_delivered_to_the_tool(asgi_mcp: McpClient) -> None:
+    task_id = await asgi_mcp.create_task("confirm_delete", {"filename": "keep.txt"})
+    await asgi_mcp.wait_status(task_id, "input_required", within=5)
+    await asgi_mcp.update_task(task_id, {"confirm": {"action": "decline"}})
+    done = await asgi_mcp.wait_terminal(task_id)
     assert done["result"]["structuredContent"] == {"deleted": False}
 
 
@@ -170,26 +179,29 @@ async def test_cancel_ends_a_running_task_within_seconds(mcp: McpClient) -> None
     assert (await mcp.wait_terminal(task_id, within=10))["status"] == "cancelled"
 
 
-async def test_cancel_ends_a_task_waiting_for_input(mcp: McpClient) -> None:
-    task_id = await mcp.create_task("confirm_delete", {"filename": "y"})
-    await mcp.wait_status(task_id, "input_required", within=5)
-    await mcp.cancel_task(task_id)
-    cancelled = await mcp.wait_terminal(task_id)
+async def test_cancel_ends_a_task_waiting_for_input(asgi_mcp: McpClient) -> None:
+    task_id = await asgi_mcp.create_task("confirm_delete", {"filename": "y"})
+    await asgi_mcp.wait_status(task_id, "input_required", within=5)
+    await asgi_mcp.cancel_task(task_id)
+    cancelled = await asgi_mcp.wait_terminal(task_id)
     assert cancelled["status"] == "cancelled" and "inputRequests" not in cancelled
 
 
 async def test_cancel_and_update_of_a_terminal_task_are_acked_and_keep_its_result(
-    mcp: McpClient,
+    asgi_mcp: McpClient,
 ) -> None:
-    task_id = await mcp.create_task("slow_compute", {"seconds": 0})
-    done = await mcp.wait_terminal(task_id)
-    assert (await mcp.cancel_task(task_id)).result["resultType"] == "complete"
-    assert (await mcp.update_task(task_id, {"k": ACCEPT})).result["resultType"] == "complete"
-    again = (await mcp.get_task(task_id)).result
+    task_id = await asgi_mcp.create_task("slow_compute", {"seconds": 0})
+    done = await asgi_mcp.wait_terminal(task_id)
+    assert (await asgi_mcp.cancel_task(task_id)).result["resultType"] == "complete"
+    assert (await asgi_mcp.update_task(task_id, {"k": ACCEPT})).result["resultType"] == "complete"
+    again = (await asgi_mcp.get_task(task_id)).result
     assert again["status"] == "completed" and again["result"] == done["result"]
 
 
-async def test_a_task_is_readable_until_its_ttl_and_not_found_after(mcp: McpClient) -> None:
+async def test_a_task_is_readable_until_its_ttl_and_not_found_after(
+    asgi_stack: AsgiStack,
+) -> None:
+    mcp, clock = asgi_stack.mcp, asgi_stack.clock
     task_id = await mcp.create_task("tests_short_lived")
     done = await mcp.wait_terminal(task_id)
     # ttlMs grows only when the task closed late in its TTL (a grace to read how it ended,
@@ -198,14 +210,10 @@ async def test_a_task_is_readable_until_its_ttl_and_not_found_after(mcp: McpClie
     ran_s = (parse_iso(done["lastUpdatedAt"]) - parse_iso(done["createdAt"])).total_seconds()
     assert ttl_ms == max(SHORT_TTL_MS, int(ran_s * 1000) + SHORT_TTL_MS // 2)
     expires = parse_iso(done["createdAt"]) + timedelta(milliseconds=ttl_ms)
-    deadline = time.monotonic() + ttl_ms / 1000 + 5
-    while time.monotonic() < deadline:
-        reply = await mcp.get_task(task_id)
-        if "error" in reply.body:
-            break
-        assert datetime.now(UTC) < expires + timedelta(seconds=1), "served past its TTL"
-        await asyncio.sleep(0.2)
-    assert datetime.now(UTC) >= expires, "gone before its TTL"
+    clock.stop_at(expires - timedelta(milliseconds=1))
+    assert (await mcp.get_task(task_id)).result["status"] == "completed"
+    clock.stop_at(expires)
+    reply = await mcp.get_task(task_id)
     assert reply.error == {"code": errors.INVALID_PARAMS, "message": errors.TASK_NOT_FOUND_MESSAGE}
 
 
@@ -304,9 +312,11 @@ async def test_a_cancel_with_no_worker_alive_is_kept_and_applied_later(
         assert (await mcp.wait_terminal(task_id))["status"] == "cancelled"
 
 
-async def test_a_completed_task_says_so_with_the_first_line_of_its_result(mcp: McpClient) -> None:
-    task_id = await mcp.create_task("slow_compute", {"seconds": 0, "label": "summary"})
-    done = await mcp.wait_terminal(task_id)
+async def test_a_completed_task_says_so_with_the_first_line_of_its_result(
+    asgi_mcp: McpClient,
+) -> None:
+    task_id = await asgi_mcp.create_task("slow_compute", {"seconds": 0, "label": "summary"})
+    done = await asgi_mcp.wait_terminal(task_id)
     assert done["statusMessage"] == "Completed: Computed 'summary' in 0 s"
 
 

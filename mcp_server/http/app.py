@@ -9,6 +9,7 @@ import logging
 import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
 import uvicorn
@@ -98,8 +99,11 @@ def create_app(
     store: TaskStore | None = None,
     local_client: Callable[[], Client | None] | None = None,
     engine: EngineStatus | None = None,
+    now: Callable[[], datetime] = clock,
 ) -> FastAPI:
     """Build the app. Without `store`, the lifespan connects to Temporal (or uses `client`).
+
+    `now`: the clock of TTLs and timestamps (tests move it instead of waiting a TTL out).
 
     `local_client`: the client of a worker of this process on the same task queue, if one
     runs now; creates then ask Temporal for an eager start (tasks/store.py).
@@ -123,10 +127,11 @@ def create_app(
             task_store = TemporalTaskStore(
                 temporal,
                 settings.task_queue,
-                clock,
+                now,
                 settings.poll_interval_max_ms,
                 local_client=local_client,
                 quota_lazy_release=settings.quota_lazy_release,
+                quota_wait_s=settings.quota_worker_wait_s,
             )
         subscriptions = (
             TemporalSubscriptionStore(temporal, settings.task_queue)
@@ -134,7 +139,7 @@ def create_app(
             else None
         )
         services = build_services(
-            settings, registry, task_store, secret, webhooks=webhooks, events=subscriptions
+            settings, registry, task_store, secret, now, webhooks=webhooks, events=subscriptions
         )
         app.state.endpoint = McpEndpoint(services, SessionCodec(secret))
         app.state.services = services

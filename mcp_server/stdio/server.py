@@ -34,6 +34,7 @@ class StdioServer:
             clock,
             settings.poll_interval_max_ms,
             quota_lazy_release=settings.quota_lazy_release,
+            quota_wait_s=settings.quota_worker_wait_s,
         )
         secret = state_secret(settings)
         use_principal_key(secret)  # the key of the principals the logs show

@@ -52,6 +52,7 @@ from workflows.quota import (
 
 log = logging.getLogger("mcp_server.tasks.quota")
 
+# The default of `Settings.quota_worker_wait_s`.
 WAIT_S = 10.0
 # Slots granted while fewer than limit // LAZY_SHARE are held are lazy: at most that many
 # describes a second while a principal keeps asking at its limit (workflows/quota.py).

@@ -73,6 +73,7 @@ from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.memo import task_state_of
 from mcp_server.tasks.not_found import NotFoundDeadline
 from mcp_server.tasks.poll_interval import DEFAULT_MAX_MS, advertised_ms
+from mcp_server.tasks.quota import WAIT_S as QUOTA_WAIT_S
 from mcp_server.tasks.quota import QuotaExceeded, QuotaReservations
 from mcp_server.tasks.quota_prefetch import PrefetchedSlots
 from mcp_server.tasks.sequence import Sequences
@@ -168,6 +169,7 @@ class TemporalTaskStore:
         poll_interval_max_ms: int = DEFAULT_MAX_MS,
         local_client: Callable[[], Client | None] | None = None,
         quota_lazy_release: bool = True,
+        quota_wait_s: float = QUOTA_WAIT_S,
     ) -> None:
         self._client = client
         self._local_client = local_client
@@ -176,7 +178,9 @@ class TemporalTaskStore:
         self._poll_interval_max_ms = poll_interval_max_ms
         self._task_queue = task_queue
         self._terminal: OrderedDict[str, TaskSnapshot] = OrderedDict()
-        self._quota = QuotaReservations(client, task_queue, lazy_release=quota_lazy_release)
+        self._quota = QuotaReservations(
+            client, task_queue, wait_s=quota_wait_s, lazy_release=quota_lazy_release
+        )
         self._ahead = PrefetchedSlots(self._quota, new_task_id)
         self._deletions = Deletions(client)
         self.not_found = NotFoundDeadline()

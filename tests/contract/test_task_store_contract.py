@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -24,8 +24,10 @@ from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.quota import QuotaExceeded
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore, new_task_id
+from mcp_server.tasks.ttl import is_expired
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.settings import Settings
+from tests.fakes.clock import SettableClock
 from tests.fakes.memory_store import MemoryTaskStore
 from workflows.task_state import AuditStamp, SubmitInput, TaskInput, iso_timestamp
 
@@ -35,25 +37,38 @@ STAMP = AuditStamp(principal="someone")
 
 
 @pytest.fixture
-async def memory_store() -> AsyncIterator[MemoryTaskStore]:
-    memory = MemoryTaskStore()
+def clock() -> SettableClock:
+    """The clock both stores read for TTLs: a test moves it instead of waiting."""
+    return SettableClock()
+
+
+@pytest.fixture
+async def memory_store(clock: SettableClock) -> AsyncIterator[MemoryTaskStore]:
+    memory = MemoryTaskStore(clock=clock)
     yield memory
     await memory.close()
 
 
+@pytest.fixture(scope="module")
+async def contract_queue(temporal_client: Client, registry: ToolRegistry) -> AsyncIterator[str]:
+    """A task queue of this module's own with one worker for all its tests (starting a worker
+    is the slow part; the tests' tasks, owners and sessions are their own)."""
+    settings = Settings(task_queue=f"contract-{uuid.uuid4()}")
+    async with build_worker(temporal_client, settings, registry):
+        yield settings.task_queue
+
+
 @pytest.fixture
 async def temporal_store(
-    temporal_client: Client, registry: ToolRegistry
+    temporal_client: Client, contract_queue: str, clock: SettableClock
 ) -> AsyncIterator[TemporalTaskStore]:
-    """The Temporal store with a worker of its own, on a fresh task queue."""
-    settings = Settings(task_queue=f"contract-{uuid.uuid4()}")
-    temporal = TemporalTaskStore(temporal_client, settings.task_queue)
-    async with build_worker(temporal_client, settings, registry):
-        yield temporal
-        await temporal.close()
+    """The Temporal store, a fresh one per test (its caches and clock are the test's)."""
+    temporal = TemporalTaskStore(temporal_client, contract_queue, clock)
+    yield temporal
+    await temporal.close()
 
 
-@pytest.fixture(params=["temporal", "memory"])
+@pytest.fixture(params=[pytest.param("temporal", marks=pytest.mark.e2e), "memory"])
 def store(request: pytest.FixtureRequest) -> TaskStore:
     found: TaskStore = request.getfixturevalue(f"{request.param}_store")
     return found
@@ -267,3 +282,69 @@ async def test_the_related_task_ids_a_task_started_with_are_read_back(store: Tas
     await store.create(task, "ConfirmDelete")
     asking = await status_of(store, task.task_id, "input_required")
     assert asking.related_task_ids == ["mcp-task-earlier"]
+
+
+async def test_a_partial_answer_leaves_only_the_other_question_outstanding_at_once(
+    store: TaskStore,
+) -> None:
+    task = a_task(tool="multi_input")
+    await store.create(task, "MultiInput")
+    asking: TaskSnapshot = await until(
+        lambda: store.get(task.task_id), lambda s: s is not None and len(s.input_requests) == 2
+    )
+    assert set(asking.input_requests) == {"name", "confirm"}
+    name = {"action": "accept", "content": {"name": "Ann"}}
+    await store.submit_input(task.task_id, SubmitInput({"name": name}))
+    after = await store.get(task.task_id)
+    assert after is not None and after.status == "input_required"
+    assert list(after.input_requests) == ["confirm"]
+    await store.submit_input(task.task_id, SubmitInput({"confirm": ACCEPT}))
+    await status_of(store, task.task_id, "completed")
+
+
+async def test_a_declined_answer_reaches_the_task_as_given(store: TaskStore) -> None:
+    task = a_task()
+    await store.create(task, "ConfirmDelete")
+    await status_of(store, task.task_id, "input_required")
+    await store.submit_input(task.task_id, SubmitInput({"confirm": {"action": "decline"}}))
+    done = await status_of(store, task.task_id, "completed")
+    assert done.result is not None and done.result["structuredContent"] == {"deleted": False}
+
+
+async def test_a_cancelled_task_that_was_asking_has_no_question_left(store: TaskStore) -> None:
+    task = a_task()
+    await store.create(task, "ConfirmDelete")
+    await status_of(store, task.task_id, "input_required")
+    await store.cancel(task.task_id, STAMP)
+    cancelled = await status_of(store, task.task_id, "cancelled")
+    assert cancelled.input_requests == {} and cancelled.result is None
+
+
+async def test_a_completed_task_keeps_its_result_and_says_its_first_line(
+    store: TaskStore,
+) -> None:
+    task = a_task(tool="slow_compute", arguments={"seconds": 0, "label": "summary"})
+    await store.create(task, "SlowCompute")
+    done = await status_of(store, task.task_id, "completed")
+    assert done.status_message == "Completed: Computed 'summary' in 0 s"
+    await store.cancel(task.task_id, STAMP)
+    await store.submit_input(task.task_id, SubmitInput({"confirm": ACCEPT}))
+    again = await store.get(task.task_id)
+    assert again is not None and again.status == "completed" and again.result == done.result
+
+
+async def test_a_closed_task_past_its_ttl_reads_as_expired_or_not_at_all(
+    store: TaskStore, clock: SettableClock
+) -> None:
+    task = a_task(tool="tests_short_lived", ttl_ms=60_000)
+    await store.create(task, "TestsShortLived")
+    done = await status_of(store, task.task_id, "completed")
+    assert done.ttl_ms == 60_000  # closed early in its TTL: no grace added
+    clock.advance(timedelta(milliseconds=59_000))
+    still = await store.get(task.task_id)
+    assert still is not None and still.status == "completed" and still.result == done.result
+    clock.advance(timedelta(seconds=2))
+    # Found expired, it may still be read (Temporal deletes it in the background) but as
+    # expired, which task access (access.py) answers as "not found".
+    after = await store.get(task.task_id)
+    assert after is None or is_expired(after, clock())

@@ -100,6 +100,10 @@ async def _protocol_error_job(task: TaskInput, run: Run) -> dict[str, Any]:
     raise ScriptFailed(-32603, "protocol_error_job: simulated internal error")
 
 
+async def _short_lived(task: TaskInput, run: Run) -> dict[str, Any]:
+    return text_result("done quickly")
+
+
 SCRIPTS: dict[str, Script] = {
     "TestToolWithTask": _greet_from_prelude,
     "ConfirmDelete": _confirm_delete,
@@ -107,4 +111,5 @@ SCRIPTS: dict[str, Script] = {
     "SlowCompute": _slow_compute,
     "FailingJob": _failing_job,
     "ProtocolErrorJob": _protocol_error_job,
+    "TestsShortLived": _short_lived,
 }
