@@ -20,6 +20,7 @@ from mcp_server.protocol.events.store import EventsService
 from mcp_server.protocol.grants import EVERY_SCOPE, Grant
 from mcp_server.protocol.limits.listen import Listening
 from mcp_server.protocol.limits.per_principal import Limits
+from mcp_server.protocol.relays import Relays
 from mcp_server.protocol.request_state import RequestStateCodec
 from mcp_server.protocol.routing_headers import HeaderSource
 from mcp_server.protocol.wire import MODERN_VERSION
@@ -55,6 +56,8 @@ class Services:
     approvers: ApproverPolicy = field(default_factory=ApproverPolicy.open)
     # The answers this process awaits to its requests of a 2025-11-25 client (v2025/mrtr.py).
     awaited: AwaitedAnswers = field(default_factory=AwaitedAnswers)
+    # What this process's calls that relay tasks' questions share (protocol/relays.py).
+    relays: Relays = field(default_factory=Relays)
     # Client-subscribed events (protocol/events/); None when the extension is not offered.
     events: EventsService | None = None
 

@@ -3,7 +3,8 @@
 A client answers a question of an attached call (attached/runs.py) with a JSON-RPC response, which
 has no reply of its own: a refused answer (not a valid response to the question) would
 otherwise be dropped, and the call would wait its whole time. So:
-- v2025/client_responses.py records the refusal here, with what was wrong;
+- v2025/client_responses.py records the refusal in the process's `RefusedAnswers`
+  (protocol/relays.py), with what was wrong;
 - the call that relays that task's questions in this process (an attached call, or a
   tasks/result) is woken (the event it watches with) and asks the question again at once
   under a new request id (`request_id` with an attempt), its message prefixed with what was
@@ -17,46 +18,11 @@ call then asks nothing again, and ends with the follow-up result after its wait,
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 
 # Refusals of one question after which an attached call stops asking it again.
 MAX_REFUSED = 3
 _PREFIX = "mcp-input:"
-# Refusals not yet taken by a call, per task: {key: what was wrong}. Only tasks a relaying
-# call of this process watches are kept, so nothing accumulates for tasks nobody re-asks.
-_pending: dict[str, dict[str, str]] = {}
-# The calls relaying each task's questions: the event each waits on.
-_watched: dict[str, list[asyncio.Event]] = {}
-
-
-def watch(task_id: str, wake: asyncio.Event) -> None:
-    """A call of this process relays `task_id`'s questions from now on; a refusal sets `wake`."""
-    _watched.setdefault(task_id, []).append(wake)
-
-
-def unwatch(task_id: str, wake: asyncio.Event) -> None:
-    """That call ended: forget the task's refusals once no call watches it."""
-    wakes = _watched.get(task_id, [])
-    if wake in wakes:
-        wakes.remove(wake)
-    if not wakes:
-        _watched.pop(task_id, None)
-        _pending.pop(task_id, None)
-
-
-def record(task_id: str, key: str, problem: str) -> None:
-    """The answer to `key` of `task_id` was refused because of `problem` (kept only while an
-    attached call of this process watches the task, which is woken)."""
-    if task_id in _watched:
-        _pending.setdefault(task_id, {})[key] = problem
-        for wake in _watched[task_id]:
-            wake.set()
-
-
-def take(task_id: str) -> dict[str, str]:
-    """The refusals recorded for `task_id` since the last look, by key (then forgotten)."""
-    return _pending.pop(task_id, {})
 
 
 def request_id(task_id: str, key: str, attempt: int = 0) -> str:

@@ -17,8 +17,8 @@ A host without task support (2026-07-28 without the extension for a tool that al
   is never stopped because a host stopped waiting: nothing a host does can lose it.
 - A 2025-11-25 session's GET stream (session_stream.py) relays the questions of the tasks
   that session created, for clients that never call `tasks/result` while input is needed;
-  `relaying`, `sent_on_session_stream` and `session_streams` keep the two from asking a
-  client the same question twice.
+  `Services.relays` (protocol/relays.py) keeps the two from asking a client the same question
+  twice.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections import Counter
 from typing import Any, get_args
 
 import mcp_types as core
@@ -48,13 +47,6 @@ from mcp_server.tools.registry import Logger, ProgressReporter
 from workflows.task_state import TaskInput
 from workflows.task_status import TERMINAL_STATUSES
 
-# Tasks whose questions a call of this process is relaying right now (tasks/result, attached).
-relaying: Counter[str] = Counter()
-# The questions each session's GET stream of this process has sent, per (session, taskId): a
-# tasks/result call of that session that starts later does not send them again.
-sent_on_session_stream: dict[tuple[str, str], set[str]] = {}
-# The wake events of this process's session GET streams.
-session_streams: set[asyncio.Event] = set()
 # Log levels from least to most severe (RFC 5424 order, as the LoggingLevel type lists them).
 LOG_LEVELS: tuple[str, ...] = get_args(core.LoggingLevel)
 # A follow whose watcher failed a read (Temporal) reads the task again this much later.
@@ -188,16 +180,17 @@ async def follow(
     deadline = None if wait_s is None else time.monotonic() + wait_s
     can_ask = not ctx.modern and ctx.streaming
     report = progress_reporter(ctx)
-    sent_before = sent_on_session_stream.get((ctx.session or "", task_id), set())
+    relays = services.relays
+    sent_before = relays.sent_on_session_stream.get((ctx.session or "", task_id), set())
     asked: set[str] = set(sent_before) if ctx.session else set()
     last_message: str | None = None
     steps = 0
     wake = asyncio.Event()
     snapshot = await _read(ctx, services, task_id)
     follower = services.listening.watchers.follow(snapshot, wake)
-    relaying[task_id] += 1
+    relays.relaying[task_id] += 1
     if refusals is not None:
-        refused_answers.watch(task_id, wake)
+        relays.refused.watch(task_id, wake)
     try:
         while True:
             newer = follower.take()
@@ -213,7 +206,7 @@ async def follow(
                 steps += 1
                 await report(steps, None, last_message)
             if can_ask and refusals is not None:
-                for key, problem in refused_answers.take(task_id).items():
+                for key, problem in relays.refused.take(task_id).items():
                     if key in asked and refusals.add(key, problem):
                         asked.discard(key)  # ask it again, saying what was wrong
                 if until_stuck and refusals.exhausted:
@@ -231,11 +224,11 @@ async def follow(
     finally:
         follower.leave()
         if refusals is not None:
-            refused_answers.unwatch(task_id, wake)
-        relaying[task_id] -= 1
-        if not relaying[task_id]:
-            del relaying[task_id]
-            for stream in session_streams:  # a question it left open is theirs again
+            relays.refused.unwatch(task_id, wake)
+        relays.relaying[task_id] -= 1
+        if not relays.relaying[task_id]:
+            del relays.relaying[task_id]
+            for stream in relays.session_streams:  # a question it left open is theirs again
                 stream.set()
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import mcp_types as core
 
-from mcp_server.protocol.attached import refused_answers, runs
+from mcp_server.protocol.attached import runs
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import McpError, from_task_error
 from mcp_server.protocol.routing_headers import HeaderSource
@@ -100,5 +100,5 @@ async def route(
         return from_task_error(missing)
     except McpError as error:
         log.info("answer to %s not delivered: %s", request_id, error.message)
-        refused_answers.record(task_id, key, error.message)
+        services.relays.refused.record(task_id, key, error.message)
     return None

@@ -24,12 +24,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 
-from mcp_server.protocol.attached.runs import (
-    ask,
-    relaying,
-    sent_on_session_stream,
-    session_streams,
-)
+from mcp_server.protocol.attached.runs import ask
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.limits.listen import Lease
 from mcp_server.tasks.access import find_task
@@ -73,7 +68,8 @@ async def _session_questions(
     following: dict[str, Follower] = {}
     latest: dict[str, TaskSnapshot] = {}  # the tasks waiting for input, as last read
     seen: set[str] = set()
-    session_streams.add(wake)
+    relays = services.relays
+    relays.session_streams.add(wake)
     asked: dict[str, set[str]] = {}
     deadline = time.monotonic() + lifetime_s
     try:
@@ -92,9 +88,9 @@ async def _session_questions(
                 # just stopped (it wakes this stream) with the question still open.
                 if snapshot is not None and snapshot.status == "input_required":
                     latest[task_id] = snapshot
-                    if task_id not in relaying:
+                    if task_id not in relays.relaying:
                         sent = asked.setdefault(task_id, set())
-                        sent_on_session_stream[(session, task_id)] = sent
+                        relays.sent_on_session_stream[(session, task_id)] = sent
                         await ask(ctx, snapshot, sent)
                 else:
                     latest.pop(task_id, None)
@@ -109,13 +105,13 @@ async def _session_questions(
         if listing.done():
             listing.result()  # the list could not be read (Temporal): the stream ends
     finally:
-        session_streams.discard(wake)
+        relays.session_streams.discard(wake)
         listing.cancel()
         lease.release()
         for follower in following.values():
             follower.leave()
         for task_id in asked:
-            sent_on_session_stream.pop((session, task_id), None)
+            relays.sent_on_session_stream.pop((session, task_id), None)
 
 
 async def _read_session_list(
