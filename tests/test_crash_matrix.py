@@ -6,7 +6,10 @@ may be lost, and no completed step may run twice.
 The moments, one deploy each, all in flight at the instant of the kill:
 - "mid-step": its step "slow" runs (a `sleep` between a start and an end marker);
 - "parked": it waits at the approval gate (input_required), answered after the restart;
-- "acked": its approval was answered, and tasks/update acknowledged, just before the kill;
+- "acked": its approval was answered, and tasks/update acknowledged, just before the kill; its
+  release step, which the answer starts, holds between its markers until the killed part is
+  back (a gate file), so the kill never falls between a finished step and Temporal's record of
+  it, where any activity (at least once) runs again;
 - "rollback": it was cancelled and runs the rollback of "slow" (a `sleep` again).
 
 Every step and every rollback appends `NAME-start` and `NAME-end` to the deploy's marker file.
@@ -46,10 +49,11 @@ rollback = "echo undo-slow-start >> MARKER; sleep SLOW; echo undo-slow-end >> MA
 [[steps]]
 name = "release"
 approval = "Release?"
-run = "echo release-start >> MARKER; echo release-end >> MARKER"
+run = "echo release-start >> MARKER; GATED echo release-end >> MARKER"
 rollback = "echo undo-release-start >> MARKER; echo undo-release-end >> MARKER"
 """
 MOMENTS = ("mid-step", "parked", "acked", "rollback")
+ACKED_GATE = "acked.go"  # created in the pipelines folder (the steps' working directory)
 APPROVE = {"action": "accept", "content": {"approve": True}}
 # What each deploy must have run once the matrix is over: marker -> allowed counts.
 ONCE = {1}
@@ -67,7 +71,8 @@ def expected(moment: str, victim: Part) -> dict[str, set[int]]:
     return {
         "mid-step": {**RELEASED, "slow-start": interrupted},
         "parked": RELEASED,
-        "acked": RELEASED,
+        # The gated release step may have started before the kill (then it starts again).
+        "acked": {**RELEASED, "release-start": ONCE | interrupted},
         "rollback": {
             **RAN,
             "undo-slow-start": interrupted,
@@ -84,8 +89,10 @@ def markers(topology: Topology, moment: str) -> Counter[str]:
 
 
 def write_pipelines(topology: Topology) -> None:
+    gate = f"while [ ! -e {ACKED_GATE} ]; do sleep 0.1; done;"
     for moment in MOMENTS:
         text = PIPELINE.replace("MARKER", f"{moment}.marker").replace("SLOW", str(SLOW_S))
+        text = text.replace("GATED", gate if moment == "acked" else "")
         (topology.pipelines_dir / f"{moment}.toml").write_text(text)
 
 
@@ -130,6 +137,7 @@ async def test_kill_9_at_each_moment_loses_no_answer_and_reruns_no_completed_ste
         assert not markers(topology, "rollback")["undo-slow-end"]
         topology.kill(victim)
         await topology.start_part(victim)
+        (topology.pipelines_dir / ACKED_GATE).touch()
 
         await approve(mcp, tasks["parked"])
         await approve(mcp, tasks["mid-step"])
