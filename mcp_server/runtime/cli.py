@@ -315,8 +315,13 @@ def _parser() -> argparse.ArgumentParser:
         "setup",
         parents=[common],
         help="check an existing Temporal namespace (exists, retention) and register the search "
-        "attributes the server and worker need; prints what it changed; exit 3 unreachable, "
-        "4 no namespace, 5 permission denied",
+        "attributes the server and worker need; prints what it changed",
+        description="With the settings of server and worker (MCP_TASKS_TEMPORAL_ADDRESS, "
+        "_NAMESPACE, TLS, API key): check that the namespace exists, report its retention "
+        "against the tools' longest TTL (a warning when shorter; never changed), register the "
+        "missing search attributes, and print each change or 'nothing to change'. Idempotent. "
+        "Exit codes: 0 ready; 1 bad settings or another error; 3 Temporal unreachable; 4 no "
+        "such namespace; 5 permission denied.",
     )
     token = commands.add_parser("token", help="manage the bearer tokens of --auth tokens")
     token_commands = token.add_subparsers(dest="token_command", required=True)
