@@ -6,15 +6,18 @@ the server as processes of their own, and a `deploy` approved with `mcp-tasks ta
 Real processes, because what is tested is what each command does at start and what it prints;
 a real Temporal dev server (started here on 127.0.0.1, as the page's local path starts one),
 because setup's changes are the cluster's own search attributes. Every command run here is on
-the page as written (the test checks it), with this test's ports for 7233 and 8000.
+the page as written (the test checks it), with this test's ports for 7233 and 8000; and the
+page's local block itself runs as one bash script.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shlex
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -32,6 +35,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "operations" / "existing-cluster.md"
+GETTING_STARTED = ROOT / "docs" / "getting-started.md"
 NAMESPACE = "mcp-tasks"
 CREATE = (
     ".venv/bin/temporal operator namespace create --namespace mcp-tasks --retention 721h "
@@ -140,3 +144,30 @@ async def ready(http: httpx.AsyncClient, port: int, parts: list[McpTasksProcess]
             pass
         await asyncio.sleep(0.2)
     raise AssertionError("the server was not ready within 30 s")
+
+
+def test_the_pages_local_walkthrough_runs_as_written(tmp_path: Path) -> None:
+    """The page's block as one bash script, with the `mcp` function of Getting started, on
+    this test's ports: it starts its own dev server, worker and server (all killed after)."""
+    mcp_function = re.search(r"(mcp\(\) \{.*?echo; \})", GETTING_STARTED.read_text(), re.S)
+    assert mcp_function, "Getting started has no mcp function"
+    temporal_port, port = free_port(), free_port()
+    script = f"{mcp_function.group(1)}\n{page_block()}".replace("7233", str(temporal_port))
+    script = script.replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_TASKS_")}
+    env |= {"MCP_TASKS_PORT": str(port), "MCP_TASKS_LOG_LEVEL": "WARNING"}
+    output = tmp_path / "walkthrough.log"
+    with output.open("wb") as log:
+        walk = subprocess.Popen(["bash", "-c", script], cwd=ROOT, env=env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    try:
+        code = walk.wait(timeout=90)
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # its background Temporal, worker, server
+            os.killpg(walk.pid, signal.SIGKILL)
+    said = output.read_text(errors="replace")
+    assert code == 0, said[-3000:]
+    assert "lacks the search attributes" in said and "run `mcp-tasks setup`" in said
+    assert said.count("registered search attribute ") == len(SEARCH_ATTRIBUTES)
+    assert "nothing to change" in said and "answered 'approve-switch-traffic'" in said
+    assert said.rstrip().splitlines()[-1].count('"status":"completed"') == 1, said[-3000:]
