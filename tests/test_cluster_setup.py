@@ -127,4 +127,4 @@ def test_an_unreachable_cluster_is_one_line_and_exit_3() -> None:
     )
     assert done.returncode == EXIT_UNREACHABLE, done.stderr
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith(f"mcp-tasks setup: cannot reach Temporal at {address}: ")
+    assert line == f"mcp-tasks setup: cannot reach Temporal at {address}: Connection refused"

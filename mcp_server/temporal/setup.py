@@ -9,6 +9,7 @@ refuse to start, naming `mcp-tasks setup`, when something is missing. Only `mcp-
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -49,9 +50,14 @@ class ClusterProblem(RuntimeError):
 
 
 def unreachable(address: str, err: BaseException) -> ClusterProblem:
-    """A failed connect (refused, TLS, DNS) as one line: the SDK's message is the reason."""
+    """A failed connect (refused, TLS, DNS) as one line: the innermost message the SDK gives
+    (e.g. `Connection refused`), else all of it."""
     reason = str(err).removeprefix("Failed client connect: ")
-    return ClusterProblem(f"cannot reach Temporal at {address}: {reason}", EXIT_UNREACHABLE)
+    innermost = re.findall(r'(?:message|error): "([^"]+)"', reason)
+    return ClusterProblem(
+        f"cannot reach Temporal at {address}: {innermost[-1] if innermost else reason}",
+        EXIT_UNREACHABLE,
+    )
 
 
 def _problem(err: RPCError, namespace: str, doing: str) -> ClusterProblem:
@@ -126,7 +132,7 @@ async def register_missing(client: Client) -> list[str]:
                 EXIT_DENIED,
             )
         raise problem from err
-    log.info("registered search attributes %s in namespace %s", missing, client.namespace)
+    log.debug("registered search attributes %s in namespace %s", missing, client.namespace)
     return missing
 
 
