@@ -29,7 +29,7 @@ from temporalio.client import Client
 from mcp_server.http.app import HttpServer, create_app
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.runtime.worker import build_worker
-from mcp_server.temporal.connection import ensure_search_attributes
+from mcp_server.temporal.setup import register_missing
 from mcp_server.tools.loading import load_toolsets
 from mcp_tasks.settings import Settings
 
@@ -76,7 +76,7 @@ async def bench(seconds: float) -> dict[str, Any]:
     try:
         await temporal.wait_ready()
         worker_client = await Client.connect(temporal.address)
-        await ensure_search_attributes(worker_client)
+        await register_missing(worker_client)
         server_client = await Client.connect(temporal.address)
         settings = Settings(port=free_port(), state_secret="s" * 32)
         registry = load_toolsets("conformance", [], settings)

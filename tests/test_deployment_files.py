@@ -182,7 +182,7 @@ PRODUCTION_ENV = {
     "POSTGRES_PASSWORD": "p" * 32,
 }
 # Run once and exit 0; what needs them waits with `service_completed_successfully`.
-ONE_SHOT_JOBS = {"temporal-schema", "temporal-namespace"}
+ONE_SHOT_JOBS = {"temporal-schema", "temporal-namespace", "mcp-setup"}
 needs_compose = pytest.mark.skipif(
     shutil.which("docker-compose") is None and not os.environ.get("CI"),
     reason="docker-compose not installed (.ci/run installs it; in CI this test never skips)",

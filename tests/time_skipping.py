@@ -53,7 +53,7 @@ async def start_time_skipping() -> WorkflowEnvironment:
 
 
 def search_attribute_key(name: str) -> SearchAttributeKey[Any]:
-    """The key the server registers for `name` (mcp_server/temporal/connection.py)."""
+    """The key the server registers for `name` (mcp_server/temporal/setup.py)."""
     if SEARCH_ATTRIBUTE_TYPES[name] == "KeywordList":
         return SearchAttributeKey.for_keyword_list(name)
     if SEARCH_ATTRIBUTE_TYPES[name] == "Datetime":

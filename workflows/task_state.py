@@ -39,9 +39,10 @@ SEARCH_ATTRIBUTE_APPROVERS = "McpApprovers"
 # it stops); upserted by runs that reached that point on code with WAITING_SINCE_PATCH, e.g.
 #   temporal workflow list -q 'McpWaitingSince < "2026-12-01T00:00:00Z"'
 SEARCH_ATTRIBUTE_WAITING_SINCE = "McpWaitingSince"
-# Every search attribute the tasks need, in ONE place: the server registers them at start
-# (runtime/temporal_connection.py), the dev server at its start (runtime/devserver.py), the
-# tests' time-skipping server too, and `/readyz` checks them (observability/probes.py).
+# Every search attribute the tasks need, in ONE place: `mcp-tasks setup` registers them
+# (mcp_server/temporal/setup.py) and the server and worker refuse to start without them, the
+# dev server registers them at its start (runtime/devserver.py), the tests' time-skipping
+# server too, and `/readyz` checks them (observability/probes.py).
 SEARCH_ATTRIBUTES = (
     SEARCH_ATTRIBUTE_STATUS,
     SEARCH_ATTRIBUTE_TOOL,

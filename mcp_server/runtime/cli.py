@@ -1,5 +1,6 @@
 """`mcp-tasks`: `dev` (everything in one command), `stdio` (for hosts that spawn their servers),
-`server` and `worker` (each part alone), `tasks` (operators: operator_cli.py)."""
+`server` and `worker` (each part alone), `setup` (an existing Temporal namespace made ready for
+them), `tasks` (operators: operator_cli.py)."""
 
 from __future__ import annotations
 
@@ -27,17 +28,14 @@ from mcp_server.protocol.services import state_secret
 from mcp_server.runtime import event_loop, operator_cli
 from mcp_server.runtime.data_dir import state_secret_of
 from mcp_server.runtime.devserver import TemporalDevServer, port_is_free
+from mcp_server.runtime.setup_command import run_setup
 from mcp_server.runtime.supervisor import EngineSupervisor, SupervisedWorker, claim_data_dir
 from mcp_server.runtime.tokens import add_token, list_tokens, revoke_tokens
 from mcp_server.runtime.worker import build_worker, sweeping_expired_tasks
 from mcp_server.stdio.channel import claim_stdio
 from mcp_server.stdio.server import StdioServer
-from mcp_server.temporal.connection import (
-    connect,
-    ensure_search_attributes,
-    set_retention,
-    warn_if_retention_short,
-)
+from mcp_server.temporal.connection import connect, set_retention
+from mcp_server.temporal.setup import register_missing, require_ready
 from mcp_server.tools.loading import load_toolsets
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.logging import LogFormat
@@ -169,7 +167,9 @@ async def _dev_temporal(
             temporal_address=temporal.address,
             state_secret=settings.state_secret or state_secret_of(data_dir),
         )
-        return temporal, settings, await connect(settings)
+        client = await connect(settings)
+        await register_missing(client)  # dev registers them itself (a joined older server)
+        return temporal, settings, client
     except BaseException:
         temporal.stop()
         raise
@@ -231,8 +231,7 @@ async def run_part(settings: Settings, *, http: bool, worker: bool) -> None:
     load_endpoints(settings.webhooks_file, resolve_secrets=worker)
     registry = load_toolsets(settings.toolset, settings.tool_modules, settings)
     client = await connect(settings)
-    await ensure_search_attributes(client)
-    await warn_if_retention_short(client, registry.longest_ttl_ms())
+    await require_ready(client, registry.longest_ttl_ms())  # only `mcp-tasks setup` registers
     parts = [_http_part(settings, registry, client)] if http else []
     if worker:
         parts.append(_worker_part(settings, registry, client))
@@ -256,8 +255,7 @@ async def run_stdio(
             longest = registry.longest_ttl_ms()
             await set_retention(client, timedelta(milliseconds=longest or 3_600_000))
         else:
-            await ensure_search_attributes(client)
-            await warn_if_retention_short(client, registry.longest_ttl_ms())
+            await require_ready(client, registry.longest_ttl_ms())
         where = _temporal_line(temporal) if temporal else f"Temporal {settings.temporal_address}"
         log.info("mcp-tasks stdio: toolset %s (%d tools); %s (namespace %s, task queue %s%s)",
                  settings.toolset, len(registry.tools()), where, settings.namespace,
@@ -313,6 +311,18 @@ def _parser() -> argparse.ArgumentParser:
                        help="serve only: the tasks run on workers elsewhere")  # fmt: skip
     commands.add_parser("server", parents=[common, http], help="the MCP HTTP server alone")
     commands.add_parser("worker", parents=[common], help="the Temporal worker alone")
+    commands.add_parser(
+        "setup",
+        parents=[common],
+        help="check an existing Temporal namespace (exists, retention) and register the search "
+        "attributes the server and worker need; prints what it changed",
+        description="With the settings of server and worker (MCP_TASKS_TEMPORAL_ADDRESS, "
+        "_NAMESPACE, TLS, API key): check that the namespace exists, report its retention "
+        "against the tools' longest TTL (a warning when shorter; never changed), register the "
+        "missing search attributes, and print each change or 'nothing to change'. Idempotent. "
+        "Exit codes: 0 ready; 1 bad settings or another error; 3 Temporal unreachable; 4 no "
+        "such namespace; 5 permission denied.",
+    )
     token = commands.add_parser("token", help="manage the bearer tokens of --auth tokens")
     token_commands = token.add_subparsers(dest="token_command", required=True)
     add = token_commands.add_parser("add", help="mint a token, store its hash, print it once")
@@ -384,13 +394,17 @@ def main(argv: list[str] | None = None) -> None:
             toolset=args.toolset,
             tool_modules=tuple(args.tools) if args.tools else None,
         )
-        observe_logs(settings, default="text" if args.command in ("dev", "stdio") else "json")
+        interactive = args.command in ("dev", "stdio", "setup")
+        observe_logs(settings, default="text" if interactive else "json")
         tracing.configure(settings.otlp_endpoint, f"mcp-tasks-{args.command}")
         loop = settings.event_loop
+        code = 0
         if args.command == "dev":
             event_loop.run(run_dev(args, settings), loop)
         elif args.command == "stdio":
             event_loop.run(run_stdio(args, settings, reader, writer), loop)
+        elif args.command == "setup":
+            code = event_loop.run(run_setup(settings), loop)
         else:
             serving = run_part(
                 settings, http=args.command == "server", worker=args.command == "worker"
@@ -398,9 +412,7 @@ def main(argv: list[str] | None = None) -> None:
             event_loop.run(serving, loop)
     except (RuntimeError, OSError, ValueError) as err:
         print(f"mcp-tasks: {err}", file=sys.stderr, flush=True)
-        code = 1
-    else:
-        code = 0
+        code = getattr(err, "exit_code", 1)  # a ClusterProblem says which (temporal/setup.py)
     tracing.shutdown()  # the spans still batched, before leaving without finalizing
     _leave(code)
 
