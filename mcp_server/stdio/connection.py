@@ -232,17 +232,24 @@ class StdioConnection:
         if self.handshake is None:
             log.info("ignored a response to %r: no request was sent before initialize", request_id)
             return
-        job = asyncio.create_task(
-            client_responses.deliver(
-                self.services,
-                message,
-                request_id,
-                principal=self.principal,
-                identity=LOCAL_USER,
-                capabilities=self.handshake.capabilities,
-                version=self.handshake.version,
-                headers=BodyHeaders(),
-            )
-        )
+        job = asyncio.create_task(self._route_answer(message, request_id, self.handshake))
         self._answers.add(job)
         job.add_done_callback(self._answers.discard)
+
+    async def _route_answer(
+        self, message: dict[str, Any], request_id: RequestId | None, handshake: Handshake
+    ) -> None:
+        """A response has no reply over stdio: a refusal (rate limited, task not found) is
+        logged."""
+        refusal = await client_responses.route(
+            self.services,
+            message,
+            request_id,
+            principal=self.principal,
+            identity=LOCAL_USER,
+            capabilities=handshake.capabilities,
+            version=handshake.version,
+            headers=BodyHeaders(),
+        )
+        if refusal is not None:
+            log.info("answer to %s not delivered: %s", request_id, refusal.message)

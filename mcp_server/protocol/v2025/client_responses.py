@@ -35,27 +35,6 @@ from mcp_tasks.identity import Identity
 log = logging.getLogger("mcp_server.protocol.v2025.client_responses")
 
 
-async def deliver(
-    services: Services,
-    message: dict[str, Any],
-    request_id: str | int | None,
-    *,
-    principal: str,
-    identity: Identity,
-    capabilities: core.ClientCapabilities,
-    version: str,
-    headers: HeaderSource,
-) -> None:
-    """`route`, for a transport that has no way to answer a response (stdio): a refusal is
-    logged."""
-    refusal = await route(
-        services, message, request_id, principal=principal, identity=identity,
-        capabilities=capabilities, version=version, headers=headers,
-    )  # fmt: skip
-    if refusal is not None:
-        log.info("answer to %s not delivered: %s", request_id, refusal.message)
-
-
 async def route(
     services: Services,
     message: dict[str, Any],
