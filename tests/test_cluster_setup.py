@@ -9,7 +9,7 @@ import os
 import subprocess
 import uuid
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from google.protobuf.duration_pb2 import Duration
@@ -110,6 +110,24 @@ async def test_a_missing_permission_names_the_commands_an_admin_runs() -> None:
         assert f"temporal operator search-attribute create --namespace mcp-prod --name {name}" in (
             message
         )
+
+
+async def test_credentials_that_may_not_list_the_attributes_still_start_with_a_warning(
+    temporal: TemporalDevServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = await Client.connect(temporal.address)  # the session's namespace, set up
+
+    async def refused(request: Any) -> Any:
+        raise RPCError("Request unauthorized.", RPCStatusCode.PERMISSION_DENIED, b"")
+
+    operator = SimpleNamespace(list_search_attributes=refused)
+    checked = SimpleNamespace(
+        namespace=client.namespace,
+        operator_service=operator,
+        workflow_service=client.workflow_service,
+    )
+    await require_ready(cast(Client, checked), None)
+    assert "could not check the search attributes" in caplog.text
 
 
 def clean_env() -> dict[str, str]:

@@ -141,7 +141,7 @@ async def test_a_full_quota_hands_out_the_slots_this_replica_holds_ahead_before_
         owner = f"owner-{uuid.uuid4().hex}"
         first = await store.create(wait_forever_task(owner), "TestsWaitForever", limit)
         deadline = time.monotonic() + 15
-        while store._ahead.available(owner, limit) < BATCH:
+        while store.slots_held_ahead(owner, limit) < BATCH:
             assert time.monotonic() < deadline, "the refill never arrived"
             await asyncio.sleep(0.05)
         # Everything else the quota has goes elsewhere (another replica's calls, say).

@@ -340,7 +340,7 @@ async def test_a_read_racing_an_answer_that_also_ended_the_task_shows_the_end(
         await stack.start_worker()
         await handle.result()
         store = TemporalTaskStore(temporal_client, stack.settings.task_queue)
-        snapshot = await store._running(task_id, stale, state)
+        snapshot = await store.running_snapshot(task_id, stale, state)
         assert snapshot.status == "completed" and snapshot.input_requests == {}
 
 

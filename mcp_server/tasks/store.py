@@ -322,7 +322,7 @@ class TemporalTaskStore:
         state = TaskState.from_memo(await description.memo_value(MEMO_KEY, None))
         if state is not None and state.owner == task.owner:
             if description.status == WorkflowExecutionStatus.RUNNING:
-                snapshot = await self._running(task.task_id, description, state)
+                snapshot = await self.running_snapshot(task.task_id, description, state)
             else:
                 snapshot = await self._closed(task.task_id, description, state)
             if is_expired(snapshot, self._clock()):
@@ -332,6 +332,10 @@ class TemporalTaskStore:
             if state.call_digest == task.call_digest:
                 return snapshot, False
         raise IdempotencyConflict(task.task_id)
+
+    def slots_held_ahead(self, owner: str, quota: int) -> int:
+        """How many of `owner`'s open-task slots this replica holds ahead (quota_prefetch.py)."""
+        return self._ahead.available(owner, quota)
 
     # ----- get ---------------------------------------------------------------------------
 
@@ -384,7 +388,7 @@ class TemporalTaskStore:
         ):
             return None  # not an MCP task (another workflow of the namespace), or not theirs
         if description.status == WorkflowExecutionStatus.RUNNING:
-            return await self._running(task_id, description, state)
+            return await self.running_snapshot(task_id, description, state)
         snapshot = await self._closed(task_id, description, state)
         if is_expired(snapshot, self._clock()):
             self._deletions.request(task_id, description.run_id)  # gone from Temporal too
@@ -394,9 +398,13 @@ class TemporalTaskStore:
             self._terminal.popitem(last=False)
         return snapshot
 
-    async def _running(
+    async def running_snapshot(
         self, task_id: str, description: Description, state: TaskState
     ) -> TaskSnapshot:
+        """A running task as `get` shows it, from a `describe()` answer and the memo it carries,
+        which may be older than the history: answers and cancellation requests no workflow task
+        has seen yet are read from the history's tail, and a task that ended meanwhile is read
+        as closed."""
         raw = description.raw_description
         pending_task = raw.pending_workflow_task if raw.HasField("pending_workflow_task") else None
         answered: set[str] = set()

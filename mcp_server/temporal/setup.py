@@ -170,8 +170,21 @@ def retention_warning(namespace: str, check: RetentionCheck) -> str:
 
 async def require_ready(client: Client, longest_ttl_ms: int | None) -> None:
     """At the start of a server or worker: the namespace exists (its retention is checked,
-    a warning if short) and every search attribute is registered; else ClusterProblem."""
-    missing = await missing_search_attributes(client)  # (a missing namespace: NOT_FOUND)
+    a warning if short) and every search attribute is registered; else ClusterProblem. Credentials
+    not allowed to list the search attributes only get a warning (nothing is known missing)."""
+    try:
+        missing = await missing_search_attributes(client)  # (a missing namespace: NOT_FOUND)
+    except ClusterProblem as problem:
+        if problem.exit_code != EXIT_DENIED:
+            raise
+        # A worker's or server's credentials may write workflows but not list the namespace's
+        # search attributes (an authorizer that keeps the operator API for admins): that says
+        # nothing of whether they are there, so the start goes on, and a missing one fails the
+        # first create, naming it.
+        log.warning(
+            "could not check the search attributes (%s); assuming `mcp-tasks setup` ran", problem
+        )
+        missing = []
     if missing:
         raise ClusterProblem(
             f"namespace {client.namespace!r} lacks the search attributes {', '.join(missing)}: "
