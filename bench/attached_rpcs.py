@@ -57,17 +57,8 @@ def count_rpcs(client: Client) -> Counter[str]:
 async def serving(app: Any, port: int) -> AsyncIterator[None]:
     """`app` on uvicorn on 127.0.0.1:`port` for the block."""
     server = HttpServer(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    async with asyncio.timeout(10):
-        while True:  # uvicorn has no event for it
-            if server.started:
-                break
-            await asyncio.sleep(0.02)
-    try:
+    async with server.running():
         yield
-    finally:
-        server.should_exit = True
-        await task
 
 
 async def bench(seconds: float) -> dict[str, Any]:

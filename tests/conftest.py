@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -128,16 +127,8 @@ async def running_stack(
 async def serving(app: Any, port: int) -> AsyncIterator[None]:
     """`app` on a real uvicorn server on 127.0.0.1:`port`, from started to stopped."""
     server = HttpServer(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline and not task.done(), "uvicorn did not start"
-        await asyncio.sleep(0.02)
-    try:
+    async with server.running():
         yield
-    finally:
-        server.should_exit = True
-        await task
 
 
 @pytest.fixture(scope="session")

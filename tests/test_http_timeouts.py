@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator
 
 import httpx
@@ -49,17 +48,8 @@ async def port(request: pytest.FixtureRequest, registry: ToolRegistry) -> AsyncI
 @contextlib.asynccontextmanager
 async def served(config: uvicorn.Config) -> AsyncIterator[None]:
     """The server `mcp-tasks server` runs (http_config), from started to stopped."""
-    server = HttpServer(config)
-    serving = asyncio.create_task(server.serve())
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline and not serving.done(), "uvicorn did not start"
-        await asyncio.sleep(0.02)
-    try:
+    async with HttpServer(config).running():
         yield
-    finally:
-        server.should_exit = True
-        await serving
 
 
 async def closed_by_server(reader: asyncio.StreamReader, within: float = CLOSED_WITHIN_S) -> bytes:

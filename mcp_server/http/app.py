@@ -257,6 +257,25 @@ class HttpServer(uvicorn.Server):
     def capture_signals(self) -> Iterator[None]:
         yield
 
+    @asynccontextmanager
+    async def running(self, start_within_s: float = 10.0) -> AsyncIterator[None]:
+        """This server serving in the current event loop for the block, from started to
+        stopped (an embedded server: the tests' stacks, the benchmarks). RuntimeError when it
+        has not started within `start_within_s` (a port taken, say)."""
+        serving = asyncio.create_task(self.serve())
+        deadline = asyncio.get_running_loop().time() + start_within_s
+        while not self.started:  # uvicorn has no event for it
+            if serving.done() or asyncio.get_running_loop().time() > deadline:
+                self.should_exit = True
+                await serving
+                raise RuntimeError("uvicorn did not start")
+            await asyncio.sleep(0.02)
+        try:
+            yield
+        finally:
+            self.should_exit = True
+            await serving
+
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         # The inbox's event streams end at once (the browser reconnects elsewhere or later)
         # instead of holding the shutdown until its grace has passed.
