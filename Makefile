@@ -70,9 +70,10 @@ inbox-screenshots: $(STAMP)
 	MCP_TASKS_INBOX_SCREENSHOTS=docs $(VENV)/bin/pytest tests/test_inbox.py -k approver -q
 
 # The tiers that start no Temporal dev server (pure, in-process on the fake store): under a
-# minute. Tiers and markers: docs/contributing/tests.md.
+# minute. Tiers and markers: docs/contributing/tests.md. pytest collects tests/clients before the
+# markers deselect them, so their Python libraries are installed too (no Node needed).
 FAST_TIERS := not e2e and not time_skipping and not slow and not conformance and not clients and not browser
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(VENV)/.clients-installed
 	$(VENV)/bin/pytest -n 3 --durations=25 -m "$(FAST_TIERS)"
 
 # mypy checks tests/clients too, so the Python client libraries must be installed.
