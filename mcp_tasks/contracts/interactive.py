@@ -24,7 +24,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -56,7 +56,7 @@ class _Payload(BaseModel):
         alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
     )
 
-    v: int = Field(CONTRACT_VERSION, ge=1, description="The contract version; 1 today.")
+    v: int = Field(default=CONTRACT_VERSION, ge=1, description="The contract version; 1 today.")
 
     def wire(self) -> dict[str, Any]:
         """The JSON object sent, without the fields left unset."""
@@ -67,8 +67,8 @@ class ReportInput(_Payload):
     """`mcp.report`: the task's statusMessage and progress (`progress` of `total`)."""
 
     status_message: str | None = None
-    progress: float | None = Field(None, ge=0)
-    total: float | None = Field(None, gt=0)
+    progress: float | None = Field(default=None, ge=0)
+    total: float | None = Field(default=None, gt=0)
 
 
 class AskInput(_Payload):
@@ -81,10 +81,13 @@ class AskInput(_Payload):
     )
     status_message: str | None = None
     approvers: list[str] | None = Field(
-        None, description="Who may answer, named as tools name them (a subject or scope:NAME)."
+        default=None,
+        description="Who may answer, named as tools name them (a subject or scope:NAME).",
     )
     timeout_seconds: float | None = Field(
-        None, gt=0, description="Withdraw the question after this long (answered with error)."
+        default=None,
+        gt=0,
+        description="Withdraw the question after this long (answered with error).",
     )
 
 
@@ -178,7 +181,9 @@ class _WireSchema(GenerateJsonSchema):
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of every payload, under `$defs`, with the signal each one travels as."""
-    models = [(model, "validation") for model in SIGNALS.values()]
+    models: list[tuple[type[BaseModel], Literal["validation"]]] = [
+        (model, "validation") for model in SIGNALS.values()
+    ]
     _, top = models_json_schema(
         models, ref_template="#/$defs/{model}", schema_generator=_WireSchema
     )
