@@ -319,6 +319,27 @@ async def exposed_place_order(r: Recorder) -> None:
     await r.finish("exposed_place_order", task_id)
 
 
+async def exposed_place_order_running(r: Recorder) -> None:
+    # Open while the child runs (a task of the watch, before the interactive contract).
+    task_id = await r.start("place_order", {"item": "slow", "seconds": 60})
+    await r.message(task_id, "running TestsPlaceOrder")
+    await _workflow_tasks_completed(r.stack.client, task_id, 2)
+    await r.save("exposed_place_order_running", task_id)
+    await r.cancel(task_id)
+
+
+async def exposed_place_order_cancelled(r: Recorder) -> None:
+    task_id = await r.start("place_order", {"item": "slow", "seconds": 60})
+    await r.message(task_id, "running TestsPlaceOrder")
+    await r.cancel(task_id)
+    await r.finish("exposed_place_order_cancelled", task_id)
+
+
+async def exposed_place_order_failed(r: Recorder) -> None:
+    task_id = await r.start("place_order", {"item": "x", "fail": True})
+    await r.finish("exposed_place_order_failed", task_id)
+
+
 def _conformance(
     tool: str,
     arguments: dict[str, Any],
@@ -375,6 +396,9 @@ SCENARIOS: dict[str, Callable[[Recorder], Awaitable[None]]] = {
         import_cancelled,
         multi_step_job_approved,
         exposed_place_order,
+        exposed_place_order_running,
+        exposed_place_order_cancelled,
+        exposed_place_order_failed,
         conformance_confirm_delete_waiting,
         conformance_test_tool_with_task,
         quota_refused_then_released,
