@@ -111,7 +111,7 @@ class AnswerInput(_Payload):
 
     question_id: str
     input_responses: dict[str, dict[str, Any]] | None = Field(
-        None,
+        default=None,
         description='Key -> the spec\'s InputResponse: {"action": "accept", "content": {...}},'
         ' {"action": "decline"} or {"action": "cancel"}.',
     )
