@@ -9,10 +9,12 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 
+from activities.exposed import probe_child
 from mcp_server.tools.exposed import load
 from mcp_server.tools.loading import load_toolsets
 from mcp_tasks.settings import ConfigError, Settings
 from tests.mcp_client import McpClient
+from workflows import exposed
 from tests.user_workflows import (
     EXPOSED_TOML,
     NOBODY_POLLS_QUEUE,
@@ -219,3 +221,13 @@ def test_the_toolsets_do_not_load_with_a_bad_exposed_workflows_file(
     settings = Settings(exposed_workflows_file=str(source))
     with pytest.raises(ConfigError, match=r"tools\[1\]\.task_queue \(tool 'void'\): is required"):
         load_toolsets("demo", (), settings)
+
+
+@pytest.mark.parametrize("toolset", ["demo", "conformance"])
+def test_every_worker_serves_exposed_tasks_with_or_without_the_file(toolset: str) -> None:
+    # A task carries its tool's configuration in its input: a worker started without
+    # MCP_TASKS_EXPOSED_WORKFLOWS_FILE still runs the tasks of a server that has it.
+    registry = load_toolsets(toolset, settings=Settings())
+    assert exposed.ExposedWorkflow in registry.workflows
+    assert probe_child in registry.activities
+    assert not [tool for tool in registry.tools() if tool.workflow == "ExposedWorkflow"]
