@@ -39,6 +39,7 @@ __all__ = [
     "approve",
     "ask",
     "elicitation",
+    "next_steer",
     "report",
     "safe_point",
     "steer_messages",
@@ -282,6 +283,15 @@ def steer_messages() -> list[Steer]:
         delivered.append(talk.steers.pop(talk.next_seq))
         talk.next_seq += 1
     return delivered
+
+
+async def next_steer() -> Steer:
+    """Wait for the next steer message, in the order the clients sent them."""
+    talk = _installed()
+    await workflow.wait_condition(lambda: talk.next_seq in talk.steers)
+    steer = talk.steers.pop(talk.next_seq)
+    talk.next_seq += 1
+    return steer
 
 
 async def safe_point() -> None:
