@@ -31,7 +31,12 @@ async def queue(time_skipping_env: WorkflowEnvironment) -> AsyncIterator[str]:
 
 
 async def start(env: WorkflowEnvironment, queue: str, child_type: str) -> WorkflowHandle[Any, Any]:
-    config = {"workflow": child_type, "task_queue": queue, "positional": [], "result_path": None}
+    config: dict[str, Any] = {
+        "workflow": child_type,
+        "task_queue": queue,
+        "positional": [],
+        "result_path": None,
+    }
     task = task_input("exposed", {}, tool_config=config)
     return await env.client.start_workflow(
         "ExposedWorkflow", task, id=task.task_id, task_queue=queue
