@@ -41,6 +41,10 @@ WORKER_START_S = 300
 CLI_TIMEOUT_S = 60
 
 
+def without_pythonpath() -> dict[str, str]:
+    return {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+
+
 class ExampleWorker:
     """`examples/exposed-python/worker`, as the README starts it, in a session of its own."""
 
@@ -49,7 +53,8 @@ class ExampleWorker:
         with log.open("ab") as out:
             self.process = subprocess.Popen(
                 [str(EXAMPLE / "worker")],
-                env={**os.environ, "MCP_TASKS_TEMPORAL_ADDRESS": temporal_address},
+                # A team's machine: nothing of this repository on its Python path.
+                env={**without_pythonpath(), "MCP_TASKS_TEMPORAL_ADDRESS": temporal_address},
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
