@@ -5,6 +5,7 @@ own runs ExposedWorkflow and the team's workflows of tests/interactive_children.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -17,7 +18,7 @@ from mcp_tasks.contracts.interactive import PAUSE_SIGNAL, RESUME_SIGNAL, STEER_S
 from tests.interactive_children import AskBadly, AskTwice, AskWithTimeout, Steered
 from tests.time_skipping import task_input, worker_of_its_own
 from workflows.exposed import ExposedWorkflow
-from workflows.task_state import MEMO_KEY, SUBMIT_INPUT_SIGNAL, SubmitInput
+from workflows.task_state import MEMO_KEY, SUBMIT_INPUT_SIGNAL, SubmitInput, TaskState
 
 CHILDREN = [AskTwice, AskBadly, AskWithTimeout, Steered]
 YES = {"action": "accept", "content": {"approve": True}}
@@ -126,3 +127,13 @@ async def paused_told(child: WorkflowHandle[Any, Any]) -> bool:
         for event in history.events
         if event.HasField("signal_external_workflow_execution_initiated_event_attributes")
     )
+
+
+def test_progress_is_in_the_memo_only_when_reported_and_reads_back() -> None:
+    state = TaskState.initial(task_input("t", {}), "Queued")
+    assert "progress" not in state.to_memo()
+    reported = replace(state, progress={"progress": 2, "total": 3})
+    assert reported.to_memo()["progress"] == {"progress": 2, "total": 3}
+    assert TaskState.from_memo(reported.to_memo()) == reported
+    malformed = {**state.to_memo(), "progress": {"total": 3, "progress": "2"}}
+    assert TaskState.from_memo(malformed) == state
