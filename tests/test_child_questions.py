@@ -5,8 +5,8 @@ own runs ExposedWorkflow and the team's workflows of tests/interactive_children.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest

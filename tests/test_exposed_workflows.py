@@ -14,7 +14,6 @@ from mcp_server.tools.exposed import load
 from mcp_server.tools.loading import load_toolsets
 from mcp_tasks.settings import ConfigError, Settings
 from tests.mcp_client import McpClient
-from workflows import exposed
 from tests.user_workflows import (
     EXPOSED_TOML,
     NOBODY_POLLS_QUEUE,
@@ -22,6 +21,7 @@ from tests.user_workflows import (
     AddNumbers,
     PlaceOrder,
 )
+from workflows import exposed
 
 
 @pytest.fixture(scope="module", autouse=True)
