@@ -5,6 +5,7 @@ the page documents are valid against it."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,12 +13,15 @@ from jsonschema import Draft202012Validator
 
 from mcp_tasks.contracts import interactive
 from mcp_tasks.contracts.interactive import (
-    SCHEMA_FILE,
     AnswerInput,
     AskInput,
     SteerInput,
     is_call_tool_result,
     rendered_schema,
+)
+
+SCHEMA_FILE = (
+    Path(__file__).resolve().parent.parent / "mcp_tasks" / "contracts" / "interactive.schema.json"
 )
 
 
@@ -27,7 +31,7 @@ def validator(signal: str) -> Draft202012Validator:
 
 
 def test_the_schema_file_is_the_one_the_models_generate() -> None:
-    # Stale: regenerate with `.venv/bin/python -m mcp_tasks.contracts.interactive --write`.
+    # Stale: regenerate with `.venv/bin/python .ci/interactive_schema.py --write`.
     assert SCHEMA_FILE.read_text() == rendered_schema()
 
 

@@ -44,7 +44,7 @@ def test_the_guides_command_is_the_readmes_first_and_starts_what_the_test_starts
 def test_the_contract_page_names_the_schema_and_marks_what_is_not_run_here() -> None:
     page = CONTRACT.read_text()
     assert "mcp_tasks/contracts/interactive.schema.json" in page
-    assert "python -m mcp_tasks.contracts.interactive --write" in page
+    assert ".ci/interactive_schema.py --write" in page
     for language in ("go", "java"):
         assert blocks(CONTRACT, language), f"no {language} example"
     assert page.lower().count("not run here (no go or maven registry on these machines)") == 2

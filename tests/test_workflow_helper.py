@@ -20,6 +20,10 @@ from workflows.child_questions import invalid_input_request
 SDK = Path(__file__).resolve().parent.parent / "sdk" / "python"
 INSTALL_TIMEOUT_S = 300
 
+SCHEMA_FILE = (
+    Path(__file__).resolve().parent.parent / "mcp_tasks" / "contracts" / "interactive.schema.json"
+)
+
 
 def test_the_helper_uses_the_contracts_names() -> None:
     assert {
@@ -38,7 +42,7 @@ def test_the_helper_uses_the_contracts_names() -> None:
 def test_what_the_helper_builds_is_what_the_task_accepts() -> None:
     request = helper.elicitation("Switch?", {"approve": {"type": "boolean"}}, ["approve"])
     assert invalid_input_request(request) is None
-    schema = json.loads(interactive.SCHEMA_FILE.read_text())
+    schema = json.loads(SCHEMA_FILE.read_text())
     ask = {"v": 1, "questionId": "q1", "inputRequests": {"approve": request}}
     assert Draft202012Validator({**schema, "$ref": schema["signals"]["mcp.ask"]}).is_valid(ask)
     assert interactive.is_call_tool_result(helper.tool_result("done", {"n": 1}))
