@@ -12,6 +12,7 @@ from mcp_tasks_workflow import (
     ToolError,
     approve,
     ask,
+    elicitation,
     next_steer,
     report,
     safe_point,
@@ -38,8 +39,10 @@ class AskTwice:
 class AskBadly:
     @workflow.run
     async def run(self, args: dict[str, Any]) -> dict[str, Any]:
+        approvers = args.get("approvers")
+        request = elicitation("Fine?", {"ok": {"type": "boolean"}}) if approvers else BOGUS
         try:
-            await ask({"x": BOGUS})
+            await ask({"x": request}, approvers=approvers)
         except QuestionError as err:
             return tool_result(f"refused: {err}", {"timedOut": err.timed_out})
         return tool_result("asked")

@@ -31,14 +31,16 @@ async def queue(time_skipping_env: WorkflowEnvironment) -> AsyncIterator[str]:
         yield name
 
 
-async def start(env: WorkflowEnvironment, queue: str, child_type: str) -> WorkflowHandle[Any, Any]:
+async def start(
+    env: WorkflowEnvironment, queue: str, child_type: str, arguments: dict[str, Any] | None = None
+) -> WorkflowHandle[Any, Any]:
     config: dict[str, Any] = {
         "workflow": child_type,
         "task_queue": queue,
         "positional": [],
         "result_path": None,
     }
-    task = task_input("exposed", {}, tool_config=config)
+    task = task_input("exposed", arguments or {}, tool_config=config)
     return await env.client.start_workflow(
         "ExposedWorkflow", task, id=task.task_id, task_queue=queue
     )
@@ -85,6 +87,15 @@ async def test_an_invalid_input_request_is_answered_with_an_error_and_the_task_n
     assert result["structuredContent"] == {"timedOut": False} and result["isError"] is False
     history = await handle.fetch_history()
     assert b"input_required" not in history.to_json().encode()
+
+
+async def test_invalid_approvers_are_answered_with_an_error_naming_the_problem(
+    time_skipping_env: WorkflowEnvironment, queue: str
+) -> None:
+    handle = await start(time_skipping_env, queue, "TestsAskBadly", {"approvers": [" "]})
+    result = await handle.result()
+    text = result["content"][0]["text"]
+    assert text == "refused: every approver must be a non-empty string", text
 
 
 async def test_a_question_nobody_answers_in_time_is_withdrawn_and_a_tool_error_maps(
