@@ -13,6 +13,7 @@ from activities.exposed import probe_child
 from mcp_server.tools.exposed import load
 from mcp_server.tools.loading import load_toolsets
 from mcp_tasks.settings import ConfigError, Settings
+from tests.conftest import StackFactory
 from tests.mcp_client import McpClient
 from tests.user_workflows import (
     EXPOSED_TOML,
@@ -77,6 +78,24 @@ async def test_cancelling_the_task_cancels_the_users_workflow(
     assert (await mcp.wait_terminal(task_id))["status"] == "cancelled"
     child = await temporal_client.get_workflow_handle(f"{task_id}-TestsPlaceOrder").describe()
     assert child.status == WorkflowExecutionStatus.CANCELED
+
+
+async def test_a_worker_started_without_the_file_runs_the_servers_exposed_tasks(
+    fresh_stack: StackFactory,
+) -> None:
+    # Only the server reads MCP_TASKS_EXPOSED_WORKFLOWS_FILE; the worker of the same task
+    # queue has none (as `mcp-tasks worker` started without it).
+    async with fresh_stack() as stack:
+        await stack.stop_worker()
+        modules = ["mcp_server.tools.demo", "tests.fixture_tools"]
+        stack.registry = load_toolsets("conformance", modules, Settings())
+        assert stack.registry.get("place_order") is None
+        await stack.start_worker()
+        done = await stack.mcp.wait_terminal(
+            await stack.mcp.create_task("place_order", {"item": "lamp"}), within=30
+        )
+    assert done["status"] == "completed"
+    assert done["result"]["structuredContent"] == {"id": "r-lamp", "item": "lamp"}
 
 
 async def test_a_queue_no_worker_polls_is_reported_and_cancel_ends_the_task(
