@@ -18,6 +18,8 @@ $(STAMP): pyproject.toml requirements/dev.txt
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --require-hashes -r requirements/dev.txt
 	$(PY) -m pip install --quiet --no-deps -e .
+	# The teams' helper (its own distribution), for the bench's and the recorder's team workers.
+	$(PY) -m pip install --quiet --no-deps -e sdk/python
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -19,6 +19,9 @@ connects the raw `temporalio` client to the same Temporal (bench/floor_raw.py). 
 - listen: a listen stream's notification after an answer, against the raw history long-poll;
   the CPU of 100 idle streams against none and against as many raw long-polls
   (bench/floor_listen.py);
+- question: a team's workflow asks one question (the interactive contract), tasks/update
+  answers it, the workflow sees it, against the same round trip in raw Temporal (a memo
+  polled, a signal) (bench/floor_question.py);
 - parked: N parked approvals: time to park all, RSS of each process idle and parked, tasks/get
   on a random sample at 1 and 16 clients against `describe()` (bench/floor_parked.py); then
   the raw floor parks its own `--raw-parked` approvals (raw `start_workflow` of the same
@@ -45,7 +48,7 @@ from typing import Any
 
 import httpx
 
-from bench import floor_listen, floor_ops, floor_parked, floor_report
+from bench import floor_listen, floor_ops, floor_parked, floor_question, floor_report
 from bench.floor_clients import Clients, Ledger, Progress
 from bench.floor_raw import RawFloor
 from bench.floor_stack import TOPOLOGIES, floor_stack
@@ -53,7 +56,7 @@ from bench.load import Poster, sample_peaks
 from bench.raw_http import RawHttp
 from bench.run import memory
 
-PHASES = ("create", "get", "lifecycle", "cancel", "listen", "parked")
+PHASES = ("create", "get", "lifecycle", "cancel", "listen", "question", "parked")
 NOTES = {
     "dev": "one `mcp-tasks dev`: HTTP server and worker in one process, Temporal its child",
     "split": "Temporal, `mcp-tasks server` and `mcp-tasks worker` as three processes",
@@ -69,6 +72,7 @@ def sizes(options: argparse.Namespace) -> dict[str, int]:
         "cancels": options.cancels,
         "listen rounds": options.listen_rounds,
         "idle listen streams": options.idle_streams,
+        "question rounds": options.question_rounds,
         "parked": options.parked,
         "parked reads per level": options.parked_reads,
     }
@@ -77,7 +81,7 @@ def sizes(options: argparse.Namespace) -> dict[str, int]:
 async def bench(options: argparse.Namespace) -> dict[str, Any]:
     phases = set(options.phases) | ({"create"} if "get" in options.phases else set())
     listeners = floor_listen.principals_for(options.idle_streams)
-    principals = 17 + options.lifecycle_clients + 1 + listeners
+    principals = 17 + options.lifecycle_clients + 1 + listeners + 1  # the last: questions
     principals += floor_parked.principals_for(options.parked)
     data_dir = Path(tempfile.mkdtemp(prefix="mcp-tasks-bench-"))
     load_before = os.getloadavg()[0]
@@ -158,6 +162,14 @@ async def _phases(options: argparse.Namespace, phases: set[str], clients: Client
             idle = await floor_listen.idle(clients, raw, ledger, streams, options.idle_streams,
                                            options.idle_seconds, pids, progress)  # fmt: skip
         results["listen"] = {"notify": notify, "idle": idle}
+    if "question" in phases:
+        results["question"] = await floor_question.round_trips(
+            clients,
+            raw.client,
+            options.question_rounds,
+            options.question_poll_ms / 1000,
+            progress,
+        )
     if "parked" in phases and options.parked:
         parked, created = await floor_parked.park(
             clients, ledger, options.parked, progress, options.timeout
@@ -207,6 +219,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--idle-streams", type=int, default=100, help="at most 200 (per replica)")
     p.add_argument("--idle-seconds", type=float, default=30,
                    help="each CPU window of the idle streams")  # fmt: skip
+    p.add_argument("--question-rounds", type=int, default=20, help="questions, per side")
+    p.add_argument(
+        "--question-poll-ms",
+        type=float,
+        default=10,
+        help="how often each side polls for the question",
+    )
     p.add_argument("--parked", type=int, default=10_000)
     p.add_argument("--raw-parked", type=int, default=10_000,
                    help="approvals the raw floor parks (at most --parked; 0: none)")  # fmt: skip

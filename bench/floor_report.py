@@ -98,6 +98,16 @@ def rows(results: dict[str, Any]) -> list[Row]:
                             "`cancel()` + `result()`", None))  # fmt: skip
     if listen := results.get("listen"):
         out.extend(_listen_rows(results, listen))
+    if question := results.get("question"):
+        out.append(
+            _latency(
+                f"a team's workflow asks, `tasks/update` answers, the workflow sees it (polled "
+                f"every {question['poll_ms']:g} ms)",
+                question,
+                "memo polled + signal",
+                None,
+            )
+        )
     if parked := results.get("parked"):
         out.extend(_parked_rows(results, parked))
     lost, gone = results["lost"]["lost_or_wrong"], results["lost"].get("gone_with_ttl", 0)
@@ -205,8 +215,9 @@ def section(results: dict[str, Any], command: str) -> str:
     sizes = results["sizes"]
     retried = json.dumps(results["retried"]) if results["retried"] else "none"
     parked = sizes["parked"] if "parked" in results else 0
+    heading = f"{parked:,} parked approvals" if parked else "Without parked approvals"
     return f"""<!-- bench-run parked={parked} -->
-## {parked:,} parked approvals
+## {heading}
 
 - Command: `{command}`
 - Date: {results["date"]}

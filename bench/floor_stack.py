@@ -28,7 +28,13 @@ from mcp_tasks.settings import Settings
 
 TOPOLOGIES = ("dev", "split")
 MODULES = ["mcp_server.tools.demo", "bench.fixture_tools"]
-TOOLS_ENV = {"MCP_TASKS_TOOLSET": "conformance", "MCP_TASKS_TOOL_MODULES": ",".join(MODULES)}
+# The question phase's team workflow is an exposed tool (bench/question_tools.toml).
+QUESTION_TOOLS = str(Path(__file__).with_name("question_tools.toml"))
+TOOLS_ENV = {
+    "MCP_TASKS_TOOLSET": "conformance",
+    "MCP_TASKS_TOOL_MODULES": ",".join(MODULES),
+    "MCP_TASKS_EXPOSED_WORKFLOWS_FILE": QUESTION_TOOLS,
+}
 ROOT = str(Path(__file__).resolve().parents[1])  # where `bench` imports from
 SERVER, WORKER, TEMPORAL = "mcp-tasks server", "mcp-tasks worker", "temporal (dev server)"
 

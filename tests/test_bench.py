@@ -18,7 +18,8 @@ pytestmark = pytest.mark.slow
 
 TINY = ["--creates", "8", "--reads", "16", "--rounds", "2", "--lifecycle-clients", "2",
         "--lifecycle-tasks", "1", "--cancels", "2", "--listen-rounds", "2", "--idle-streams", "3",
-        "--idle-seconds", "1", "--parked", "12", "--parked-reads", "8"]  # fmt: skip
+        "--idle-seconds", "1", "--question-rounds", "2", "--parked", "12",
+        "--parked-reads", "8"]  # fmt: skip
 
 
 def test_a_tiny_run_writes_its_results_and_loses_nothing(
@@ -45,6 +46,7 @@ def test_a_tiny_run_writes_its_results_and_loses_nothing(
     assert listen["notify"]["server"]["n"] == 2 and listen["notify"]["raw"]["n"] == 2
     assert listen["idle"]["streams"] == 3
     assert set(listen["idle"]["streams_open"]) == set(listen["idle"]["none"])
+    assert results["question"]["server"]["n"] == 2 and results["question"]["raw"]["n"] == 2
     assert results["parked"]["never_parked"] == 0
     # The raw floor parks as many (at most --raw-parked) on the same Temporal.
     assert results["parked"]["raw"]["count"] == 12

@@ -9,9 +9,11 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 
+from activities.exposed import probe_child
 from mcp_server.tools.exposed import load
 from mcp_server.tools.loading import load_toolsets
 from mcp_tasks.settings import ConfigError, Settings
+from tests.conftest import StackFactory
 from tests.mcp_client import McpClient
 from tests.user_workflows import (
     EXPOSED_TOML,
@@ -20,6 +22,7 @@ from tests.user_workflows import (
     AddNumbers,
     PlaceOrder,
 )
+from workflows import exposed
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -75,6 +78,24 @@ async def test_cancelling_the_task_cancels_the_users_workflow(
     assert (await mcp.wait_terminal(task_id))["status"] == "cancelled"
     child = await temporal_client.get_workflow_handle(f"{task_id}-TestsPlaceOrder").describe()
     assert child.status == WorkflowExecutionStatus.CANCELED
+
+
+async def test_a_worker_started_without_the_file_runs_the_servers_exposed_tasks(
+    fresh_stack: StackFactory,
+) -> None:
+    # Only the server reads MCP_TASKS_EXPOSED_WORKFLOWS_FILE; the worker of the same task
+    # queue has none (as `mcp-tasks worker` started without it).
+    async with fresh_stack() as stack:
+        await stack.stop_worker()
+        modules = ["mcp_server.tools.demo", "tests.fixture_tools"]
+        stack.registry = load_toolsets("conformance", modules, Settings())
+        assert stack.registry.get("place_order") is None
+        await stack.start_worker()
+        done = await stack.mcp.wait_terminal(
+            await stack.mcp.create_task("place_order", {"item": "lamp"}), within=30
+        )
+    assert done["status"] == "completed"
+    assert done["result"]["structuredContent"] == {"id": "r-lamp", "item": "lamp"}
 
 
 async def test_a_queue_no_worker_polls_is_reported_and_cancel_ends_the_task(
@@ -219,3 +240,13 @@ def test_the_toolsets_do_not_load_with_a_bad_exposed_workflows_file(
     settings = Settings(exposed_workflows_file=str(source))
     with pytest.raises(ConfigError, match=r"tools\[1\]\.task_queue \(tool 'void'\): is required"):
         load_toolsets("demo", (), settings)
+
+
+@pytest.mark.parametrize("toolset", ["demo", "conformance"])
+def test_every_worker_serves_exposed_tasks_with_or_without_the_file(toolset: str) -> None:
+    # A task carries its tool's configuration in its input: a worker started without
+    # MCP_TASKS_EXPOSED_WORKFLOWS_FILE still runs the tasks of a server that has it.
+    registry = load_toolsets(toolset, settings=Settings())
+    assert exposed.ExposedWorkflow in registry.workflows
+    assert probe_child in registry.activities
+    assert not [tool for tool in registry.tools() if tool.workflow == "ExposedWorkflow"]

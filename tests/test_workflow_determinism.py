@@ -28,6 +28,12 @@ ALLOWED_IMPORTS = {
     "datetime",  # types and arithmetic; the wall clock is refused below
     "hashlib",  # pure functions of their input (approver ids)
     "json",
+    # Validation and JSON Schema of data: pure functions of their input (the interactive
+    # contract's payloads, mcp_tasks/contracts/interactive.py).
+    "pydantic",
+    "pydantic.alias_generators",
+    "pydantic.json_schema",
+    "pydantic_core",
     "re",
     "typing",
     "temporalio",

@@ -18,29 +18,39 @@ type) is reported, and the task keeps waiting for it:
   ends `cancelled` anyway, saying so; the child is then terminated by Temporal (the parent
   close policy TERMINATE), so nothing is left running.
 Tasks started before this watch existed keep their old behaviour (`workflow.patched`).
+
+A child may speak the interactive contract (docs/reference/interactive-contract.md): its reports
+and questions are handled by workflows/child_questions.py, and under INTERACTIVE_PATCH its
+result maps as the contract says: a CallToolResult as it is, a failure of type `McpToolError` as
+a tool error with the failure's message (tasks that reached their end before keep the mapping
+they had).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ChildWorkflowError, is_cancelled_exception
+from temporalio.exceptions import ApplicationError, ChildWorkflowError, is_cancelled_exception
 
+from workflows.child_questions import ChildQuestions
 from workflows.results import text_result
 from workflows.task_state import TaskInput
-from workflows.task_workflow import TaskWorkflow, task_workflow
+from workflows.task_workflow import task_workflow
 
 with workflow.unsafe.imports_passed_through():
     from activities.exposed import PROBE_CHILD_ACTIVITY, ChildHealth, ChildProbe
+    from mcp_tasks.contracts.interactive import TOOL_ERROR_TYPE, is_call_tool_result
 
 NO_WORKER_WAIT_S = 60.0
 CANCEL_WAIT_S = 30.0
 MAX_PROBE_INTERVAL_S = 600.0
 WATCH_PATCH = "exposed-child-watch"
+INTERACTIVE_PATCH = "exposed-interactive-result"
 PROBE_RETRIES = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1))
 
 
@@ -51,8 +61,16 @@ def pick(value: Any, path: str | None) -> Any:
     return value
 
 
+def tool_error(message: str, details: Sequence[Any]) -> dict[str, Any]:
+    """The result of a child's `McpToolError`: its message, its first detail (an object) as
+    `structuredContent`."""
+    first = details[0] if details else None
+    structured = first if isinstance(first, dict) else None
+    return text_result(message, structured=structured, is_error=True)
+
+
 @task_workflow("ExposedWorkflow")
-class ExposedWorkflow(TaskWorkflow):
+class ExposedWorkflow(ChildQuestions):
     async def execute(self, task: TaskInput) -> dict[str, Any]:
         config = task.tool_config
         child_type, queue = str(config["workflow"]), str(config["task_queue"])
@@ -61,7 +79,7 @@ class ExposedWorkflow(TaskWorkflow):
             if config.get("positional")
             else [task.arguments]
         )
-        child_id = f"{task.task_id}-{child_type}"
+        child_id = self.child_id = f"{task.task_id}-{child_type}"
         running = f"running {child_type} on task queue {queue} (workflow {child_id})"
         self.report(running)
         try:
@@ -76,7 +94,15 @@ class ExposedWorkflow(TaskWorkflow):
                 raise
             cause = err.cause
             message = getattr(cause, "message", None) or str(cause or err)
+            if (
+                isinstance(cause, ApplicationError)
+                and cause.type == TOOL_ERROR_TYPE
+                and workflow.patched(INTERACTIVE_PATCH)
+            ):
+                return tool_error(message, cause.details)
             return text_result(f"{child_type} failed: {message}", is_error=True)
+        if is_call_tool_result(result) and workflow.patched(INTERACTIVE_PATCH):
+            return {"resultType": "complete", "isError": False, **result}
         value = pick(result, config.get("result_path"))
         structured = value if isinstance(value, dict) else {"result": value}
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

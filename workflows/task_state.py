@@ -180,6 +180,9 @@ class TaskState:
     # Tasks the creating request called related (TaskInput.related_task_ids); written only
     # when there are some.
     related_task_ids: list[str] = field(default_factory=list)
+    # How far the task is, as its workflow last reported it: {"progress": n, "total"?: m}
+    # (a step n of m, or a fraction with total 1); written only when set.
+    progress: dict[str, float] | None = None
 
     @classmethod
     def initial(cls, task: TaskInput, status_message: str) -> TaskState:
@@ -219,6 +222,7 @@ class TaskState:
             **({"steps": [dict(step) for step in self.steps]} if self.steps is not None else {}),
             **({"requestedBy": self.requested_by} if self.requested_by else {}),
             **({"relatedTaskIds": list(self.related_task_ids)} if self.related_task_ids else {}),
+            **({"progress": dict(self.progress)} if self.progress is not None else {}),
         }
 
     @classmethod
@@ -256,6 +260,7 @@ class TaskState:
             steps=_steps(memo.get("steps")),
             requested_by=by if isinstance(by := memo.get("requestedBy"), str) else None,
             related_task_ids=_string_list(memo.get("relatedTaskIds")),
+            progress=_progress(memo.get("progress")),
         )
 
 
@@ -265,6 +270,18 @@ def _optional_int(value: object) -> int | None:
 
 def _string_list(value: object) -> list[str]:
     return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+
+
+def _progress(value: object) -> dict[str, float] | None:
+    """The memo's "progress": its numbers, None when it has no `progress` number."""
+    if not isinstance(value, dict):
+        return None
+    numbers = {
+        key: number
+        for key in ("progress", "total")
+        if isinstance(number := value.get(key), int | float) and not isinstance(number, bool)
+    }
+    return numbers if "progress" in numbers else None
 
 
 def _copy_lists(value: dict[str, list[str]]) -> dict[str, list[str]]:

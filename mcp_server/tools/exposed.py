@@ -132,9 +132,15 @@ def load(source: Path) -> list[ExposedWorkflow]:
         raise ConfigError(f"{source}: {'; '.join(problems)}") from None
 
 
-def register(registry: ToolRegistry) -> None:
-    entries = load(Path(str(registry.settings.exposed_workflows_file)))
+def register_runtime(registry: ToolRegistry) -> None:
+    """The task workflow and activity every exposed tool runs on. Every worker registers them,
+    with or without the file: a task carries its tool's configuration in its input
+    (TaskInput.tool_config), so only the server, which lists the tools, reads the file."""
     registry.add_workflows(exposed.WORKFLOWS)
     registry.add_activities(exposed_activities.ACTIVITIES)
-    for entry in entries:
+
+
+def register(registry: ToolRegistry) -> None:
+    """The tools of the file named by MCP_TASKS_EXPOSED_WORKFLOWS_FILE."""
+    for entry in load(Path(str(registry.settings.exposed_workflows_file))):
         registry.add(entry.tool())

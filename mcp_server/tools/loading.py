@@ -108,6 +108,7 @@ def load_toolsets(
                 f"tool module {module.__name__!r} has no register(registry) function"
             )
         register(registry)
+    exposed.register_runtime(registry)
     if registry.settings.exposed_workflows_file:
         exposed.register(registry)
     return registry

@@ -2,6 +2,7 @@
 workflow of the conformance toolset, at the states that matter (waiting, mid step, answered,
 expired, cancelled), from a real run of the code checked out now.
 
+    export PYTHONPATH=sdk/python/src  # the teams' helper, which exposed_interactive_* use
     .venv/bin/python -m tests.histories.record                    # all of them
     .venv/bin/python -m tests.histories.record deploy_mid_step    # only these
     .venv/bin/python -m tests.histories.record --out /tmp/h        # elsewhere
@@ -35,6 +36,7 @@ from mcp_server.tools.loading import load_toolsets
 from mcp_tasks.identity import ANONYMOUS
 from mcp_tasks.settings import Settings
 from tests.conftest import Stack, running_stack
+from tests.interactive_children import AskTwice
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION
 from tests.user_workflows import EXPOSED_TOML, USERS_TASK_QUEUE, AddNumbers, PlaceOrder
@@ -61,6 +63,12 @@ approval = "Switch traffic?"
 """
 # Issue 12: a gate someone else decides (auth none: the recorder is every approver).
 GATED_FOR_APPROVERS = GATED + 'approvers = ["release-manager", "scope:release"]\n'
+INTERACTIVE_TOML = f"""
+[[tools]]
+name = "ask_twice"
+workflow = "TestsAskTwice"
+task_queue = "{USERS_TASK_QUEUE}"
+"""
 SLOW_SECOND_STEP = """
 [[steps]]
 name = "build"
@@ -319,6 +327,38 @@ async def exposed_place_order(r: Recorder) -> None:
     await r.finish("exposed_place_order", task_id)
 
 
+async def exposed_place_order_running(r: Recorder) -> None:
+    # Open while the child runs (a task of the watch, before the interactive contract).
+    task_id = await r.start("place_order", {"item": "slow", "seconds": 60})
+    await r.message(task_id, "running TestsPlaceOrder")
+    await _workflow_tasks_completed(r.stack.client, task_id, 2)
+    await r.save("exposed_place_order_running", task_id)
+    await r.cancel(task_id)
+
+
+async def exposed_place_order_cancelled(r: Recorder) -> None:
+    task_id = await r.start("place_order", {"item": "slow", "seconds": 60})
+    await r.message(task_id, "running TestsPlaceOrder")
+    await r.cancel(task_id)
+    await r.finish("exposed_place_order_cancelled", task_id)
+
+
+async def exposed_interactive_approved(r: Recorder) -> None:
+    # A child speaking the interactive contract (tests/interactive_children.py): it reports,
+    # asks twice under the same key (renamed approve-2 for the client), and completes.
+    task_id = await r.start("ask_twice", {})
+    await r.mcp.wait_for(task_id, lambda t: "approve" in t.get("inputRequests", {}), 30)
+    await r.answer(task_id, {"approve": ACCEPT_APPROVE})
+    await r.mcp.wait_for(task_id, lambda t: "approve-2" in t.get("inputRequests", {}), 30)
+    await r.answer(task_id, {"approve-2": ACCEPT_APPROVE})
+    await r.finish("exposed_interactive_approved", task_id)
+
+
+async def exposed_place_order_failed(r: Recorder) -> None:
+    task_id = await r.start("place_order", {"item": "x", "fail": True})
+    await r.finish("exposed_place_order_failed", task_id)
+
+
 def _conformance(
     tool: str,
     arguments: dict[str, Any],
@@ -375,6 +415,10 @@ SCENARIOS: dict[str, Callable[[Recorder], Awaitable[None]]] = {
         import_cancelled,
         multi_step_job_approved,
         exposed_place_order,
+        exposed_place_order_running,
+        exposed_place_order_cancelled,
+        exposed_place_order_failed,
+        exposed_interactive_approved,
         conformance_confirm_delete_waiting,
         conformance_test_tool_with_task,
         quota_refused_then_released,
@@ -419,7 +463,7 @@ async def record(names: list[str], out: Path) -> None:
         try:
             await temporal.wait_ready()
             client = await Client.connect(temporal.address)
-            (files / "exposed.toml").write_text(EXPOSED_TOML)
+            (files / "exposed.toml").write_text(EXPOSED_TOML + INTERACTIVE_TOML)
             overrides: dict[str, Any] = {
                 "pipelines_dir": str(files / "pipelines"),
                 "import_dir": str(files / "imports"),
@@ -428,7 +472,7 @@ async def record(names: list[str], out: Path) -> None:
             # The registry of the tests' `registry` fixture (tests/conftest.py).
             modules = ["mcp_server.tools.demo", "tests.fixture_tools"]
             registry = load_toolsets("conformance", modules, Settings().with_(**overrides))
-            users = [PlaceOrder, AddNumbers]
+            users = [PlaceOrder, AddNumbers, AskTwice]
             async with (
                 Worker(client, task_queue=USERS_TASK_QUEUE, workflows=users),
                 running_stack(client, registry, **overrides) as stack,
