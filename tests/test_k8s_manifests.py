@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ K8S = Path(__file__).resolve().parent.parent / "deploy" / "k8s"
 KUSTOMIZATIONS = ["base", "overlays/production", "overlays/production-prometheus-operator"]
 MONITORED = "overlays/production-prometheus-operator"
 MONITORING_API = "monitoring.coreos.com/v1"
+VERSION = tomllib.loads((K8S.parent.parent / "pyproject.toml").read_text())["project"]["version"]
 # The oldest Kubernetes minor still supported upstream when this was written, and the newest
 # schemas kubernetes-validate ships: the manifests must hold on both.
 VERSIONS = ["1.31", kubernetes_validate.latest_version()]
@@ -167,7 +169,8 @@ def test_the_production_overlay_names_its_temporal_public_url_and_image() -> Non
     assert ingress["spec"]["tls"][0]["hosts"] == ["mcp.example.com"]
     for deployment in deployments.values():
         assert deployment["metadata"]["namespace"] == "mcp-tasks"
-        assert container(deployment)["image"].endswith(":0.1.0")
+        # the tag docs/operations/deploy.md ("The image") builds: the project's version
+        assert container(deployment)["image"].endswith(f":{VERSION}")
 
 
 def matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
