@@ -1,6 +1,7 @@
 """`mcp-tasks`: `dev` (everything in one command), `stdio` (for hosts that spawn their servers),
 `server` and `worker` (each part alone), `setup` (an existing Temporal namespace made ready for
-them), `tasks` (operators: operator_cli.py)."""
+them), `tasks` (what operators do: list, show, answer and cancel tasks), `token` (the bearer
+tokens of --auth tokens)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from mcp_server.runtime.devserver import TemporalDevServer, port_is_free
 from mcp_server.runtime.setup_command import run_setup
 from mcp_server.runtime.supervisor import EngineSupervisor, SupervisedWorker, claim_data_dir
 from mcp_server.runtime.tokens import add_token, list_tokens, revoke_tokens
-from mcp_server.runtime.worker import build_worker, sweeping_expired_tasks
+from mcp_server.runtime.worker import build_worker, missing_directories, sweeping_expired_tasks
 from mcp_server.stdio.channel import claim_stdio
 from mcp_server.stdio.server import StdioServer
 from mcp_server.temporal.connection import connect, set_retention
@@ -72,6 +73,7 @@ def _http_part(
     client: Client,
     local_client: Callable[[], Client | None] | None = None,
     engine: EngineSupervisor | None = None,
+    on_started: Callable[[], None] | None = None,
 ) -> Part:
     app = create_app(
         settings,
@@ -80,7 +82,7 @@ def _http_part(
         local_client=local_client,
         engine=engine.status if engine is not None else None,
     )
-    server = HttpServer(http_config(app, settings))
+    server = HttpServer(http_config(app, settings), on_started)
     if settings.metrics_port is not None:
         serve_metrics(settings.metrics_host, settings.metrics_port)
 
@@ -107,6 +109,8 @@ def _worker_part(
     *,
     supervised: SupervisedWorker | None = None,
 ) -> Part:
+    for line in missing_directories(registry):
+        log.warning("%s", line)
     if supervised is not None:
         work, stop = supervised.run, supervised.shutdown
     else:
@@ -232,10 +236,24 @@ async def run_part(settings: Settings, *, http: bool, worker: bool) -> None:
     registry = load_toolsets(settings.toolset, settings.tool_modules, settings)
     client = await connect(settings)
     await require_ready(client, registry.longest_ttl_ms())  # only `mcp-tasks setup` registers
-    parts = [_http_part(settings, registry, client)] if http else []
+    where = (
+        f"toolset {settings.toolset} ({len(registry.tools())} tools); Temporal "
+        f"{settings.temporal_address} (namespace {settings.namespace}, task queue "
+        f"{settings.task_queue})"
+    )
+    parts = []
+    if http:
+        endpoint = f"http://{settings.host}:{settings.port}/mcp"
+        say = _say(f"mcp-tasks server: up on {endpoint}; {where}")
+        parts.append(_http_part(settings, registry, client, on_started=say))
     if worker:
         parts.append(_worker_part(settings, registry, client))
+        print(f"mcp-tasks worker: up, polling; {where}", flush=True)
     await _serve(parts)
+
+
+def _say(line: str) -> Callable[[], None]:
+    return lambda: print(line, flush=True)
 
 
 async def run_stdio(

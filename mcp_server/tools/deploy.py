@@ -13,6 +13,7 @@ DAY_MS = 24 * 60 * 60 * 1000
 def register(registry: ToolRegistry) -> None:
     registry.add_workflows(deploy.WORKFLOWS)
     pipelines = PipelineFiles(registry.settings.pipelines_dir)
+    registry.needs_directory("pipelines_dir", registry.settings.pipelines_dir, "deploy")
     registry.add_activities([run_command, pipelines.load_pipeline])
     registry.add(
         Tool(
