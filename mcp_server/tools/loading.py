@@ -50,7 +50,7 @@ def _on_path(folder: Path) -> None:
 def _where_it_failed(err: BaseException, in_file: str | None = None) -> str:
     """` (file, line N)`: the innermost frame, or the innermost one in `in_file` (the user's
     module, when the error was raised deeper, e.g. by the registry it called)."""
-    frames = traceback.extract_tb(err.__traceback__)
+    frames: list[traceback.FrameSummary] = list(traceback.extract_tb(err.__traceback__))
     if in_file is not None:
         own = [f for f in frames if Path(f.filename).resolve() == Path(in_file).resolve()]
         frames = own or frames
