@@ -19,7 +19,7 @@ from mcp_server.inbox.forms import (
     render_fields,
     render_request,
 )
-from mcp_server.inbox.pages import login_page, task_live
+from mcp_server.inbox.pages import login_page, task_live, task_page
 from mcp_server.inbox.session import InboxSession, SessionCodec, cookie_header
 from mcp_server.inbox.timeline import render_timeline
 from mcp_server.tasks.snapshots import TaskSnapshot
@@ -205,3 +205,12 @@ def test_a_task_without_steps_shows_no_steps_card() -> None:
 def test_the_sign_in_page_speaks_of_the_token_not_of_server_flags() -> None:
     html = login_page("csrf")
     assert "--auth" not in html and "token you were given" in html
+
+
+def test_a_task_page_says_what_the_task_was_asked_to_do_when_known() -> None:
+    now = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
+    who = ("alice", None)
+    about = "pipeline=release: Build, then switch traffic"
+    page = task_page(_snapshot(None), now, "csrf", frozenset(), who, {}, about=about)
+    assert '<p class="about">pipeline=release: Build, then switch traffic</p>' in page
+    assert 'class="about"' not in task_page(_snapshot(None), now, "csrf", frozenset(), who, {})

@@ -148,11 +148,14 @@ def task_forms(
     return f'<section id="forms"><h2>{title}</h2>{error}{body}</section>'
 
 
-def _heading(snapshot: TaskSnapshot) -> str:
+def _heading(snapshot: TaskSnapshot, about: str = "") -> str:
+    """The tool, the taskId and, when known, what the task was asked to do (`about`: its
+    arguments and its tool's description of them, e.g. a deploy's pipeline)."""
+    line = f'<p class="about">{h(about)}</p>' if about else ""
     return (
         '<nav class="crumbs"><a href="/inbox">← Inbox</a></nav>'
         f'<div class="heading"><h1><span class="tool">{h(snapshot.tool or "task")}</span></h1>'
-        f'<span class="id">{h(snapshot.task_id)}</span></div>'
+        f'<span class="id">{h(snapshot.task_id)}</span></div>{line}'
     )
 
 
@@ -164,10 +167,11 @@ def task_page(
     who: tuple[str, str | None],
     decided: dict[str, Decision],
     problem: str | None = None,
+    about: str = "",
 ) -> str:
     """`who`: the signed-in user and the sign-out form's token (None: no sign-out)."""
     body = (
-        f"{_heading(snapshot)}{task_live(snapshot, now, decided)}"
+        f"{_heading(snapshot, about)}{task_live(snapshot, now, decided)}"
         f"{task_forms(snapshot, csrf, answerable, problem)}"
     )
     live = f"/inbox/events?task={h(snapshot.task_id)}"

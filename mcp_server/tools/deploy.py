@@ -40,5 +40,8 @@ def register(registry: ToolRegistry) -> None:
             scopes=frozenset({"deploy"}),
             ttl_ms=7 * DAY_MS,
             poll_interval_ms=2000,
+            # The pipeline's own description, when the server can read the pipelines too (the
+            # worker is the one that must: docs/operations/existing-cluster.md).
+            describe=pipelines.describe,
         )
     )

@@ -138,6 +138,9 @@ class Tool:
     scopes: frozenset[str] = frozenset()
     # Handed to the workflow as TaskInput.tool_config (one workflow type, several tools).
     workflow_config: dict[str, Any] = field(default_factory=dict)
+    # What one call does, in a sentence for people, from its arguments (the approval inbox shows
+    # it on the task's page); None: nothing beyond the arguments. Must not raise.
+    describe: Callable[[dict[str, Any]], str | None] | None = None
     # Whether `mrtr` is of the form that sees the answers so far (set from its signature).
     _mrtr_sees_answers: bool = field(default=False, init=False, repr=False, compare=False)
 
