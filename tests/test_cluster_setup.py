@@ -190,7 +190,7 @@ async def test_the_missing_namespace_hint_creates_it_with_the_retention_setup_as
     assert f"namespace {namespace}: retention 721h (721h needed" in said and "warning" not in said
 
 
-async def test_tasks_list_on_a_namespace_not_set_up_points_to_setup(
+async def test_tasks_list_on_a_namespace_not_set_up_or_missing_points_to_setup(
     temporal: TemporalDevServer, temporal_client: Client
 ) -> None:
     namespace = await a_namespace(temporal_client, retention_hours=721)
@@ -210,6 +210,17 @@ async def test_tasks_list_on_a_namespace_not_set_up_points_to_setup(
     assert done.returncode != 0
     (line,) = done.stderr.strip().splitlines()
     assert "search attribute" in line and "run `mcp-tasks setup`" in line, line
+    absent = await asyncio.to_thread(
+        subprocess.run,
+        [MCP_TASKS, "tasks", "list"],
+        env={**env, "MCP_TASKS_NAMESPACE": "no-such-namespace"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert absent.returncode != 0
+    (line,) = absent.stderr.strip().splitlines()
+    assert "MCP_TASKS_NAMESPACE" in line and "run `mcp-tasks setup`" in line, line
 
 
 def test_a_worker_started_outside_the_repository_names_each_missing_directory(

@@ -26,7 +26,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_server.tasks.errors import from_rpc_error
+from mcp_server.tasks.errors import BackendRefused, from_rpc_error
 from mcp_server.tasks.snapshots import TaskSnapshot, listed_snapshot
 from mcp_server.tasks.store import RPC_TIMEOUT
 from mcp_tasks.contracts.approvers import PRINCIPAL_PREFIX, SCOPE_PREFIX
@@ -210,6 +210,13 @@ def _visibility_error(err: RPCError, where: TaskFilter) -> Exception:
                 "up for mcp-tasks yet; run `mcp-tasks setup` with the same settings once"
             )
         return InvalidFilter(f"Temporal refused the query: {err.message}")
+    if err.status == RPCStatusCode.NOT_FOUND and "namespace" in err.message.lower():
+        return BackendRefused(
+            "Temporal",
+            "list tasks",
+            f"{err.message.rstrip('.')} (the namespace MCP_TASKS_NAMESPACE names): create it, "
+            "then run `mcp-tasks setup` with the same settings",
+        )
     return from_rpc_error(err, "list tasks")
 
 
