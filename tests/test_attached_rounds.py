@@ -13,6 +13,7 @@ from jsonschema import Draft202012Validator
 
 from mcp_server.protocol import errors
 from mcp_server.protocol.attached import refused_answers
+from mcp_server.protocol.attached.followup_tools import FOLLOW_UP_SCHEMA
 from mcp_server.protocol.attached.refused_answers import MAX_REFUSED
 from tests.mcp_client import McpClient
 
@@ -120,6 +121,26 @@ async def test_without_elicitation_the_follow_up_is_no_error_and_matches_the_lis
     schema = listed["request_approval"]["outputSchema"]
     assert list(Draft202012Validator(schema).iter_errors(follow_up)) == []
     await mcp.cancel_task(follow_up["taskId"])
+
+
+def test_the_follow_up_schema_types_each_field_once_as_the_tasks_extension_does() -> None:
+    """No `["string", "null"]` type arrays: schema-checking clients warn about them."""
+    for name, field in FOLLOW_UP_SCHEMA["properties"].items():
+        assert not isinstance(field.get("type"), list), name
+
+
+async def test_task_cancel_on_a_task_that_already_ended_says_so(mcp: McpClient) -> None:
+    reply = await mcp.call_tool("request_approval", {"message": "Stop me"}, capabilities={})
+    task_id = reply.result["structuredContent"]["taskId"]
+    first = (await mcp.call_tool("task_cancel", {"taskId": task_id})).result
+    assert first["isError"] is False and "requested" in first["content"][0]["text"]
+    await mcp.wait_status(task_id, "cancelled", within=20)
+    again = (await mcp.call_tool("task_cancel", {"taskId": task_id})).result
+    assert again["isError"] is False, again
+    assert again["content"][0]["text"] == (
+        f"Task {task_id} had already ended (cancelled): nothing to cancel."
+    )
+    assert again["structuredContent"] == {"taskId": task_id, "status": "cancelled"}
 
 
 async def test_a_task_tools_listed_schema_admits_its_own_results_and_a_sync_tools_is_unchanged(

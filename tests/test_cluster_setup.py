@@ -5,9 +5,16 @@ refuses (permission) and an unreachable one are one line with their exit code.""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import re
+import shlex
+import signal
 import subprocess
+import time
 import uuid
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -19,15 +26,18 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.runtime.setup_command import run_setup
+from mcp_server.runtime.worker import missing_directories
 from mcp_server.temporal.setup import (
     EXIT_DENIED,
     EXIT_NO_NAMESPACE,
     EXIT_NOT_SET_UP,
     EXIT_UNREACHABLE,
     ClusterProblem,
+    missing_search_attributes,
     register_missing,
     require_ready,
 )
+from mcp_server.tools.loading import load_toolsets
 from mcp_tasks.settings import Settings
 from tests.dev_process import MCP_TASKS
 from workflows.task_state import SEARCH_ATTRIBUTES
@@ -146,3 +156,120 @@ def test_an_unreachable_cluster_is_one_line_and_exit_3() -> None:
     assert done.returncode == EXIT_UNREACHABLE, done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert line == f"mcp-tasks setup: cannot reach Temporal at {address}: Connection refused"
+
+
+async def test_the_missing_namespace_hint_creates_it_with_the_retention_setup_asks_for(
+    temporal: TemporalDevServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    namespace = f"absent-{uuid.uuid4().hex[:8]}"
+    settings = Settings(temporal_address=temporal.address, namespace=namespace, toolset="demo")
+    assert await run_setup(settings) == EXIT_NO_NAMESPACE
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    hint = re.search(r"\((temporal operator namespace create [^)]*)\)", line)
+    assert hint, line
+    assert f"--retention 721h --address {temporal.address}" in hint.group(1)
+    temporal_cli = str(Path(MCP_TASKS).parent / "temporal")
+    created = await asyncio.to_thread(
+        subprocess.run,
+        [temporal_cli, *shlex.split(hint.group(1))[1:]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert created.returncode == 0, created.stderr
+    # A new namespace reaches every Temporal service within seconds (its namespace cache).
+    client = await Client.connect(temporal.address, namespace=namespace)
+    async with asyncio.timeout(30):
+        while True:
+            with contextlib.suppress(ClusterProblem):
+                await missing_search_attributes(client)
+                break
+            await asyncio.sleep(0.2)
+    assert await run_setup(settings) == 0  # following the hint leaves nothing to warn about
+    said = capsys.readouterr().out
+    assert f"namespace {namespace}: retention 721h (721h needed" in said and "warning" not in said
+
+
+async def test_tasks_list_on_a_namespace_not_set_up_or_missing_points_to_setup(
+    temporal: TemporalDevServer, temporal_client: Client
+) -> None:
+    namespace = await a_namespace(temporal_client, retention_hours=721)
+    env = {
+        **clean_env(),
+        "MCP_TASKS_TEMPORAL_ADDRESS": temporal.address,
+        "MCP_TASKS_NAMESPACE": namespace,
+    }
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [MCP_TASKS, "tasks", "list"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    (line,) = done.stderr.strip().splitlines()
+    assert "search attribute" in line and "run `mcp-tasks setup`" in line, line
+    absent = await asyncio.to_thread(
+        subprocess.run,
+        [MCP_TASKS, "tasks", "list"],
+        env={**env, "MCP_TASKS_NAMESPACE": "no-such-namespace"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert absent.returncode != 0
+    (line,) = absent.stderr.strip().splitlines()
+    assert "MCP_TASKS_NAMESPACE" in line and "run `mcp-tasks setup`" in line, line
+
+
+def test_a_worker_started_outside_the_repository_names_each_missing_directory(
+    temporal: TemporalDevServer, tmp_path: Path
+) -> None:
+    """The demo toolset's deploy reads MCP_TASKS_PIPELINES_DIR and import_records
+    MCP_TASKS_IMPORT_DIR, both relative to the working directory by default."""
+    env = {
+        **clean_env(),
+        "MCP_TASKS_TEMPORAL_ADDRESS": temporal.address,
+        "MCP_TASKS_TASK_QUEUE": f"outside-{uuid.uuid4().hex[:8]}",
+    }
+    out, err = tmp_path / "out.log", tmp_path / "err.log"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        worker = subprocess.Popen(
+            [MCP_TASKS, "worker"],
+            cwd=tmp_path,
+            env=env,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while "mcp-tasks worker: up" not in out.read_text():
+            assert worker.poll() is None, err.read_text()
+            assert time.monotonic() < deadline, err.read_text()
+            time.sleep(0.1)
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=30)
+    warned = err.read_text()
+    for variable, folder, tool in (
+        ("MCP_TASKS_PIPELINES_DIR", "pipelines", "deploy"),
+        ("MCP_TASKS_IMPORT_DIR", "imports", "import_records"),
+    ):
+        (line,) = [line for line in warned.splitlines() if f"{variable} names" in line]
+        assert f"no directory {tmp_path / folder}" in line and tool in line, line
+    assert "polling" in out.read_text() and f"Temporal {temporal.address}" in out.read_text()
+
+
+def test_a_worker_in_the_repository_finds_every_directory_it_needs() -> None:
+    root = Path(__file__).resolve().parent.parent
+    settings = Settings(pipelines_dir=str(root / "pipelines"), import_dir=str(root / "imports"))
+    registry = load_toolsets("demo", (), settings)
+    assert {d.variable for d in registry.directories.values()} == {
+        "MCP_TASKS_PIPELINES_DIR",
+        "MCP_TASKS_IMPORT_DIR",
+    }
+    assert missing_directories(registry) == []
+    elsewhere = load_toolsets("demo", (), Settings(pipelines_dir=str(root / "no-such-dir")))
+    assert len(missing_directories(elsewhere)) == 1

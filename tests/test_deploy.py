@@ -14,6 +14,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities.deploy import INVALID_PIPELINE, parse_pipeline
 from mcp_server.runtime.devserver import TemporalDevServer
+from mcp_server.tools.loading import load_toolsets
+from mcp_tasks.settings import Settings
 from tests.conftest import StackFactory
 from tests.dev_process import WorkerProcess, wait_gone
 from tests.mcp_client import TASKS, McpClient
@@ -298,6 +300,22 @@ def test_the_example_pipeline_is_valid_and_keeps_its_shape() -> None:
     }
     assert switch["approval"] == "Switch production traffic to 1.2.0?"
     assert switch["timeout_seconds"] == 600 and migrate["env"] == {}
+
+
+def test_the_deploy_tool_describes_a_call_by_its_pipelines_description(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parent.parent
+    registry = load_toolsets("demo", (), Settings(pipelines_dir=str(root / "pipelines")))
+    deploy = registry.get("deploy")
+    assert deploy is not None and deploy.describe is not None
+    assert deploy.describe({"pipeline": "release"}) == (
+        "Build, then (after the release manager approves) switch traffic"
+    )
+    assert deploy.describe({"pipeline": "no-such"}) is None
+    assert deploy.describe({"pipeline": "../etc/passwd"}) is None
+    elsewhere = load_toolsets("demo", (), Settings(pipelines_dir=str(tmp_path / "none")))
+    described = elsewhere.get("deploy")
+    assert described is not None and described.describe is not None
+    assert described.describe({"pipeline": "release"}) is None  # the server has no pipelines
 
 
 def test_a_steps_cwd_is_resolved_against_the_pipeline_directory_and_unknown_keys_are_ignored(

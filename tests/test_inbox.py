@@ -151,6 +151,11 @@ async def test_the_approver_approves_the_deploy_in_the_browser(
         await page.set_viewport_size({"width": 1200, "height": 820})
     await row.locator("a").click()
     await page.wait_for_url(f"{server.base}/inbox/tasks/{task_id}")
+    # Which deploy: its pipeline and what the pipeline says it does; the question in words.
+    await expect(page.locator(".about")).to_have_text(
+        "pipeline=release: Build, then (after the release manager approves) switch traffic"
+    )
+    await expect(page.locator("article.request h3")).to_have_text("Approve switch traffic")
     # An approval is two buttons that say what they do; no checkbox to forget.
     assert await form_fields(page) == {"f.comment": "text"}
     approve_button = page.locator("form.answer button[value=approve]")
@@ -263,6 +268,9 @@ async def test_a_request_for_approval_is_a_button_per_decision(
     page = await signed_in_page(browser, server, "release-manager")
     await page.goto(f"{server.base}/inbox/tasks/{task_id}")
     assert await form_fields(page) == {"f.reason": "text"}
+    # A plain approval publishes no steps: no empty Steps card above its question.
+    await expect(page.locator("h2", has_text="Steps")).to_have_count(0)
+    await expect(page.locator("article.request h3")).to_have_text("Decision")
     buttons = page.locator("form.answer .actions button")
     await expect(buttons).to_have_text(["Approve", "Reject"])
     await page.fill("#f\\.reason", "Wait for the audit.")

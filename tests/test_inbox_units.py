@@ -15,11 +15,14 @@ from mcp_server.inbox.forms import (
     FormProblem,
     NeedsConfirmation,
     answer_of,
+    heading_of,
     render_fields,
     render_request,
 )
+from mcp_server.inbox.pages import login_page, task_live, task_page
 from mcp_server.inbox.session import InboxSession, SessionCodec, cookie_header
 from mcp_server.inbox.timeline import render_timeline
+from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.waiting import inbox_query
 from mcp_tasks.identity import Principal
 
@@ -158,3 +161,56 @@ def test_the_inbox_query() -> None:
         f'{base} AND (McpOwner="d1" OR McpApprovers IN ("principal:\\"x", "scope:r"))'
     )
     assert inbox_query("d1", ["scope:r"], every_approver=True) == base
+
+
+def _snapshot(steps: list[dict[str, Any]] | None) -> TaskSnapshot:
+    now = "2026-12-06T12:00:00Z"
+    question = {
+        "method": "elicitation/create",
+        "params": {
+            "message": "Ship it?",
+            "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}},
+        },
+    }
+    return TaskSnapshot(
+        "t1",
+        "o",
+        "input_required",
+        None,
+        now,
+        now,
+        None,
+        None,
+        {"decision": question},
+        steps=steps,
+        tool="request_approval",
+    )
+
+
+def test_a_request_is_headed_by_its_title_or_its_key_in_words() -> None:
+    assert heading_of("approve-switch-traffic", _request(SCHEMA)) == "Approve switch traffic"
+    assert heading_of("decision", _request(SCHEMA)) == "Decision"
+    assert heading_of("k", _request({**SCHEMA, "title": "Release 1.2"})) == "Release 1.2"
+    html = render_request("t1", "approve-switch-traffic", _request(SCHEMA), "tok", "")
+    assert "<h3>Approve switch traffic</h3>" in html and 'data-key="approve-switch-traffic"' in html
+
+
+def test_a_task_without_steps_shows_no_steps_card() -> None:
+    now = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
+    assert "<h2>Steps</h2>" not in task_live(_snapshot(None), now, {})
+    step = {"name": "build", "status": "completed"}
+    assert "<h2>Steps</h2>" in task_live(_snapshot([step]), now, {})
+
+
+def test_the_sign_in_page_speaks_of_the_token_not_of_server_flags() -> None:
+    html = login_page("csrf")
+    assert "--auth" not in html and "token you were given" in html
+
+
+def test_a_task_page_says_what_the_task_was_asked_to_do_when_known() -> None:
+    now = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
+    who = ("alice", None)
+    about = "pipeline=release: Build, then switch traffic"
+    page = task_page(_snapshot(None), now, "csrf", frozenset(), who, {}, about=about)
+    assert '<p class="about">pipeline=release: Build, then switch traffic</p>' in page
+    assert 'class="about"' not in task_page(_snapshot(None), now, "csrf", frozenset(), who, {})

@@ -358,6 +358,9 @@ def test_temporal_unreachable_exits_3(running: Running) -> None:
     done = cli(running, "list", env=elsewhere)
     assert done.returncode == EXIT_UNREACHABLE
     assert done.stderr.startswith("mcp-tasks: cannot reach Temporal at 127.0.0.1:")
+    (line,) = done.stderr.strip().splitlines()
+    assert line.count("cannot reach Temporal") == 1, line  # said once, then where and why
+    assert line.endswith("(namespace default; MCP_TASKS_TEMPORAL_ADDRESS)"), line
 
 
 async def test_without_the_payload_key_the_cli_says_which_setting_is_missing(

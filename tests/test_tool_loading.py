@@ -101,3 +101,28 @@ def test_a_file_whose_name_an_installed_module_takes_is_refused(fresh_dir: Path)
     (fresh_dir / "json.py").write_text(TOOL_MODULE.replace("{name}", "json"))
     with pytest.raises(ToolModuleError, match="already taken"):
         import_tool_module("./json.py")
+
+
+def test_a_register_that_fails_names_the_module_its_line_and_the_error(fresh_dir: Path) -> None:
+    name = unique_name()
+    body = "def register(registry):\n    x = 1\n    raise KeyError('region')\n"
+    (fresh_dir / f"{name}.py").write_text(body)
+    with pytest.raises(ToolModuleError) as caught:
+        load_toolsets("demo", [name])
+    message = str(caught.value)
+    assert "\n" not in message and f"tool module {name!r}: register(registry) failed" in message
+    assert "KeyError: 'region'" in message and f"{name}.py, line 3" in message
+
+
+def test_a_refusal_of_the_registry_names_the_line_of_the_module_that_caused_it(
+    fresh_dir: Path,
+) -> None:
+    """The registry raises deeper down: the line named is the module's own call."""
+    name = unique_name()
+    twice = TOOL_MODULE.replace("{name}", name) + "    registry.add(Tool('hello_" + name
+    twice += "', 'Again.', {'type': 'object'}, handler=_hello))\n"
+    (fresh_dir / f"{name}.py").write_text(twice)
+    with pytest.raises(ToolModuleError) as caught:
+        load_toolsets("demo", [name])
+    assert "registered twice" in str(caught.value)
+    assert f"{name}.py, line 11" in str(caught.value)

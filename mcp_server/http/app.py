@@ -251,7 +251,19 @@ def http_config(app: FastAPI, settings: Settings) -> uvicorn.Config:
 
 
 class HttpServer(uvicorn.Server):
-    """uvicorn without its own signal handling: the embedding program decides when to stop."""
+    """uvicorn without its own signal handling: the embedding program decides when to stop.
+    `on_started` runs once it listens (the CLI's "up on ..." line)."""
+
+    def __init__(
+        self, config: uvicorn.Config, on_started: Callable[[], None] | None = None
+    ) -> None:
+        super().__init__(config)
+        self.on_started = on_started
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started and self.on_started is not None:
+            self.on_started()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:

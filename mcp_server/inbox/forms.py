@@ -16,6 +16,7 @@ whether the answer is valid is decided by the protocol layer's own check (the sa
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from starlette.datastructures import FormData
@@ -121,6 +122,17 @@ def render_fields(schema: dict[str, Any], skip: str | None = None) -> str:
     return join(rows)
 
 
+def heading_of(key: str, request: dict[str, Any]) -> str:
+    """A request's heading for people: its form's title, else its key in words
+    (`approve-switch-traffic` -> `Approve switch traffic`); the key stays in `data-key`."""
+    schema = form_schema(request)
+    title = schema.get("title") if schema else None
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    words = re.sub(r"[-_.]+", " ", key).strip()
+    return words[:1].upper() + words[1:] if words else key
+
+
 def message_of(request: dict[str, Any]) -> str:
     params = request.get("params")
     return str(params.get("message", "")) if isinstance(params, dict) else ""
@@ -168,13 +180,13 @@ def render_request(
     text = f'<p class="message">{h(message)}</p>' if message else ""
     if schema is None:
         return (
-            f'<article class="request" data-key="{h(key)}"><h3>{h(key)}</h3>{text}'
-            f'<p class="note">This request ({h(request.get("method", "?"))}) can only be '
+            f'<article class="request" data-key="{h(key)}"><h3>{h(heading_of(key, request))}</h3>'
+            f'{text}<p class="note">This request ({h(request.get("method", "?"))}) can only be '
             "answered by an MCP client.</p></article>"
         )
     return (
-        f'<article class="request" data-key="{h(key)}"><h3>{h(key)}</h3>{text}'
-        f'<form method="post" action="/inbox/tasks/{h(task_id)}/answer" class="answer">'
+        f'<article class="request" data-key="{h(key)}"><h3>{h(heading_of(key, request))}</h3>'
+        f'{text}<form method="post" action="/inbox/tasks/{h(task_id)}/answer" class="answer">'
         f"{_NO_ENTER}{hidden('csrf', csrf)}{hidden('key', key)}"
         f"{render_fields(schema, skip=choice_field(schema))}"
         f"{_actions(schema, message, consequence)}</form></article>"

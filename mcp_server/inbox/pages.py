@@ -18,6 +18,7 @@ from mcp_server.inbox.forms import (
     CONFIRM_FIELD,
     FIELD_PREFIX,
     form_schema,
+    heading_of,
     message_of,
     render_request,
 )
@@ -89,13 +90,20 @@ def task_live(snapshot: TaskSnapshot, now: datetime, decided: dict[str, Decision
         f'<section id="live" data-version="{h(task_version(snapshot))}" '
         f'data-forms="{h(forms_version(snapshot))}">{_status_line(snapshot)}'
         f"{render_decisions(decided, now)}"
-        f'<div class="grid"><div class="card"><h2>Steps</h2>'
-        f"{render_timeline(snapshot.steps, now)}</div>"
+        f'<div class="grid{"" if snapshot.steps else " single"}">{_steps_card(snapshot, now)}'
         f'<div class="card side"><h2>People</h2>{_who(snapshot)}<h2>Task</h2>'
         f'<dl class="who-list"><dt>Created</dt><dd>{h(age(snapshot.created_at, now))} ago</dd>'
         f"<dt>Updated</dt><dd>{h(age(snapshot.last_updated_at, now))} ago</dd></dl></div>"
         "</div></section>"
     )
+
+
+def _steps_card(snapshot: TaskSnapshot, now: datetime) -> str:
+    """The task's steps; none at all for a task that publishes none (a plain approval), so its
+    question is not pushed below the fold by an empty card."""
+    if not snapshot.steps:
+        return ""
+    return f'<div class="card"><h2>Steps</h2>{render_timeline(snapshot.steps, now)}</div>'
 
 
 def _choices(request: dict[str, Any]) -> str:
@@ -113,7 +121,8 @@ def _not_yours(key: str, request: dict[str, Any], snapshot: TaskSnapshot) -> str
     message = message_of(request)
     text = f'<p class="message">{h(message)}</p>' if message else ""
     return (
-        f'<article class="request others" data-key="{h(key)}"><h3>{h(key)}</h3>{text}'
+        f'<article class="request others" data-key="{h(key)}">'
+        f"<h3>{h(heading_of(key, request))}</h3>{text}"
         f"{_choices(request)}"
         f'<p class="note awaits">Awaiting the decision of <strong>{h(who)}</strong>. '
         "You can follow it here; only they can answer.</p></article>"
@@ -139,11 +148,14 @@ def task_forms(
     return f'<section id="forms"><h2>{title}</h2>{error}{body}</section>'
 
 
-def _heading(snapshot: TaskSnapshot) -> str:
+def _heading(snapshot: TaskSnapshot, about: str = "") -> str:
+    """The tool, the taskId and, when known, what the task was asked to do (`about`: its
+    arguments and its tool's description of them, e.g. a deploy's pipeline)."""
+    line = f'<p class="about">{h(about)}</p>' if about else ""
     return (
         '<nav class="crumbs"><a href="/inbox">← Inbox</a></nav>'
         f'<div class="heading"><h1><span class="tool">{h(snapshot.tool or "task")}</span></h1>'
-        f'<span class="id">{h(snapshot.task_id)}</span></div>'
+        f'<span class="id">{h(snapshot.task_id)}</span></div>{line}'
     )
 
 
@@ -155,10 +167,11 @@ def task_page(
     who: tuple[str, str | None],
     decided: dict[str, Decision],
     problem: str | None = None,
+    about: str = "",
 ) -> str:
     """`who`: the signed-in user and the sign-out form's token (None: no sign-out)."""
     body = (
-        f"{_heading(snapshot)}{task_live(snapshot, now, decided)}"
+        f"{_heading(snapshot, about)}{task_live(snapshot, now, decided)}"
         f"{task_forms(snapshot, csrf, answerable, problem)}"
     )
     live = f"/inbox/events?task={h(snapshot.task_id)}"
@@ -198,8 +211,9 @@ def confirm_page(
 def login_page(csrf: str, problem: str | None = None) -> str:
     error = f'<div class="error" role="alert">{h(problem)}</div>' if problem else ""
     body = (
-        '<section class="login card"><h1>Sign in</h1><p>Paste the bearer credential you use '
-        "with this MCP server (a token of <code>--auth tokens</code>, or an access token). "
+        '<section class="login card"><h1>Sign in</h1><p>Paste the token you were given for '
+        "this MCP server (the one your MCP client sends, or an access token from your sign-in "
+        "provider). "
         "It is checked once; the inbox then keeps a signed session cookie, never the "
         f'credential.</p>{error}<form method="post" action="/inbox/login">'
         f'<input type="hidden" name="csrf" value="{h(csrf)}">'

@@ -27,9 +27,9 @@ from starlette.responses import (
 from mcp_server.inbox import pages
 from mcp_server.inbox.csrf import FIELD_NAME
 from mcp_server.inbox.events import list_stream, task_stream
-from mcp_server.inbox.forms import FormProblem, NeedsConfirmation, answer_of
+from mcp_server.inbox.forms import FormProblem, NeedsConfirmation, answer_of, message_of
 from mcp_server.inbox.history import Arguments, Decision, decisions
-from mcp_server.inbox.list_page import list_page, list_section, list_version
+from mcp_server.inbox.list_page import list_page, list_section, list_version, summary_of
 from mcp_server.inbox.login import Login
 from mcp_server.inbox.paging import WaitingPage, page_of
 from mcp_server.inbox.responses import forged, html_page, problem, unavailable
@@ -125,6 +125,22 @@ class Inbox:
         except (McpError, TaskError):
             return {}
 
+    async def _about(self, request: Request, snapshot: TaskSnapshot) -> str:
+        """What the task was asked to do, for its page: its arguments in a line and what its
+        tool says of them (a deploy: its pipeline's description). Empty when its history is
+        out of reach."""
+        if self._arguments is None:
+            self._arguments = Arguments(self._query(request).client)
+        try:
+            arguments = await self._arguments.of(snapshot.task_id)
+        except (McpError, TaskError):
+            return ""
+        asked = " ".join(message_of(r) for r in snapshot.input_requests.values())
+        summary = summary_of(arguments, asked)
+        tool = self._services(request).registry.get(snapshot.tool)
+        described = tool.describe(arguments) if tool and tool.describe else None
+        return f"{summary}: {described}" if summary and described else summary or described or ""
+
     async def _task(self, request: Request, principal: Principal, task_id: str) -> TaskSnapshot:
         return await lookup(self.context(request, principal), self._services(request), task_id)
 
@@ -177,7 +193,8 @@ class Inbox:
         if part == "live":
             return html_page(pages.task_live(snapshot, now, decided))
         who = (principal.subject, self._logout_token(session))
-        body = pages.task_page(snapshot, now, token, mine, who, decided)
+        about = await self._about(request, snapshot)
+        body = pages.task_page(snapshot, now, token, mine, who, decided, about=about)
         return self.signin.finish(request, html_page(body), session, fresh)
 
     async def answer(self, request: Request) -> Response:
@@ -201,7 +218,7 @@ class Inbox:
         question = snapshot.input_requests.get(key)
         if question is None:
             gone = "This question was already answered or withdrawn."
-            return self._on_task_page(request, session, snapshot, gone, 409)
+            return await self._on_task_page(request, session, snapshot, gone, 409)
         try:
             services.limits.rates.updates.take(ctx.principal)
             await submit_answers(ctx, services, task_id, {key: answer_of(question, form)})
@@ -212,14 +229,16 @@ class Inbox:
             token = self.signin.csrf.token(session)
             return html_page(pages.confirm_page(snapshot, key, form, token, who))
         except FormProblem as err:
-            return self._on_task_page(request, session, snapshot, str(err), 400)
+            return await self._on_task_page(request, session, snapshot, str(err), 400)
         except McpError as err:
-            return self._on_task_page(request, session, snapshot, err.message, err.http_status)
+            return await self._on_task_page(
+                request, session, snapshot, err.message, err.http_status
+            )
         except TaskError as err:
             return unavailable(err)
         return RedirectResponse(f"/inbox/tasks/{task_id}", status_code=303)
 
-    def _on_task_page(
+    async def _on_task_page(
         self,
         request: Request,
         session: InboxSession,
@@ -238,6 +257,7 @@ class Inbox:
             (principal.subject, self._logout_token(session)),
             {},
             note,
+            about=await self._about(request, snapshot),
         )
         return html_page(body, status)
 

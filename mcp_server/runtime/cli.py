@@ -1,6 +1,7 @@
 """`mcp-tasks`: `dev` (everything in one command), `stdio` (for hosts that spawn their servers),
 `server` and `worker` (each part alone), `setup` (an existing Temporal namespace made ready for
-them), `tasks` (operators: operator_cli.py)."""
+them), `tasks` (operators: list, show and answer tasks), `token` (the bearer tokens of
+--auth tokens)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from mcp_server.runtime.devserver import TemporalDevServer, port_is_free
 from mcp_server.runtime.setup_command import run_setup
 from mcp_server.runtime.supervisor import EngineSupervisor, SupervisedWorker, claim_data_dir
 from mcp_server.runtime.tokens import add_token, list_tokens, revoke_tokens
-from mcp_server.runtime.worker import build_worker, sweeping_expired_tasks
+from mcp_server.runtime.worker import build_worker, missing_directories, sweeping_expired_tasks
 from mcp_server.stdio.channel import claim_stdio
 from mcp_server.stdio.server import StdioServer
 from mcp_server.temporal.connection import connect, set_retention
@@ -44,6 +45,15 @@ from mcp_tasks.settings import Settings
 from mcp_tasks.webhooks.endpoints import load_endpoints
 
 log = logging.getLogger("mcp_server.runtime.cli")
+
+# What `mcp-tasks --help` says (the module docstring above is for readers of the code).
+DESCRIPTION = (
+    "Durable MCP tool calls on Temporal. dev: Temporal dev server, worker and MCP endpoint in "
+    "one command; stdio: for hosts that spawn their servers; server and worker: each part "
+    "alone, on an existing Temporal; setup: make a namespace ready for them; tasks: list, show "
+    "and answer tasks as an operator; token: the bearer tokens of --auth tokens. Settings: "
+    "MCP_TASKS_* variables (docs: Settings)."
+)
 
 
 def _stop_event() -> asyncio.Event:
@@ -72,6 +82,7 @@ def _http_part(
     client: Client,
     local_client: Callable[[], Client | None] | None = None,
     engine: EngineSupervisor | None = None,
+    on_started: Callable[[], None] | None = None,
 ) -> Part:
     app = create_app(
         settings,
@@ -80,7 +91,7 @@ def _http_part(
         local_client=local_client,
         engine=engine.status if engine is not None else None,
     )
-    server = HttpServer(http_config(app, settings))
+    server = HttpServer(http_config(app, settings), on_started)
     if settings.metrics_port is not None:
         serve_metrics(settings.metrics_host, settings.metrics_port)
 
@@ -107,6 +118,8 @@ def _worker_part(
     *,
     supervised: SupervisedWorker | None = None,
 ) -> Part:
+    for line in missing_directories(registry):
+        log.warning("%s", line)
     if supervised is not None:
         work, stop = supervised.run, supervised.shutdown
     else:
@@ -232,10 +245,24 @@ async def run_part(settings: Settings, *, http: bool, worker: bool) -> None:
     registry = load_toolsets(settings.toolset, settings.tool_modules, settings)
     client = await connect(settings)
     await require_ready(client, registry.longest_ttl_ms())  # only `mcp-tasks setup` registers
-    parts = [_http_part(settings, registry, client)] if http else []
+    where = (
+        f"toolset {settings.toolset} ({len(registry.tools())} tools); Temporal "
+        f"{settings.temporal_address} (namespace {settings.namespace}, task queue "
+        f"{settings.task_queue})"
+    )
+    parts = []
+    if http:
+        endpoint = f"http://{settings.host}:{settings.port}/mcp"
+        say = _say(f"mcp-tasks server: up on {endpoint}; {where}")
+        parts.append(_http_part(settings, registry, client, on_started=say))
     if worker:
         parts.append(_worker_part(settings, registry, client))
+        print(f"mcp-tasks worker: up, polling; {where}", flush=True)
     await _serve(parts)
+
+
+def _say(line: str) -> Callable[[], None]:
+    return lambda: print(line, flush=True)
 
 
 async def run_stdio(
@@ -274,16 +301,34 @@ async def run_stdio(
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mcp-tasks", description=__doc__)
+    parser = argparse.ArgumentParser(prog="mcp-tasks", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--toolset", choices=["demo", "conformance"], default=None)
+    common.add_argument(
+        "--toolset",
+        choices=["demo", "conformance"],
+        default=None,
+        help="the built-in tools to serve (default: demo; MCP_TASKS_TOOLSET)",
+    )
     common.add_argument("--tools", nargs="*", default=None, metavar="MODULE",
                         help="modules with register(registry) adding your own tools")  # fmt: skip
     http = argparse.ArgumentParser(add_help=False)
-    http.add_argument("--host", default=None)
-    http.add_argument("--port", type=int, default=None)
-    http.add_argument("--auth", choices=["none", "tokens", "jwt"], default=None)
+    http.add_argument(
+        "--host", default=None, help="the address to listen on (default: 127.0.0.1; MCP_TASKS_HOST)"
+    )
+    http.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="the port of the MCP endpoint and the inbox (default: 8000; MCP_TASKS_PORT)",
+    )
+    http.add_argument(
+        "--auth",
+        choices=["none", "tokens", "jwt"],
+        default=None,
+        help="how callers authenticate: none (loopback only), tokens (a tokens "
+        "file, see `mcp-tasks token`) or jwt (default: none; MCP_TASKS_AUTH)",
+    )
     http.add_argument(
         "--insecure",
         action="store_true",
@@ -295,18 +340,38 @@ def _parser() -> argparse.ArgumentParser:
     dev = commands.add_parser(
         "dev", parents=[common, http], help="Temporal dev server + worker + HTTP server in one"
     )
-    dev.add_argument("--data-dir", default=".mcp-tasks")
-    dev.add_argument("--temporal-port", type=int, default=None)
+    dev.add_argument(
+        "--data-dir",
+        default=".mcp-tasks",
+        help="where the embedded Temporal keeps its data (default: .mcp-tasks)",
+    )
+    dev.add_argument(
+        "--temporal-port",
+        type=int,
+        default=None,
+        help="the embedded Temporal's port (default: 7233, or a free port when 7233 is taken)",
+    )
     dev.add_argument("--ui", action="store_true", help="also serve Temporal's Web UI")
-    dev.add_argument("--ui-port", type=int, default=None)
+    dev.add_argument(
+        "--ui-port",
+        type=int,
+        default=None,
+        help="the Web UI's port, with --ui (default: Temporal's port + 1000)",
+    )
     stdio = commands.add_parser(
         "stdio", parents=[common], help="serve one MCP host that spawns this server (stdin/stdout)"
     )
     stdio.add_argument("--dev", action="store_true",
                        help="use the embedded Temporal dev server of --data-dir (join it, or "
                             "start it); without it, MCP_TASKS_TEMPORAL_ADDRESS")  # fmt: skip
-    stdio.add_argument("--data-dir", default=".mcp-tasks")
-    stdio.add_argument("--temporal-port", type=int, default=None)
+    stdio.add_argument(
+        "--data-dir",
+        default=".mcp-tasks",
+        help="where the embedded Temporal of --dev keeps its data (default: .mcp-tasks)",
+    )
+    stdio.add_argument(
+        "--temporal-port", type=int, default=None, help="the embedded Temporal's port, with --dev"
+    )
     stdio.add_argument("--no-worker", dest="worker", action="store_false",
                        help="serve only: the tasks run on workers elsewhere")  # fmt: skip
     commands.add_parser("server", parents=[common, http], help="the MCP HTTP server alone")
@@ -327,7 +392,11 @@ def _parser() -> argparse.ArgumentParser:
     token_commands = token.add_subparsers(dest="token_command", required=True)
     add = token_commands.add_parser("add", help="mint a token, store its hash, print it once")
     add.add_argument("--file", required=True, help="the tokens file (created if missing)")
-    add.add_argument("--principal", required=True)
+    add.add_argument(
+        "--principal",
+        required=True,
+        help="who the token stands for (its name in logs, approvals, the inbox)",
+    )
     add.add_argument("--scope", action="append", default=[], dest="scopes",
                      help="a scope the token holds (repeat it, or separate scopes with spaces "
                           "or commas), e.g. --scope deploy for the demo's deploy tool")  # fmt: skip

@@ -46,7 +46,7 @@ def add_parser(commands: Any) -> None:
         "McpWaitingSince), newest first; WAITING is how long a task has waited for input. "
         "--limit counts in Temporal's order: open tasks first, then the most recently closed.",
     )  # fmt: skip
-    listing.add_argument("--status", choices=TASK_STATUSES)
+    listing.add_argument("--status", choices=TASK_STATUSES, help="only tasks in this status")
     listing.add_argument("--tool", help="a tool name, e.g. request_approval")
     listing.add_argument(
         "--owner",
@@ -87,7 +87,7 @@ def add_parser(commands: Any) -> None:
     )  # fmt: skip
     hooks.add_argument("--json", action="store_true", help="one JSON object per endpoint")
     show = sub.add_parser("show", help="one task as tasks/get shows it, plus Temporal's detail")
-    show.add_argument("task_id", metavar="ID")
+    show.add_argument("task_id", metavar="ID", help="the taskId (mcp-task-...)")
     show.add_argument(
         "--json", action="store_true", help='{"task": <the tasks/get result>, "operator": {...}}'
     )
@@ -95,7 +95,7 @@ def add_parser(commands: Any) -> None:
         "answer", help="answer a task's outstanding input request", description=_SIDE_DOOR
         + " On a terminal, without --set or --json, each field of the form is asked for.",
     )  # fmt: skip
-    answer.add_argument("task_id", metavar="ID")
+    answer.add_argument("task_id", metavar="ID", help="the taskId (mcp-task-...)")
     answer.add_argument("--key", help="which request (needed when several wait)")
     action = answer.add_mutually_exclusive_group()
     action.add_argument(

@@ -46,6 +46,7 @@ from mcp_server.tasks.pending_webhooks import by_endpoint, pending_deliveries
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.temporal.connection import connect
+from mcp_server.temporal.setup import ClusterProblem
 from mcp_tasks.logging import principal_key, principal_tag
 from mcp_tasks.settings import Settings
 from workflows.task_state import SubmitInput
@@ -92,6 +93,9 @@ def run(args: argparse.Namespace) -> int:
 async def _client(settings: Settings) -> Client:
     try:
         return await asyncio.wait_for(connect(settings), CONNECT_TIMEOUT_S)
+    except ClusterProblem as err:  # already "cannot reach Temporal at ...: why"
+        where = f"namespace {settings.namespace}; MCP_TASKS_TEMPORAL_ADDRESS"
+        raise Refusal(EXIT_UNREACHABLE, f"{err} ({where})") from None
     except (RuntimeError, OSError, TimeoutError) as err:
         raise Refusal(
             EXIT_UNREACHABLE,

@@ -37,7 +37,7 @@ async def run_setup(settings: Settings) -> int:
               f"longest tool TTL plus its grace)", flush=True)  # fmt: skip
         if check.short:
             print(f"warning: {retention_warning(settings.namespace, check)}", flush=True)
-        registered = await register_missing(client)
+        registered = await register_missing(client, check.needed)
     except ClusterProblem as problem:
         print(f"mcp-tasks setup: {problem}", file=sys.stderr, flush=True)
         return problem.exit_code

@@ -17,6 +17,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
@@ -64,6 +65,22 @@ def workflow_runner() -> WorkflowRunner:
         *PASSED_THROUGH, *REGISTRATION_MODULES
     )
     return SandboxedWorkflowRunner(restrictions=restrictions)
+
+
+def missing_directories(registry: ToolRegistry) -> list[str]:
+    """One line per directory the toolset reads at run time that does not exist here, naming
+    the setting and the path looked in. A worker logs them at start: its callers only ever
+    hear that a pipeline or a source is not there, never where the worker looked."""
+    lines = []
+    for needed in registry.directories.values():
+        where = Path(needed.path).resolve()
+        if not where.is_dir():
+            lines.append(
+                f"{needed.variable} names {needed.path!r}, and there is no directory {where}: "
+                f"{', '.join(needed.tools)} will fail until it exists (set {needed.variable} to "
+                f"the directory on this host)"
+            )
+    return lines
 
 
 class _PooledWorker(Worker):

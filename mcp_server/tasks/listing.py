@@ -26,7 +26,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_server.tasks.errors import from_rpc_error
+from mcp_server.tasks.errors import BackendRefused, from_rpc_error
 from mcp_server.tasks.snapshots import TaskSnapshot, listed_snapshot
 from mcp_server.tasks.store import RPC_TIMEOUT
 from mcp_tasks.contracts.approvers import PRINCIPAL_PREFIX, SCOPE_PREFIX
@@ -38,6 +38,7 @@ from workflows.task_state import (
     SEARCH_ATTRIBUTE_STATUS,
     SEARCH_ATTRIBUTE_TOOL,
     SEARCH_ATTRIBUTE_WAITING_SINCE,
+    SEARCH_ATTRIBUTES,
     TaskState,
     iso_timestamp,
     parse_timestamp,
@@ -58,6 +59,8 @@ _SCOPE_NAME = re.compile(r"scope:[A-Za-z0-9_.:\-/]{1,200}")
 _DIGEST = re.compile(r"[0-9a-f]{32}")
 # Temporal's task queue names: no quotes, no control characters; kept to what needs no quoting.
 _TASK_QUEUE = re.compile(r"[A-Za-z0-9_.:\-/@]{1,255}")
+# What Temporal answers a query naming an attribute the namespace does not have.
+_UNREGISTERED = re.compile(r"invalid search attribute: (\w+)")
 WAITING_SINCE_KEY = SearchAttributeKey.for_datetime(SEARCH_ATTRIBUTE_WAITING_SINCE)
 
 
@@ -200,7 +203,20 @@ def _visibility_error(err: RPCError, where: TaskFilter) -> Exception:
                 f"this namespace has no {SEARCH_ATTRIBUTE_APPROVERS} search attribute yet "
                 "(no task has named approvers): nothing to find by --approver"
             )
+        unregistered = _UNREGISTERED.search(err.message)
+        if unregistered and unregistered.group(1) in SEARCH_ATTRIBUTES:
+            return InvalidFilter(
+                f"this namespace has no {unregistered.group(1)} search attribute: it is not set "
+                "up for mcp-tasks yet; run `mcp-tasks setup` with the same settings once"
+            )
         return InvalidFilter(f"Temporal refused the query: {err.message}")
+    if err.status == RPCStatusCode.NOT_FOUND and "namespace" in err.message.lower():
+        return BackendRefused(
+            "Temporal",
+            "list tasks",
+            f"{err.message.rstrip('.')} (the namespace MCP_TASKS_NAMESPACE names): create it, "
+            "then run `mcp-tasks setup` with the same settings",
+        )
     return from_rpc_error(err, "list tasks")
 
 

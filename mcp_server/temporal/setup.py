@@ -60,11 +60,24 @@ def unreachable(address: str, err: BaseException) -> ClusterProblem:
     )
 
 
-def _problem(err: RPCError, namespace: str, doing: str) -> ClusterProblem:
+def create_command(client: Client, needed: timedelta | None) -> str:
+    """The `temporal` command that creates the client's namespace with the retention setup
+    asks for (the longest tool TTL plus its grace; Temporal's default when no tool has one)."""
+    retention = f" --retention {hours(needed)}" if needed is not None else ""
+    return (
+        f"temporal operator namespace create --namespace {client.namespace}{retention} "
+        f"--address {client.service_client.config.target_host}"
+    )
+
+
+def _problem(
+    err: RPCError, client: Client, doing: str, needed: timedelta | None = None
+) -> ClusterProblem:
+    namespace = client.namespace
     if err.status == RPCStatusCode.NOT_FOUND:
         return ClusterProblem(
-            f"namespace {namespace!r} does not exist: create it (temporal operator namespace "
-            f"create --namespace {namespace} --retention 7d) or set MCP_TASKS_NAMESPACE",
+            f"namespace {namespace!r} does not exist: create it ({create_command(client, needed)})"
+            " or set MCP_TASKS_NAMESPACE",
             EXIT_NO_NAMESPACE,
         )
     if err.status in _DENIED:
@@ -77,25 +90,26 @@ def _problem(err: RPCError, namespace: str, doing: str) -> ClusterProblem:
     return ClusterProblem(f"could not {doing} in namespace {namespace!r}: {err.message}", 1)
 
 
-async def retention(client: Client) -> timedelta:
-    """How long the namespace keeps closed workflows (ClusterProblem: it does not exist...)."""
+async def retention(client: Client, needed: timedelta | None = None) -> timedelta:
+    """How long the namespace keeps closed workflows (ClusterProblem: it does not exist...;
+    `needed`, the retention the tools need, goes into the command that creates it)."""
     try:
         response = await client.workflow_service.describe_namespace(
             DescribeNamespaceRequest(namespace=client.namespace)
         )
     except RPCError as err:
-        raise _problem(err, client.namespace, "describe the namespace") from err
+        raise _problem(err, client, "describe the namespace", needed) from err
     return response.config.workflow_execution_retention_ttl.ToTimedelta()
 
 
-async def missing_search_attributes(client: Client) -> list[str]:
+async def missing_search_attributes(client: Client, needed: timedelta | None = None) -> list[str]:
     """The search attributes of SEARCH_ATTRIBUTES not registered in the namespace."""
     try:
         listed = await client.operator_service.list_search_attributes(
             ListSearchAttributesRequest(namespace=client.namespace)
         )
     except RPCError as err:
-        raise _problem(err, client.namespace, "list the search attributes") from err
+        raise _problem(err, client, "list the search attributes", needed) from err
     return [name for name in SEARCH_ATTRIBUTES if name not in listed.custom_attributes]
 
 
@@ -108,9 +122,10 @@ def register_commands(namespace: str, names: list[str]) -> str:
     )
 
 
-async def register_missing(client: Client) -> list[str]:
-    """Register the missing search attributes; the names registered (none: nothing to do)."""
-    missing = await missing_search_attributes(client)
+async def register_missing(client: Client, needed: timedelta | None = None) -> list[str]:
+    """Register the missing search attributes; the names registered (none: nothing to do).
+    `needed`: the retention the tools need, for the command that creates a missing namespace."""
+    missing = await missing_search_attributes(client, needed)
     if not missing:
         return []
     try:
@@ -123,7 +138,7 @@ async def register_missing(client: Client) -> list[str]:
             )
         )
     except RPCError as err:
-        problem = _problem(err, client.namespace, "register search attributes")
+        problem = _problem(err, client, "register search attributes")
         if err.status in (*_DENIED, RPCStatusCode.UNIMPLEMENTED):
             problem = ClusterProblem(
                 f"{problem} (register them with an admin's credentials: "
@@ -150,7 +165,7 @@ class RetentionCheck:
 
 async def check_retention(client: Client, longest_ttl_ms: int | None) -> RetentionCheck:
     needed = None if longest_ttl_ms is None else timedelta(milliseconds=longest_ttl_ms)
-    return RetentionCheck(await retention(client), needed)
+    return RetentionCheck(await retention(client, needed), needed)
 
 
 def hours(span: timedelta) -> str:
@@ -172,8 +187,9 @@ async def require_ready(client: Client, longest_ttl_ms: int | None) -> None:
     """At the start of a server or worker: the namespace exists (its retention is checked,
     a warning if short) and every search attribute is registered; else ClusterProblem. Credentials
     not allowed to list the search attributes only get a warning (nothing is known missing)."""
+    needed = None if longest_ttl_ms is None else timedelta(milliseconds=longest_ttl_ms)
     try:
-        missing = await missing_search_attributes(client)  # (a missing namespace: NOT_FOUND)
+        missing = await missing_search_attributes(client, needed)  # (no namespace: NOT_FOUND)
     except ClusterProblem as problem:
         if problem.exit_code != EXIT_DENIED:
             raise

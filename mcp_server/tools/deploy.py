@@ -13,6 +13,7 @@ DAY_MS = 24 * 60 * 60 * 1000
 def register(registry: ToolRegistry) -> None:
     registry.add_workflows(deploy.WORKFLOWS)
     pipelines = PipelineFiles(registry.settings.pipelines_dir)
+    registry.needs_directory("pipelines_dir", registry.settings.pipelines_dir, "deploy")
     registry.add_activities([run_command, pipelines.load_pipeline])
     registry.add(
         Tool(
@@ -39,5 +40,8 @@ def register(registry: ToolRegistry) -> None:
             scopes=frozenset({"deploy"}),
             ttl_ms=7 * DAY_MS,
             poll_interval_ms=2000,
+            # The pipeline's own description, when the server can read the pipelines too (the
+            # worker is the one that must: docs/operations/existing-cluster.md).
+            describe=pipelines.describe,
         )
     )

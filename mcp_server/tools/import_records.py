@@ -13,6 +13,7 @@ DAY_MS = 24 * 60 * 60 * 1000
 def register(registry: ToolRegistry) -> None:
     registry.add_workflows(import_records.WORKFLOWS)
     records = RecordImports(registry.settings.import_dir)
+    registry.needs_directory("import_dir", registry.settings.import_dir, "import_records")
     registry.add_activities([records.plan_import, records.inspect_source, records.import_chunk])
     registry.add(
         Tool(

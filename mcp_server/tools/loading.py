@@ -47,8 +47,13 @@ def _on_path(folder: Path) -> None:
         sys.path.append(str(folder))
 
 
-def _where_it_failed(err: BaseException) -> str:
-    frames = traceback.extract_tb(err.__traceback__)
+def _where_it_failed(err: BaseException, in_file: str | None = None) -> str:
+    """` (file, line N)`: the innermost frame, or the innermost one in `in_file` (the user's
+    module, when the error was raised deeper, e.g. by the registry it called)."""
+    frames: list[traceback.FrameSummary] = list(traceback.extract_tb(err.__traceback__))
+    if in_file is not None:
+        own = [f for f in frames if Path(f.filename).resolve() == Path(in_file).resolve()]
+        frames = own or frames
     return f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
 
 
@@ -107,7 +112,15 @@ def load_toolsets(
             raise ToolModuleError(
                 f"tool module {module.__name__!r} has no register(registry) function"
             )
-        register(registry)
+        try:
+            register(registry)
+        except ToolModuleError:
+            raise
+        except Exception as err:
+            raise ToolModuleError(
+                f"tool module {module.__name__!r}: register(registry) failed: "
+                f"{type(err).__name__}: {err}{_where_it_failed(err, module.__file__)}"
+            ) from None
     exposed.register_runtime(registry)
     if registry.settings.exposed_workflows_file:
         exposed.register(registry)

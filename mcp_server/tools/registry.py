@@ -138,6 +138,9 @@ class Tool:
     scopes: frozenset[str] = frozenset()
     # Handed to the workflow as TaskInput.tool_config (one workflow type, several tools).
     workflow_config: dict[str, Any] = field(default_factory=dict)
+    # What one call does, in a sentence for people, from its arguments (the approval inbox shows
+    # it on the task's page); None: nothing beyond the arguments. Must not raise.
+    describe: Callable[[dict[str, Any]], str | None] | None = None
     # Whether `mrtr` is of the form that sees the answers so far (set from its signature).
     _mrtr_sees_answers: bool = field(default=False, init=False, repr=False, compare=False)
 
@@ -195,6 +198,20 @@ class Tool:
         return out
 
 
+@dataclass(frozen=True)
+class ToolDirectory:
+    """A directory some tools read at run time: the Settings field naming it, its path as set
+    (relative paths are from the working directory), the tools that read it."""
+
+    setting: str
+    path: str
+    tools: tuple[str, ...]
+
+    @property
+    def variable(self) -> str:
+        return f"MCP_TASKS_{self.setting.upper()}"
+
+
 class ToolRegistry:
     def __init__(self, settings: Settings | None = None) -> None:
         # What toolsets may read to configure their activities (e.g. pipelines_dir).
@@ -204,6 +221,9 @@ class ToolRegistry:
         self._listeners: list[Callable[[], None]] = []
         self.workflows: list[type] = []
         self.activities: list[Callable[..., Any]] = []
+        # The directories the toolset's activities read at run time, by the setting that
+        # names each (a worker warns at start about any that is missing).
+        self.directories: dict[str, ToolDirectory] = {}
 
     def add(self, tool: Tool) -> Tool:
         if tool.name in self._tools:
@@ -236,6 +256,13 @@ class ToolRegistry:
 
     def add_workflows(self, workflows: Sequence[type]) -> None:
         self.workflows.extend(w for w in workflows if w not in self.workflows)
+
+    def needs_directory(self, setting: str, path: str, tool: str) -> None:
+        """`tool`'s activities read the directory `path`, which the setting `setting` (a field of
+        Settings, e.g. `pipelines_dir`) names."""
+        known = self.directories.get(setting)
+        tools = (*known.tools, tool) if known else (tool,)
+        self.directories[setting] = ToolDirectory(setting, path, tools)
 
     def add_activities(self, activities: Sequence[Callable[..., Any]]) -> None:
         self.activities.extend(a for a in activities if a not in self.activities)

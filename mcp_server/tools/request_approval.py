@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from mcp_server.tools.registry import Tool, ToolRegistry
 from mcp_tasks.contracts.approvers import APPROVERS_SCHEMA
 from workflows import request_approval
@@ -9,6 +11,12 @@ from workflows import request_approval
 DAY_MS = 24 * 60 * 60 * 1000
 APPROVAL_TTL_MS = 30 * DAY_MS
 MAX_DEADLINE_S = 29 * 24 * 3600  # the TTL outlives the longest deadline by a day
+
+
+# Nullable as `anyOf` branches of one type each, not a `["string", "null"]` type array: the
+# same contract, which schema-checking clients (the MCP Inspector) accept without a portability
+# warning.
+_STRING_OR_NULL: dict[str, Any] = {"anyOf": [{"type": "string"}, {"type": "null"}]}
 
 
 def register(registry: ToolRegistry) -> None:
@@ -39,9 +47,9 @@ def register(registry: ToolRegistry) -> None:
                 "type": "object",
                 "properties": {
                     "decision": {"enum": ["approved", "rejected", "expired", "dismissed"]},
-                    "reason": {"type": ["string", "null"]},
-                    "decidedBy": {"type": ["string", "null"]},
-                    "decidedByName": {"type": ["string", "null"]},
+                    "reason": _STRING_OR_NULL,
+                    "decidedBy": _STRING_OR_NULL,
+                    "decidedByName": _STRING_OR_NULL,
                     "waitedSeconds": {"type": "number"},
                 },
                 "required": ["decision", "reason", "decidedBy", "waitedSeconds"],

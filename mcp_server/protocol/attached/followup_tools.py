@@ -29,6 +29,7 @@ from mcp_server.tasks.access import find_task
 from mcp_server.tasks.errors import TaskError
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tools.registry import Tool, ToolCall
+from workflows.task_status import TERMINAL_STATUSES
 
 _TASK_ID = {"type": "string", "minLength": 1, "description": "The taskId the tool call named"}
 NOT_FOUND = "No such task: it never existed, has passed its retention, or belongs to someone else."
@@ -80,7 +81,9 @@ FOLLOW_UP_SCHEMA: dict[str, Any] = {
     "properties": {
         "taskId": {"type": "string"},
         "status": {"enum": ["working", "input_required"]},
-        "statusMessage": {"type": ["string", "null"]},
+        # A string, or absent, as the tasks extension types it (a `["string", "null"]` type
+        # array draws portability warnings from schema-checking clients such as the Inspector).
+        "statusMessage": {"type": "string"},
         "followUpTools": {"type": "array", "items": {"type": "string"}},
     },
     "required": ["taskId", "status", "followUpTools"],
@@ -163,6 +166,12 @@ async def call(
         if name == "task_status":
             return _status(snapshot)
         if name == "task_cancel":
+            if snapshot.status in TERMINAL_STATUSES:  # nothing to cancel; say how it ended
+                return _text(
+                    f"Task {task_id} had already ended ({snapshot.status}): nothing to cancel.",
+                    taskId=task_id,
+                    status=snapshot.status,
+                )
             try:
                 await tasks.cancel(ctx, services, task_id)
             except McpError as err:

@@ -59,12 +59,10 @@ def follow_up_result(tool: str, snapshot: TaskSnapshot, problem: str = "") -> co
         f'{{"taskId": "{task_id}"}} to read its progress or its result, `task_respond` to '
         "answer its question, or `task_cancel` to stop it."
     )
-    structured: dict[str, Any] = {
-        "taskId": task_id,
-        "status": snapshot.status,
-        "statusMessage": snapshot.status_message,
-        "followUpTools": list(FOLLOW_UP_TOOLS),
-    }
+    structured: dict[str, Any] = {"taskId": task_id, "status": snapshot.status}
+    if snapshot.status_message is not None:
+        structured["statusMessage"] = snapshot.status_message
+    structured["followUpTools"] = list(FOLLOW_UP_TOOLS)
     return core.CallToolResult(
         content=[core.TextContent(type="text", text=text)],
         structured_content=structured,
