@@ -215,16 +215,27 @@ async def test_an_unknown_or_broken_pipeline_is_a_clear_tool_error(
     assert escape.error["code"] == -32602
 
 
-async def test_an_approval_gate_needs_a_client_that_can_answer(
+async def test_a_gate_the_caller_cannot_answer_waits_for_someone_who_can_without_rolling_back(
     mcp: McpClient, pipelines_dir: Path
 ) -> None:
+    """A client without the elicitation capability is not shown the form (wire §1.6): to it
+    the task is `working`, saying where the question is answered; nothing is rolled back, and
+    a client that can answer (here another client of the same owner) does."""
     name, log = pipeline(pipelines_dir, THREE_STEPS)
-    task_id = (await mcp.call_tool("deploy", {"pipeline": name}, capabilities=TASKS)).result[
-        "taskId"
-    ]
+    created = await mcp.call_tool("deploy", {"pipeline": name}, capabilities=TASKS)
+    task_id = created.result["taskId"]
+    waiting = await mcp.wait_status(task_id, "input_required", within=10)
+    assert list(waiting["inputRequests"]) == ["approve-b"]  # to a client that can answer
+    unaware = (await mcp.get_task(task_id, capabilities=TASKS)).result
+    assert unaware["status"] == "working" and "inputRequests" not in unaware
+    assert 'Waiting for approval before step 2/3 "b"' in unaware["statusMessage"]
+    assert f"mcp-tasks tasks answer {task_id}" in unaware["statusMessage"]
+    assert "approval inbox" in unaware["statusMessage"]
+    assert journal(log) == ["a"]  # still waiting, nothing undone
+    await mcp.update_task(task_id, {"approve-b": APPROVE})
     done = await mcp.wait_terminal(task_id, within=20)
-    assert "elicitation" in done["result"]["content"][0]["text"]
-    assert journal(log) == ["a", "undo-a"]
+    assert done["result"]["isError"] is False
+    assert journal(log) == ["a", "b", "c"]
 
 
 @pytest.mark.slow

@@ -30,9 +30,10 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ChildWorkflowError, is_cancelled_exception
 
+from workflows.child_steering import ChildSteering
 from workflows.results import text_result
 from workflows.task_state import TaskInput
-from workflows.task_workflow import TaskWorkflow, task_workflow
+from workflows.task_workflow import task_workflow
 
 with workflow.unsafe.imports_passed_through():
     from activities.exposed import PROBE_CHILD_ACTIVITY, ChildHealth, ChildProbe
@@ -52,7 +53,7 @@ def pick(value: Any, path: str | None) -> Any:
 
 
 @task_workflow("ExposedWorkflow")
-class ExposedWorkflow(TaskWorkflow):
+class ExposedWorkflow(ChildSteering):
     async def execute(self, task: TaskInput) -> dict[str, Any]:
         config = task.tool_config
         child_type, queue = str(config["workflow"]), str(config["task_queue"])
@@ -88,6 +89,7 @@ class ExposedWorkflow(TaskWorkflow):
         handle = await workflow.start_child_workflow(
             probe.workflow_type, args=args, id=probe.workflow_id, task_queue=probe.task_queue
         )
+        self.relay_to(handle)  # steer, pause and resume go on to the child (child_steering.py)
         try:
             await self._until_started(handle, probe, config)
             # Not `await handle`: that would cancel the child on the task's cancellation and

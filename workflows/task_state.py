@@ -180,6 +180,9 @@ class TaskState:
     # Tasks the creating request called related (TaskInput.related_task_ids); written only
     # when there are some.
     related_task_ids: list[str] = field(default_factory=list)
+    # Whether the task holds at a safe point after a pause (workflows/steering.py); written
+    # only when true.
+    paused: bool = False
 
     @classmethod
     def initial(cls, task: TaskInput, status_message: str) -> TaskState:
@@ -219,6 +222,7 @@ class TaskState:
             **({"steps": [dict(step) for step in self.steps]} if self.steps is not None else {}),
             **({"requestedBy": self.requested_by} if self.requested_by else {}),
             **({"relatedTaskIds": list(self.related_task_ids)} if self.related_task_ids else {}),
+            **({"paused": True} if self.paused else {}),
         }
 
     @classmethod
@@ -256,6 +260,7 @@ class TaskState:
             steps=_steps(memo.get("steps")),
             requested_by=by if isinstance(by := memo.get("requestedBy"), str) else None,
             related_task_ids=_string_list(memo.get("relatedTaskIds")),
+            paused=memo.get("paused") is True,
         )
 
 
