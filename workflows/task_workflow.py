@@ -263,8 +263,11 @@ class TaskWorkflow:
         paused, then return the steer messages that arrived since the last safe point, oldest
         first. Issues no command unless the task was paused."""
         if self._paused:
+            before = self._current.status_message or "Working"
+            self.report(f"Paused: {before} (resume to go on)")
             # Why wait_condition: the resume is a signal; the wait survives worker restarts.
             await workflow.wait_condition(lambda: not self._paused)
+            self.report(before)
         messages, self._steered = self._steered, []
         return messages
 
