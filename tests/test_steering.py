@@ -116,7 +116,8 @@ async def test_each_method_is_refused_where_it_does_not_apply_with_its_code(
         assert reply.error["code"] == errors.INVALID_PARAMS
         assert reply.error["message"] == errors.TASK_NOT_FOUND_MESSAGE
     # Without the extension: -32021 naming it, before any lookup.
-    for caps in (TASKS_AND_ELICITATION, {"extensions": {STEERING_EXTENSION: {}}}):
+    only_steering: dict[str, Any] = {"extensions": {STEERING_EXTENSION: {}}}
+    for caps in (TASKS_AND_ELICITATION, only_steering):
         refused = await steer(mcp, unknown, "hi", capabilities=caps)
         assert (refused.status, refused.error["code"]) == (
             400,

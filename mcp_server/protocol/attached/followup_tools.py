@@ -25,7 +25,12 @@ from typing import Any
 import mcp_types as core
 
 from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import TASK_NOT_FOUND_MESSAGE, McpError, invalid_params
+from mcp_server.protocol.errors import (
+    RATE_LIMITED,
+    TASK_NOT_FOUND_MESSAGE,
+    McpError,
+    invalid_params,
+)
 from mcp_server.protocol.v2026 import steering, tasks
 from mcp_server.protocol.v2026.views import tool_result
 from mcp_server.tasks.access import find_task
@@ -225,6 +230,8 @@ async def _steering(
         await steering.resume(ctx, services, task_id)
         return _text(f"Task {task_id} resumes.", taskId=task_id)
     except McpError as err:
+        if err.code == RATE_LIMITED:
+            raise  # a JSON-RPC error, as for every follow-up tool
         if err.message == TASK_NOT_FOUND_MESSAGE:
             return _text(NOT_FOUND, error=True)
         return _text(f"Not done: {err.message}", error=True, code=err.code)
