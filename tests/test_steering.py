@@ -8,6 +8,7 @@ import asyncio
 import tempfile
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from mcp_server.tools.exposed import load
 from mcp_server.tools.registry import ToolRegistry
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, McpClient
 from tests.steered_workflows import STEERED_TASK_QUEUE, STEERED_TOML, SteeredRollout
+from workflows.task_state import TaskState
 
 STEERING: dict[str, Any] = {
     **TASKS_AND_ELICITATION,
@@ -204,3 +206,12 @@ async def test_an_exposed_workflow_that_opts_in_gets_steer_pause_and_resume_rela
     result = done["result"]["structuredContent"]
     assert [(m["seq"], m["message"]) for m in result["messages"]] == [(1, "first"), (2, "second")]
     assert all(m["v"] == 1 for m in result["messages"]) and result["pauses"] == 1
+
+
+def test_the_memo_says_paused_only_while_paused_so_other_memos_stay_as_they_were() -> None:
+    state = TaskState("t", "multi_step_job", "o", "2026-01-01T00:00:00.000Z", "x", None, 1000)
+    assert "paused" not in state.to_memo()
+    paused = replace(state, paused=True)
+    assert paused.to_memo()["paused"] is True
+    assert TaskState.from_memo(paused.to_memo()) == paused
+    assert TaskState.from_memo({**state.to_memo(), "paused": "yes"}) == state
