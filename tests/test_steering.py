@@ -158,7 +158,7 @@ async def test_a_host_without_tasks_steers_pauses_and_resumes_with_the_follow_up
 
     paused = await follow_up("task_pause")
     assert paused["isError"] is False and "pauses" in paused["content"][0]["text"]
-    assert await status(mcp, task_id, STEERING) == "paused"
+    await wait_status_seen_by(mcp, task_id, "paused", STEERING)
     assert (await follow_up("task_steer", message="canary first"))["isError"] is False
     twice = await follow_up("task_pause")
     assert twice["isError"] is True and "already paused" in twice["content"][0]["text"]
