@@ -1,11 +1,16 @@
-"""A team's workflow that speaks the steering part of the interactive contract (mcp.steer,
-mcp.pause, mcp.resume in; mcp.paused out), as a team would write it with plain temporalio."""
+"""Workflows the steering tests run: a team's workflow that speaks the steering part of the
+interactive contract (mcp.steer, mcp.pause, mcp.resume in; mcp.paused out) as a team would
+write it with plain temporalio, and a task workflow steered across a continue-as-new."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from temporalio import workflow
+
+from workflows.results import text_result
+from workflows.task_state import TaskInput
+from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
 
 STEERED_TASK_QUEUE = "tests-steered-team-worker"
 STEERED_TOML = f"""
@@ -56,3 +61,18 @@ class SteeredRollout:
         # Its last mcp.paused reaches the parent before it ends.
         await workflow.wait_condition(workflow.all_handlers_finished)
         return {"messages": self.messages, "pauses": self.pauses}
+
+
+@task_workflow("TestsSteeredAcrossRuns")
+class SteeredAcrossRuns(TaskWorkflow):
+    """Asks once, continues as new once answered, then reads its steer messages at a safe
+    point: what it was told and whether it was paused survive the new run."""
+
+    async def execute(self, task: TaskInput) -> dict[str, Any]:
+        if not self.carried:
+            await self.ask("go", elicitation("Go on?", {"ok": {"type": "boolean"}}))
+            self.continue_as_new({"asked": True})
+        messages = await self.safe_point()
+        return text_result(
+            "read", structured={"messages": [[m.seq, m.message, m.by] for m in messages]}
+        )

@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,21 @@ from mcp_server.protocol.client_view import STEERING_EXTENSION
 from mcp_server.tools.exposed import load
 from mcp_server.tools.registry import ToolRegistry
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, McpClient
-from tests.steered_workflows import STEERED_TASK_QUEUE, STEERED_TOML, SteeredRollout
-from workflows.task_state import TaskState
+from tests.steered_workflows import (
+    STEERED_TASK_QUEUE,
+    STEERED_TOML,
+    SteeredAcrossRuns,
+    SteeredRollout,
+)
+from workflows.steering import PAUSE_SIGNAL, RESUME_SIGNAL, STEER_SIGNAL, SteerInput
+from workflows.task_state import (
+    STATE_QUERY,
+    SUBMIT_INPUT_SIGNAL,
+    AuditStamp,
+    SubmitInput,
+    TaskInput,
+    TaskState,
+)
 
 STEERING: dict[str, Any] = {
     **TASKS_AND_ELICITATION,
@@ -215,3 +229,51 @@ def test_the_memo_says_paused_only_while_paused_so_other_memos_stay_as_they_were
     assert paused.to_memo()["paused"] is True
     assert TaskState.from_memo(paused.to_memo()) == paused
     assert TaskState.from_memo({**state.to_memo(), "paused": "yes"}) == state
+
+
+async def test_steer_messages_and_a_pause_carry_over_a_continue_as_new(
+    temporal_client: Client,
+) -> None:
+    task = TaskInput(
+        task_id=f"steered-{uuid.uuid4()}",
+        tool="steered",
+        arguments={},
+        created_at="2026-01-01T00:00:00.000Z",
+        ttl_ms=None,
+        poll_interval_ms=500,
+        owner="o",
+    )
+    queue = f"steered-{uuid.uuid4()}"
+    async with Worker(temporal_client, task_queue=queue, workflows=[SteeredAcrossRuns]):
+        handle = await temporal_client.start_workflow(
+            "TestsSteeredAcrossRuns", task, id=task.task_id, task_queue=queue
+        )
+
+        async def state() -> dict[str, Any]:
+            found: dict[str, Any] = await handle.query(STATE_QUERY)
+            return found
+
+        await until(state, lambda s: s.get("status") == "input_required")
+        await handle.signal(STEER_SIGNAL, SteerInput("one", by="ann"))
+        await handle.signal(PAUSE_SIGNAL, AuditStamp("p"))
+        await handle.signal(SUBMIT_INPUT_SIGNAL, SubmitInput({"go": {"action": "accept"}}))
+        # The new run holds at its safe point, still paused; it takes the next message in.
+        held = await until(state, lambda s: str(s.get("statusMessage")).startswith("Paused:"))
+        assert held["paused"] is True
+        await handle.signal(STEER_SIGNAL, SteerInput("two"))
+        await handle.signal(RESUME_SIGNAL, AuditStamp("p"))
+        result = await handle.result()
+    assert result["structuredContent"]["messages"] == [[1, "one", "ann"], [2, "two", ""]]
+
+
+async def until(
+    read: Callable[[], Awaitable[dict[str, Any]]], done: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """`read()` again until `done` holds (bounded)."""
+    deadline = time.monotonic() + 10
+    value = await read()
+    while not done(value):
+        assert time.monotonic() < deadline, f"not there within 10 s: {value}"
+        await asyncio.sleep(0.05)
+        value = await read()
+    return value

@@ -187,6 +187,7 @@ class TaskWorkflow:
                    "answeredBy": self.answered_by,
                    **({"webhooksSent": self._notifications.sent}
                       if self._notifications.sent else {}),
+                   **self._steering_carried(),
                    "historyBase": self._notifications.sequence()}  # fmt: skip
         workflow.continue_as_new(replace(self.task, carried=carried), memo={MEMO_KEY: state})
 
@@ -289,6 +290,28 @@ class TaskWorkflow:
             self._change(paused=paused)
             self._publish()
 
+    def _steering_carried(self) -> dict[str, Any]:
+        """What a continued run needs of the steering: nothing for a task never steered."""
+        if not (self._steer_count or self._paused):
+            return {}
+        queued = [{"seq": m.seq, "message": m.message, "by": m.by} for m in self._steered]
+        return {"steering": {"count": self._steer_count, "paused": self._paused, "queued": queued}}
+
+    def _take_steering(self, carried: Any) -> None:
+        """Go on from the previous run's steering; messages this run took in before run()
+        started are numbered after the carried ones."""
+        if not isinstance(carried, dict):
+            return
+        count = int(carried.get("count") or 0)
+        queued = [
+            SteerMessage(int(m["seq"]), str(m["message"]), str(m.get("by") or ""))
+            for m in carried.get("queued") or ()
+        ]
+        early = [replace(m, seq=count + n) for n, m in enumerate(self._steered, start=1)]
+        self._steered = queued + early
+        self._steer_count = count + len(early)
+        self._paused = self._paused or bool(carried.get("paused"))
+
     # ----- Temporal handlers ------------------------------------------------------------
 
     @workflow.signal(name=STEER_SIGNAL)
@@ -346,6 +369,7 @@ class TaskWorkflow:
             self.cancel_message = str(task.carried.get("cancelMessage") or self.cancel_message)
             self._issued_keys = set(task.carried.get("issuedKeys") or ())
             self.answered_by = dict(task.carried.get("answeredBy") or {})
+            self._take_steering(task.carried.get("steering"))
         if self._paused:  # paused before run() started: shown with the first publish
             self._change(paused=True)
         sent = int(task.carried.get("webhooksSent") or 0)
