@@ -49,7 +49,7 @@ def declares_steering(declared: Declared) -> bool:
 def as_seen_by(snapshot: TaskSnapshot, declared: Declared) -> TaskSnapshot:
     """`snapshot` with only the input requests `declared` covers, and `paused` when declared."""
     seen = snapshot
-    if snapshot.status == "input_required":
+    if snapshot.status == "input_required" and snapshot.input_requests:
         takes = {k: r for k, r in snapshot.input_requests.items() if can_take(declared, r)}
         if not takes:
             where = ANSWERED_ELSEWHERE.format(task_id=snapshot.task_id)
