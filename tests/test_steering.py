@@ -148,6 +148,12 @@ async def test_each_method_is_refused_where_it_does_not_apply_with_its_code(
         assert reply.error["code"] == errors.NOT_STEERABLE
         assert reply.error["data"] == {"tool": "request_approval"}
         assert "does not declare" in reply.error["message"]
+    # An exposed workflow whose tools.toml entry does not opt in: refused alike.
+    exposed = await mcp.create_task("unserved_order", {"item": "x"})
+    refused_exposed = await control(mcp, PAUSE, exposed)
+    assert refused_exposed.error["code"] == errors.NOT_STEERABLE
+    assert "`pausable`" in refused_exposed.error["message"]
+    await mcp.cancel_task(exposed)
     job = await mcp.create_task("multi_step_job", {"require_approval": True, "steps": 1})
     not_paused = await control(mcp, RESUME, job)
     assert not_paused.error["code"] == errors.NOT_PAUSED
