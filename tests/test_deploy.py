@@ -13,10 +13,11 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from activities.deploy import INVALID_PIPELINE, parse_pipeline
+from mcp_server.protocol.client_view import STEERING_EXTENSION as STEERING
 from mcp_server.runtime.devserver import TemporalDevServer
 from tests.conftest import StackFactory
 from tests.dev_process import WorkerProcess, wait_gone
-from tests.mcp_client import TASKS, McpClient
+from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, McpClient
 
 APPROVE = {"action": "accept", "content": {"approve": True}}
 
@@ -441,3 +442,26 @@ async def test_a_host_without_tasks_finishes_a_deploy_through_the_follow_up_tool
             "tools/call", {"name": "task_cancel", "arguments": {"taskId": "mcp-task-" + "0" * 32}}
         )
         assert other.result["isError"] is True
+
+
+async def test_a_paused_deploy_finishes_its_step_and_holds_before_the_next_until_resumed(
+    mcp: McpClient, pipelines_dir: Path
+) -> None:
+    name, log = pipeline(pipelines_dir, THREE_STEPS)
+    task_id = await mcp.create_task("deploy", {"pipeline": name})
+    await mcp.wait_status(task_id, "input_required", within=10)
+    steering = {**TASKS_AND_ELICITATION, "extensions": {**TASKS["extensions"], STEERING: {}}}
+
+    async def control(verb: str) -> Any:
+        params = {"taskId": task_id}
+        headers = {"Mcp-Name": task_id}
+        method = f"mcp-tasks-temporal/{verb}"
+        return await mcp.rpc(method, params, capabilities=steering, headers=headers)
+
+    assert (await control("pause")).status == 200
+    await mcp.update_task(task_id, {"approve-b": APPROVE})
+    held = await mcp.wait_for(task_id, lambda t: t["statusMessage"].startswith("Paused:"), 20)
+    assert held["status"] == "working" and journal(log) == ["a", "b"]  # c waits
+    assert (await control("resume")).status == 200
+    done = await mcp.wait_terminal(task_id, within=20)
+    assert done["result"]["isError"] is False and journal(log) == ["a", "b", "c"]

@@ -19,6 +19,8 @@
   other, for the inbox, `mcp-tasks tasks answer` or another client of the owner's
   (docs/concepts/state-machine.md). Runs that reached such a gate before PARK_PATCH rolled back
   there, and replay so.
+- Pausable (workflows/steering.py): the start of each step is a safe point, so a paused deploy
+  finishes the step it runs and holds before the next one (and before its approval).
 - The step timeline (TaskState.steps: status, startedAt/endedAt, exitCode, outputTail,
   rollback) is published with the statusMessage at the points the deploy always published,
   so it issues no command of its own (workflows/deploy_timeline.py).
@@ -95,6 +97,7 @@ class DeployWorkflow(TaskWorkflow):
         total = len(steps)
         for index, step in enumerate(steps):
             label = f'step {index + 1}/{total} "{step["name"]}"'
+            await self.safe_point()  # no command unless the deploy was paused
             gated = step["approval"] and not step.get("approvers")
             # The patch is asked only where the old code rolled back, so no other run records it.
             unanswerable = gated and not isinstance(self._capabilities.get("elicitation"), dict)

@@ -20,7 +20,7 @@ def register(registry: ToolRegistry) -> None:
             "Runs a deploy pipeline (pipelines/NAME.toml on the server): its steps in order as "
             "shell commands, asking for approval where the pipeline says so, rolling back the "
             "completed steps in reverse if a step fails, an approval is declined, or the task "
-            "is cancelled.",
+            "is cancelled. Can be paused before its next step.",
             {
                 "type": "object",
                 "properties": {
@@ -39,5 +39,6 @@ def register(registry: ToolRegistry) -> None:
             scopes=frozenset({"deploy"}),
             ttl_ms=7 * DAY_MS,
             poll_interval_ms=2000,
+            pausable=True,
         )
     )
