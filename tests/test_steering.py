@@ -5,6 +5,8 @@ and every refusal with its code. Real Temporal (the session's dev server), real 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import tempfile
 import time
 import uuid
@@ -283,3 +285,23 @@ async def until(
         await asyncio.sleep(0.05)
         value = await read()
     return value
+
+
+async def test_each_steering_call_writes_an_audit_line_without_the_message(
+    mcp: McpClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcp_server.protocol.audit")
+    task_id = await mcp.create_task("multi_step_job", {"require_approval": True, "steps": 1})
+    await steer(mcp, task_id, "a secret plan")
+    await control(mcp, RESUME, task_id)  # refused: not paused
+    lines = [
+        json.loads(r.getMessage())
+        for r in caplog.records
+        if r.name == "mcp_server.protocol.audit" and task_id in r.getMessage()
+    ]
+    steering = [
+        (line["event"], line["outcome"]) for line in lines if line["event"] != "task.create"
+    ]
+    assert steering == [("task.steer", "acked"), ("task.resume", f"error {errors.NOT_PAUSED}")]
+    assert "a secret plan" not in caplog.text
+    await mcp.cancel_task(task_id)
