@@ -164,7 +164,7 @@ async def test_an_approver_cannot_cancel_but_the_owner_can(people: dict[str, Mcp
     assert refused.error["code"] == errors.APPROVER_CANNOT_CANCEL == -31002
     assert "only by the principal that created it" in refused.error["message"]
     # Steering is the owner's too (before whether the tool takes it: nothing to learn).
-    steering = {"extensions": {TASKS_EXTENSION: {}, STEERING_EXTENSION: {}}}
+    steering: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}, STEERING_EXTENSION: {}}}
     paused = await rm.rpc(
         "mcp-tasks-temporal/pause",
         {"taskId": task_id},
