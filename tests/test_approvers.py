@@ -16,6 +16,8 @@ import pytest
 from temporalio.client import Client
 
 from mcp_server.protocol import errors
+from mcp_server.protocol.client_view import STEERING_EXTENSION
+from mcp_server.protocol.wire import TASKS_EXTENSION
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.loading import load_toolsets
@@ -161,6 +163,16 @@ async def test_an_approver_cannot_cancel_but_the_owner_can(people: dict[str, Mcp
     refused = await rm.cancel_task(task_id)
     assert refused.error["code"] == errors.APPROVER_CANNOT_CANCEL == -31002
     assert "only by the principal that created it" in refused.error["message"]
+    # Steering is the owner's too (before whether the tool takes it: nothing to learn).
+    steering: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}, STEERING_EXTENSION: {}}}
+    paused = await rm.rpc(
+        "mcp-tasks-temporal/pause",
+        {"taskId": task_id},
+        capabilities=steering,
+        headers={"Mcp-Name": task_id},
+    )
+    assert paused.error["code"] == errors.APPROVER_CANNOT_STEER
+    assert "only by the principal that created it" in paused.error["message"]
     assert (await dev.get_task(task_id)).result["status"] == "input_required"
     assert (await dev.cancel_task(task_id)).status == 200
     assert (await dev.wait_terminal(task_id))["status"] == "cancelled"

@@ -13,12 +13,13 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from activities.deploy import INVALID_PIPELINE, parse_pipeline
+from mcp_server.protocol.client_view import STEERING_EXTENSION as STEERING
 from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.tools.loading import load_toolsets
 from mcp_tasks.settings import Settings
 from tests.conftest import StackFactory
 from tests.dev_process import WorkerProcess, wait_gone
-from tests.mcp_client import TASKS, McpClient
+from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, McpClient
 
 APPROVE = {"action": "accept", "content": {"approve": True}}
 
@@ -217,16 +218,27 @@ async def test_an_unknown_or_broken_pipeline_is_a_clear_tool_error(
     assert escape.error["code"] == -32602
 
 
-async def test_an_approval_gate_needs_a_client_that_can_answer(
+async def test_a_gate_the_caller_cannot_answer_waits_for_someone_who_can_without_rolling_back(
     mcp: McpClient, pipelines_dir: Path
 ) -> None:
+    """A client without the elicitation capability is not shown the form (wire §1.6): to it
+    the task is `working`, saying where the question is answered; nothing is rolled back, and
+    a client that can answer (here another client of the same owner) does."""
     name, log = pipeline(pipelines_dir, THREE_STEPS)
-    task_id = (await mcp.call_tool("deploy", {"pipeline": name}, capabilities=TASKS)).result[
-        "taskId"
-    ]
+    created = await mcp.call_tool("deploy", {"pipeline": name}, capabilities=TASKS)
+    task_id = created.result["taskId"]
+    waiting = await mcp.wait_status(task_id, "input_required", within=10)
+    assert list(waiting["inputRequests"]) == ["approve-b"]  # to a client that can answer
+    unaware = (await mcp.get_task(task_id, capabilities=TASKS)).result
+    assert unaware["status"] == "working" and "inputRequests" not in unaware
+    assert 'Waiting for approval before step 2/3 "b"' in unaware["statusMessage"]
+    assert f"mcp-tasks tasks answer {task_id}" in unaware["statusMessage"]
+    assert "approval inbox" in unaware["statusMessage"]
+    assert journal(log) == ["a"]  # still waiting, nothing undone
+    await mcp.update_task(task_id, {"approve-b": APPROVE})
     done = await mcp.wait_terminal(task_id, within=20)
-    assert "elicitation" in done["result"]["content"][0]["text"]
-    assert journal(log) == ["a", "undo-a"]
+    assert done["result"]["isError"] is False
+    assert journal(log) == ["a", "b", "c"]
 
 
 @pytest.mark.slow
@@ -448,3 +460,26 @@ async def test_a_host_without_tasks_finishes_a_deploy_through_the_follow_up_tool
             "tools/call", {"name": "task_cancel", "arguments": {"taskId": "mcp-task-" + "0" * 32}}
         )
         assert other.result["isError"] is True
+
+
+async def test_a_paused_deploy_finishes_its_step_and_holds_before_the_next_until_resumed(
+    mcp: McpClient, pipelines_dir: Path
+) -> None:
+    name, log = pipeline(pipelines_dir, THREE_STEPS)
+    task_id = await mcp.create_task("deploy", {"pipeline": name})
+    await mcp.wait_status(task_id, "input_required", within=10)
+    steering = {**TASKS_AND_ELICITATION, "extensions": {**TASKS["extensions"], STEERING: {}}}
+
+    async def control(verb: str) -> Any:
+        params = {"taskId": task_id}
+        headers = {"Mcp-Name": task_id}
+        method = f"mcp-tasks-temporal/{verb}"
+        return await mcp.rpc(method, params, capabilities=steering, headers=headers)
+
+    assert (await control("pause")).status == 200
+    await mcp.update_task(task_id, {"approve-b": APPROVE})
+    held = await mcp.wait_for(task_id, lambda t: t["statusMessage"].startswith("Paused:"), 20)
+    assert held["status"] == "working" and journal(log) == ["a", "b"]  # c waits
+    assert (await control("resume")).status == 200
+    done = await mcp.wait_terminal(task_id, within=20)
+    assert done["result"]["isError"] is False and journal(log) == ["a", "b", "c"]

@@ -15,7 +15,7 @@ import httpx
 from cryptography.hazmat.primitives import serialization
 
 from tests.conftest import Stack
-from tests.mcp_client import McpClient
+from tests.mcp_client import TASKS, McpClient
 from tests.test_security import AUDIENCE, ISSUER, _rsa, mint
 
 
@@ -46,6 +46,28 @@ async def test_the_local_user_needs_no_sign_in_and_answers(stack: Stack) -> None
         assert forged.status_code == 403
         done = await http.post(f"/inbox/tasks/{task_id}/answer", data=answer)
         assert done.status_code == 303 and done.headers["location"] == f"/inbox/tasks/{task_id}"
+    task = await stack.mcp.wait_terminal(task_id, within=15)
+    assert task["result"]["structuredContent"]["decision"] == "approved"
+
+
+async def test_a_question_the_callers_client_cannot_show_is_answered_in_the_inbox(
+    stack: Stack,
+) -> None:
+    """Its caller declared no elicitation: the task is not refused and nothing is lost; it
+    waits, the inbox shows the form and answers it (docs/concepts/state-machine.md)."""
+    created = await stack.mcp.call_tool(
+        "request_approval", {"message": "Ship 7?"}, capabilities=TASKS
+    )
+    task_id = created.result["taskId"]
+    await stack.mcp.wait_status(task_id, "input_required", within=15)
+    async with httpx.AsyncClient(base_url=_base(stack), timeout=15) as http:
+        assert (await http.get("/inbox")).status_code == 200  # the local user's session
+        await _listed(http, task_id)
+        page = await http.get(f"/inbox/tasks/{task_id}")
+        assert "Ship 7?" in page.text
+        answer = {"csrf": _csrf(page.text), "key": "decision", "action": "choose:approve"}
+        done = await http.post(f"/inbox/tasks/{task_id}/answer", data=answer)
+        assert done.status_code == 303
     task = await stack.mcp.wait_terminal(task_id, within=15)
     assert task["result"]["structuredContent"]["decision"] == "approved"
 

@@ -37,7 +37,7 @@ from mcp_server.temporal.connection import connect
 from mcp_tasks.identity import Principal
 from mcp_tasks.settings import Settings
 from tests.dev_process import MCP_TASKS, DevProcess, client_for, reaped
-from tests.mcp_client import McpClient
+from tests.mcp_client import TASKS, McpClient
 from workflows.task_state import MEMO_KEY, TaskInput, TaskState, iso_timestamp
 
 pytestmark = pytest.mark.slow
@@ -248,6 +248,23 @@ async def test_answer_with_set_completes_the_task_with_the_decision(
     again = cli(running, "answer", task_id, "--set", "decision=reject")
     assert again.returncode == EXIT_REFUSED
     assert again.stderr.strip() == f"mcp-tasks: task {task_id} is completed: nothing to answer"
+
+
+async def test_a_request_approval_whose_caller_cannot_show_the_form_is_answered_here(
+    running: Running, mcp: McpClient
+) -> None:
+    """The one rule for questions the caller cannot answer: no -32021 up front, the task waits
+    (shown `working` to that client, saying where it is answered) and an operator answers."""
+    created = await mcp.call_tool("request_approval", {"message": "Ship 1.4?"}, capabilities=TASKS)
+    task_id = created.result["taskId"]
+    await mcp.wait_status(task_id, "input_required", within=10)
+    unaware = (await mcp.get_task(task_id, capabilities=TASKS)).result
+    assert unaware["status"] == "working" and "inputRequests" not in unaware
+    assert f"mcp-tasks tasks answer {task_id}" in unaware["statusMessage"]
+    done = cli(running, "answer", task_id, "--set", "decision=approve")
+    assert done.returncode == 0, done.stderr
+    result = (await mcp.wait_terminal(task_id, within=20))["result"]
+    assert result["structuredContent"]["decision"] == "approved"
 
 
 async def test_an_invalid_answer_exits_2_naming_the_field_and_the_task_still_waits(

@@ -280,7 +280,9 @@ async def _wait_task(
 ) -> dict[str, Any]:
     async with asyncio.timeout(within):
         while True:
-            reply = await host.request("tasks/get", {"taskId": task_id, "_meta": meta(TASKS)})
+            reply = await host.request(
+                "tasks/get", {"taskId": task_id, "_meta": meta(TASKS_AND_ELICITATION)}
+            )
             assert_valid("tasks/get", reply.body)
             if done(reply.result):
                 return reply.result

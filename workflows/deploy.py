@@ -15,6 +15,12 @@
   the interrupted step is retried, so steps must be idempotent.
 - A gate with `approvers` is answered by them (mcp_tasks/contracts/approvers.py), not the caller: it
   needs no elicitation capability of the caller's client.
+- A gate whose caller's client cannot show the form (no elicitation capability) waits like any
+  other, for the inbox, `mcp-tasks tasks answer` or another client of the owner's
+  (docs/concepts/state-machine.md). Runs that reached such a gate before PARK_PATCH rolled back
+  there, and replay so.
+- Pausable (workflows/steering.py): the start of each step is a safe point, so a paused deploy
+  finishes the step it runs and holds before the next one (and before its approval).
 - The step timeline (TaskState.steps: status, startedAt/endedAt, exitCode, outputTail,
   rollback) is published with the statusMessage at the points the deploy always published,
   so it issues no command of its own (workflows/deploy_timeline.py).
@@ -42,6 +48,8 @@ with workflow.unsafe.imports_passed_through():
 HEARTBEAT_TIMEOUT = timedelta(seconds=5)
 # Retries are for infrastructure (a worker that died); a command that fails is not retried.
 STEP_RETRIES = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1))
+# Runs that reach a gate their caller cannot answer on code with this patch wait there.
+PARK_PATCH = "deploy-gate-waits-without-elicitation"
 
 
 @task_workflow("Deploy")
@@ -89,8 +97,11 @@ class DeployWorkflow(TaskWorkflow):
         total = len(steps)
         for index, step in enumerate(steps):
             label = f'step {index + 1}/{total} "{step["name"]}"'
+            await self.safe_point()  # no command unless the deploy was paused
             gated = step["approval"] and not step.get("approvers")
-            if gated and not isinstance(self._capabilities.get("elicitation"), dict):
+            # The patch is asked only where the old code rolled back, so no other run records it.
+            unanswerable = gated and not isinstance(self._capabilities.get("elicitation"), dict)
+            if unanswerable and not workflow.patched(PARK_PATCH):
                 await self._roll_back("no way to ask for approval")
                 return self._result(
                     f"{name}: {label} needs an approval, but the client did not declare the "

@@ -38,6 +38,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError, ChildWorkflowError, is_cancelled_exception
 
 from workflows.child_questions import ChildQuestions
+from workflows.child_steering import ChildSteering
 from workflows.results import text_result
 from workflows.task_state import TaskInput
 from workflows.task_workflow import task_workflow
@@ -70,7 +71,7 @@ def tool_error(message: str, details: Sequence[Any]) -> dict[str, Any]:
 
 
 @task_workflow("ExposedWorkflow")
-class ExposedWorkflow(ChildQuestions):
+class ExposedWorkflow(ChildSteering, ChildQuestions):
     async def execute(self, task: TaskInput) -> dict[str, Any]:
         config = task.tool_config
         child_type, queue = str(config["workflow"]), str(config["task_queue"])
@@ -114,6 +115,7 @@ class ExposedWorkflow(ChildQuestions):
         handle = await workflow.start_child_workflow(
             probe.workflow_type, args=args, id=probe.workflow_id, task_queue=probe.task_queue
         )
+        self.relay_to(handle)  # steer, pause and resume go on to the child (child_steering.py)
         try:
             await self._until_started(handle, probe, config)
             # Not `await handle`: that would cancel the child on the task's cancellation and

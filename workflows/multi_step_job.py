@@ -19,7 +19,9 @@ with workflow.unsafe.imports_passed_through():
 
 @task_workflow("MultiStepJob")
 class MultiStepJobWorkflow(TaskWorkflow):
-    """Runs N steps as heartbeating activities, optionally behind a human approval."""
+    """Runs N steps as heartbeating activities, optionally behind a human approval. Steerable
+    and pausable: each step boundary is a safe point, and the steer messages it hands over are
+    shown in the next step's statusMessage and listed in the result."""
 
     async def execute(self, task: TaskInput) -> dict[str, Any]:
         steps = int(task.arguments.get("steps", 3))
@@ -46,8 +48,12 @@ class MultiStepJobWorkflow(TaskWorkflow):
                     is_error=True,
                 )
         results = []
+        steered: list[dict[str, Any]] = []
         for index in range(1, steps + 1):
-            self.report(f"step {index}/{steps} running")
+            messages = await self.safe_point()
+            steered += [{"seq": m.seq, "message": m.message, "beforeStep": index} for m in messages]
+            note = f" (steered: {messages[-1].message[:200]})" if messages else ""
+            self.report(f"step {index}/{steps} running{note}")
             results.append(
                 await workflow.execute_activity(
                     run_step,
@@ -63,10 +69,10 @@ class MultiStepJobWorkflow(TaskWorkflow):
                     cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                 )
             )
-        return text_result(
-            f"{name!r} finished {steps} steps",
-            structured={"name": name, "approved": True, "steps": results},
-        )
+        structured: dict[str, Any] = {"name": name, "approved": True, "steps": results}
+        if steered:  # only a steered job's result says so: every other result stays as it was
+            structured["steering"] = steered
+        return text_result(f"{name!r} finished {steps} steps", structured=structured)
 
 
 WORKFLOWS = [MultiStepJobWorkflow]

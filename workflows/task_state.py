@@ -183,6 +183,9 @@ class TaskState:
     # How far the task is, as its workflow last reported it: {"progress": n, "total"?: m}
     # (a step n of m, or a fraction with total 1); written only when set.
     progress: dict[str, float] | None = None
+    # Whether the task holds at a safe point after a pause (workflows/steering.py); written
+    # only when true.
+    paused: bool = False
 
     @classmethod
     def initial(cls, task: TaskInput, status_message: str) -> TaskState:
@@ -223,6 +226,7 @@ class TaskState:
             **({"requestedBy": self.requested_by} if self.requested_by else {}),
             **({"relatedTaskIds": list(self.related_task_ids)} if self.related_task_ids else {}),
             **({"progress": dict(self.progress)} if self.progress is not None else {}),
+            **({"paused": True} if self.paused else {}),
         }
 
     @classmethod
@@ -261,6 +265,7 @@ class TaskState:
             requested_by=by if isinstance(by := memo.get("requestedBy"), str) else None,
             related_task_ids=_string_list(memo.get("relatedTaskIds")),
             progress=_progress(memo.get("progress")),
+            paused=memo.get("paused") is True,
         )
 
 

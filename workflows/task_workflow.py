@@ -20,7 +20,11 @@ A tool's workflow subclasses `TaskWorkflow`, implements `execute()`, and is decl
 - the task's secret arguments redacted from its memo, its result and its failure
   (workflows/redaction.py; the worker's interceptor does the same for exceptions);
 - webhook notifications (workflows/webhooks.py) when the task asks a question and when it
-  ends, for the endpoints its `TaskInput.webhooks` names (no new command for any other task).
+  ends, for the endpoints its `TaskInput.webhooks` names (no new command for any other task);
+- steering (workflows/steering.py): `mcp.steer` messages queued in order, `mcp.pause` and
+  `mcp.resume`; `await self.safe_point()` holds while paused and hands over the messages that
+  arrived since the last one. Only tools that declare `steering` / `pausable` are sent them
+  (the server refuses the others), so no other task ever issues a command for them.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from workflows.input_limits import refuse_oversized
 from workflows.quota import releasing_slot
 from workflows.redaction import Redactor
 from workflows.results import bounded
+from workflows.steering import PAUSE_SIGNAL, RESUME_SIGNAL, STEER_SIGNAL, SteerInput, SteerMessage
 from workflows.task_state import (
     CANCEL_REQUESTED_SIGNAL,
     MEMO_KEY,
@@ -126,6 +131,10 @@ class TaskWorkflow:
         # The McpApprovers value last upserted by this run (None: none yet).
         self._approver_ids: list[str] | None = None
         self._notifications = Notifications("", [], 0)
+        # Steering: the messages not yet handed over, how many arrived, whether paused.
+        self._steered: list[SteerMessage] = []
+        self._steer_count = 0
+        self._paused = False
 
     # ----- what subclasses implement and call -------------------------------------------
 
@@ -178,6 +187,7 @@ class TaskWorkflow:
                    "answeredBy": self.answered_by,
                    **({"webhooksSent": self._notifications.sent}
                       if self._notifications.sent else {}),
+                   **self._steering_carried(),
                    "historyBase": self._notifications.sequence()}  # fmt: skip
         workflow.continue_as_new(replace(self.task, carried=carried), memo={MEMO_KEY: state})
 
@@ -249,7 +259,76 @@ class TaskWorkflow:
         self._publish()
         return answers
 
+    async def safe_point(self) -> list[SteerMessage]:
+        """A point where the tool may be paused and steered: hold here while the task is
+        paused, then return the steer messages that arrived since the last safe point, oldest
+        first. Issues no command unless the task was paused."""
+        if self._paused:
+            before = self._current.status_message or "Working"
+            self.report(f"Paused: {before} (resume to go on)")
+            # Why wait_condition: the resume is a signal; the wait survives worker restarts.
+            await workflow.wait_condition(lambda: not self._paused)
+            self.report(before)
+        messages, self._steered = self._steered, []
+        return messages
+
+    def on_steer(self, message: SteerMessage) -> None:
+        """Take a steer message in (queued for the next safe point)."""
+        self._steered.append(message)
+
+    def on_pause(self, paused: bool) -> None:
+        """Take a pause (True) or a resume (False) in: the task shows it at once, and holds
+        at its next safe point."""
+        self.show_paused(paused)
+
+    def show_paused(self, paused: bool) -> None:
+        """Publish whether the task is paused (the memo's `paused`), if that changed."""
+        if paused == self._paused:
+            return
+        self._paused = paused
+        if self._state is not None:  # before run() starts, run() publishes it first
+            self._change(paused=paused)
+            self._publish()
+
+    def _steering_carried(self) -> dict[str, Any]:
+        """What a continued run needs of the steering: nothing for a task never steered."""
+        if not (self._steer_count or self._paused):
+            return {}
+        queued = [{"seq": m.seq, "message": m.message, "by": m.by} for m in self._steered]
+        return {"steering": {"count": self._steer_count, "paused": self._paused, "queued": queued}}
+
+    def _take_steering(self, carried: Any) -> None:
+        """Go on from the previous run's steering; messages this run took in before run()
+        started are numbered after the carried ones."""
+        if not isinstance(carried, dict):
+            return
+        count = int(carried.get("count") or 0)
+        queued = [
+            SteerMessage(int(m["seq"]), str(m["message"]), str(m.get("by") or ""))
+            for m in carried.get("queued") or ()
+        ]
+        early = [replace(m, seq=count + n) for n, m in enumerate(self._steered, start=1)]
+        self._steered = queued + early
+        self._steer_count = count + len(early)
+        self._paused = self._paused or bool(carried.get("paused"))
+
     # ----- Temporal handlers ------------------------------------------------------------
+
+    @workflow.signal(name=STEER_SIGNAL)
+    def steer(self, update: SteerInput) -> None:
+        # Numbered as taken in: the order Temporal recorded the signals.
+        self._steer_count += 1
+        self.on_steer(SteerMessage(self._steer_count, update.message, update.by))
+
+    @workflow.signal(name=PAUSE_SIGNAL)
+    def pause(self, stamp: AuditStamp) -> None:
+        del stamp  # who paused is in the history, as the signal's payload
+        self.on_pause(True)
+
+    @workflow.signal(name=RESUME_SIGNAL)
+    def resume(self, stamp: AuditStamp) -> None:
+        del stamp
+        self.on_pause(False)
 
     @workflow.signal(name=SUBMIT_INPUT_SIGNAL)
     def submit_input(self, update: SubmitInput) -> None:
@@ -290,6 +369,9 @@ class TaskWorkflow:
             self.cancel_message = str(task.carried.get("cancelMessage") or self.cancel_message)
             self._issued_keys = set(task.carried.get("issuedKeys") or ())
             self.answered_by = dict(task.carried.get("answeredBy") or {})
+            self._take_steering(task.carried.get("steering"))
+        if self._paused:  # paused before run() started: shown with the first publish
+            self._change(paused=True)
         sent = int(task.carried.get("webhooksSent") or 0)
         base = int(task.carried.get("historyBase") or 0)
         events_owner = task.owner if task.events else ""
@@ -341,6 +423,8 @@ class TaskWorkflow:
             status = published_status(bool(self._outstanding))
         previous = self._current.status
         changed_status = status != previous
+        if self._current.paused and status in ("completed", "cancelled"):
+            self._change(paused=False)  # a closed task holds nowhere
         self._change(status=status, input_requests=dict(self._outstanding))
         if self._redactor:
             self._change(

@@ -1,4 +1,4 @@
-"""One structured JSON line per task change (create, update, cancel), on the
+"""One structured JSON line per task change (create, update, cancel, steer, pause, resume), on the
 `mcp_server.protocol.audit` logger: time, `requestId` (the HTTP request's `X-Request-Id`, the
 same as on its request line; absent on stdio), `jsonrpcId` (the JSON-RPC id), taskId, principal
 digest (logged keyed: observability/logging.py), the caller's name (`by`, when it has one),
@@ -37,6 +37,9 @@ _EVENTS = {
     "tools/call": "task.create",
     "tasks/update": "task.update",
     "tasks/cancel": "task.cancel",
+    "mcp-tasks-temporal/steer": "task.steer",
+    "mcp-tasks-temporal/pause": "task.pause",
+    "mcp-tasks-temporal/resume": "task.resume",
 }
 
 

@@ -1,7 +1,8 @@
 """`server/discover` and `tools/list` (wire §1.4, §1.7).
 
-- `server/discover` replaces `initialize` at 2026-07-28; it advertises the tasks extension under
-  `capabilities.extensions` and never the 2025-11-25 `capabilities.tasks` slot.
+- `server/discover` replaces `initialize` at 2026-07-28; it advertises the tasks extension
+  (and this server's steering extension, v2026/steering.py) under `capabilities.extensions`
+  and never the 2025-11-25 `capabilities.tasks` slot.
 - `tools/list` and `server/discover` carry the cache hints `ttlMs` and `cacheScope` at
   2026-07-28. The list is the same for every caller and every connection, in registration
   order, paginated by an opaque cursor (a bad cursor is -32602).
@@ -17,6 +18,7 @@ import binascii
 import mcp_types as core
 
 from mcp_server.protocol.attached import followup_tools
+from mcp_server.protocol.client_view import STEERING_EXTENSION
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import invalid_params
 from mcp_server.protocol.events.models import EVENTS_EXTENSION
@@ -30,7 +32,7 @@ TOOLS_PAGE_SIZE = 100
 
 def server_capabilities(events: bool = False) -> core.ServerCapabilities:
     """With `events`, the events extension (SEP-3415) too, without list-change notices."""
-    extensions: dict[str, dict[str, object]] = {TASKS_EXTENSION: {}}
+    extensions: dict[str, dict[str, object]] = {TASKS_EXTENSION: {}, STEERING_EXTENSION: {}}
     if events:
         extensions[EVENTS_EXTENSION] = {}
     return core.ServerCapabilities(

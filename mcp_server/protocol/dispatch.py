@@ -7,7 +7,7 @@ Each entry declares:
   `tasks/result`; at 2025-11-25, `server/discover`, `tasks/update`, `subscriptions/listen`;
 - its params model: params are parsed before the handler runs (-32602 naming the field);
 - the extension it belongs to: at 2026-07-28 the request must declare it (-32021), checked
-  before the handler looks anything up;
+  before the handler looks anything up (the steering methods need the tasks extension too);
 - the param routed in `Mcp-Name` (checked against the header by the HTTP transport);
 - the audit event it may write (task.create, task.update, task.cancel), with the outcome;
 - whether its result is a stream of messages (`subscriptions/listen`) rather than one result.
@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from mcp_server.protocol import audit, capabilities, discovery, tools
+from mcp_server.protocol.client_view import STEERING_EXTENSION
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import METHOD_NOT_FOUND, McpError, from_task_error
 from mcp_server.protocol.events import handlers as events
@@ -31,13 +32,14 @@ from mcp_server.protocol.models import (
     ListenParams,
     PaginatedParams,
     Params,
+    SteerTaskParams,
     TaskIdParams,
     ToolCallParams,
     UpdateTaskParams,
     parse_params,
 )
 from mcp_server.protocol.v2025 import methods as v2025
-from mcp_server.protocol.v2026 import subscriptions, tasks
+from mcp_server.protocol.v2026 import steering, subscriptions, tasks
 from mcp_server.protocol.wire import TASKS_CAPABILITY, TASKS_EXTENSION
 from mcp_server.tasks.errors import TaskError
 
@@ -86,6 +88,12 @@ _LEGACY_TASKS = [
         audit_event="tasks/cancel",
     ),
 ]
+# This server's own steering extension (v2026/steering.py).
+_STEERING: list[tuple[str, type[Params], Any]] = [
+    (steering.STEER_METHOD, SteerTaskParams, steering.steer_task),
+    (steering.PAUSE_METHOD, TaskIdParams, steering.pause_task),
+    (steering.RESUME_METHOD, TaskIdParams, steering.resume_task),
+]
 TABLE: dict[str, Method] = {
     m.name: m
     for m in [
@@ -124,6 +132,18 @@ TABLE: dict[str, Method] = {
             name_param="taskId",
             audit_event="tasks/cancel",
         ),
+        *[
+            _method(
+                name,
+                params,
+                handler,
+                eras=MODERN,
+                extension=STEERING_EXTENSION,
+                name_param="taskId",
+                audit_event=name,
+            )
+            for name, params, handler in _STEERING
+        ],
         _method("events/list", PaginatedParams, events.list_events, eras=MODERN),
         _method("events/subscribe", SubscribeParams, events.subscribe, eras=MODERN),
         _method("events/unsubscribe", UnsubscribeParams, events.unsubscribe, eras=MODERN),
@@ -149,10 +169,18 @@ def lookup(method: str, era: Era) -> Method:
 
 
 def _gate(entry: Method, ctx: RequestContext) -> None:
-    if entry.extension is not None and ctx.modern:
+    if entry.extension is None or not ctx.modern:
+        return
+    if entry.extension == TASKS_EXTENSION:
         capabilities.require(
             ctx.capabilities, TASKS_CAPABILITY, f"{entry.name} belongs to the tasks extension"
         )
+        return
+    # An extension over tasks (steering): both must be declared.
+    required: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}, entry.extension: {}}}
+    capabilities.require(
+        ctx.capabilities, required, f"{entry.name} belongs to the {entry.extension} extension"
+    )
 
 
 async def call(

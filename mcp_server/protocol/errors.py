@@ -65,6 +65,18 @@ CALLBACK_ENDPOINT_ERROR = -31010
 # An answer to an input request by someone the request does not name as its approver (the
 # task's owner included), or by an approver to a request that is the owner's to answer.
 NOT_AN_APPROVER = INVALID_PARAMS
+# A steer, pause or resume of a task whose tool does not take it (its tool does not declare
+# `steering`, or `pausable`: `steering = true` / `pausable = true` in tools.toml): nothing is
+# sent to the task, which is never paused by surprise; `data.tool` names the tool: HTTP 400.
+NOT_STEERABLE = -31004
+# A steer, pause or resume of a task that has ended (completed, failed or cancelled).
+TASK_ENDED = INVALID_PARAMS
+# A pause of a task that is already paused.
+ALREADY_PAUSED = INVALID_PARAMS
+# A resume of a task that is not paused.
+NOT_PAUSED = INVALID_PARAMS
+# An approver (not the owner) asked to steer, pause or resume a task: only its owner does.
+APPROVER_CANNOT_STEER = APPROVER_CANNOT_CANCEL
 
 _HTTP_STATUS = {
     PARSE_ERROR: 400,

@@ -35,6 +35,7 @@ from mcp_server.protocol.wire import (
     META_RELATED_TASK_IDS,
     META_SERVER_INFO,
 )
+from workflows.steering import MAX_STEER_CHARS
 from workflows.task_status import TaskStatus
 
 M = TypeVar("M", bound=BaseModel)
@@ -145,6 +146,12 @@ class UpdateTaskParams(TaskIdParams):
     input_responses: dict[str, Any]
 
 
+class SteerTaskParams(TaskIdParams):
+    """`mcp-tasks-temporal/steer`: one message for the task, delivered at its next safe point."""
+
+    message: str = Field(min_length=1, max_length=MAX_STEER_CHARS)
+
+
 class ListenParams(Params):
     notifications: core.SubscriptionFilter
 
@@ -181,8 +188,10 @@ class ExtTask(WireModel):
 
 class DetailedTask(ExtTask):
     """`inputRequests` only when input_required, `result` only when completed, `error` only
-    when failed."""
+    when failed. `paused` only to a client that declared the steering extension
+    (protocol/client_view.py)."""
 
+    status: TaskStatus | Literal["paused"]  # type: ignore[assignment]
     input_requests: dict[str, JsonObject] | None = None
     result: core.CallToolResult | None = None
     error: core.ErrorData | None = None

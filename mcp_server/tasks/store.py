@@ -15,6 +15,7 @@ Mapping (README "How a task maps onto Temporal"):
   `wait_new_event`), which returns when the task's history grows: what listen streams follow.
 - submit_input: a signal (durable with no worker alive, survives server restarts).
 - cancel: a Temporal cancellation request (durable, a history event).
+- steer: a signal too (`mcp.steer`, `mcp.pause`, `mcp.resume`: workflows/steering.py).
 
 Rules implemented:
 - `get(task_id, owner)` compares the owner before anything else is read: someone else's task
@@ -89,6 +90,7 @@ from mcp_server.tasks.ttl import is_expired, ttl_after_close
 from mcp_tasks.identity import Identity
 from mcp_tasks.tracer import temporal_span
 from workflows.quota import RELEASE_BY_LOCAL_ACTIVITY, RELEASE_LAZILY
+from workflows.steering import SteerInput
 from workflows.task_state import (
     CANCEL_REQUESTED_SIGNAL,
     MEMO_KEY,
@@ -140,6 +142,7 @@ class TaskStore(Protocol):
     async def session_tasks(self, session: str, cursor: bytes) -> tuple[list[str], bytes]: ...
     async def submit_input(self, task_id: str, update: SubmitInput) -> None: ...
     async def cancel(self, task_id: str, stamp: AuditStamp) -> None: ...
+    async def steer(self, task_id: str, signal: str, payload: SteerInput | AuditStamp) -> None: ...
 
 
 def new_task_id() -> str:
@@ -553,6 +556,17 @@ class TemporalTaskStore:
         except RPCError as err:
             if err.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile: nothing to answer
                 raise from_rpc_error(err, "deliver the answers") from err
+
+    async def steer(self, task_id: str, signal: str, payload: SteerInput | AuditStamp) -> None:
+        """Send a steering signal (workflows/steering.py: a steer message, a pause, a resume)
+        to the task: durable with no worker alive, as an answer is."""
+        try:
+            await self._client.get_workflow_handle(task_id).signal(
+                signal, payload, rpc_timeout=RPC_TIMEOUT
+            )
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile: nothing to steer
+                raise from_rpc_error(err, "steer the task") from err
 
     async def count_open(self, owner: str) -> int:
         """`owner`'s running tasks in the visibility store, which lags: not the quota (that is

@@ -21,7 +21,7 @@ def register(registry: ToolRegistry) -> None:
             "Runs a deploy pipeline (pipelines/NAME.toml on the server): its steps in order as "
             "shell commands, asking for approval where the pipeline says so, rolling back the "
             "completed steps in reverse if a step fails, an approval is declined, or the task "
-            "is cancelled.",
+            "is cancelled. Can be paused before its next step.",
             {
                 "type": "object",
                 "properties": {
@@ -43,5 +43,6 @@ def register(registry: ToolRegistry) -> None:
             # The pipeline's own description, when the server can read the pipelines too (the
             # worker is the one that must: docs/operations/existing-cluster.md).
             describe=pipelines.describe,
+            pausable=True,
         )
     )

@@ -20,6 +20,8 @@ cancel_wait_seconds = 30                   # optional: tasks/cancel waits this l
 task_support = "optional"                  # optional: "optional" (default) runs the tool
                                            # attached to the call for a client without
                                            # tasks; "required" refuses it (-32021)
+steering = true                            # optional: the workflow takes mcp.steer messages
+pausable = true                            # optional: it takes mcp.pause / mcp.resume
 
 The file is validated as a whole before any tool is added: an unknown key (a misspelling), a
 missing or mistyped value, or an `input_schema` that is not a JSON Schema of an object is a
@@ -71,6 +73,10 @@ class ExposedWorkflow(BaseModel):
     # A host without tasks gets the run attached to its call (and the follow-up tools when it
     # outlasts the wait) unless the entry says "required".
     task_support: Literal["optional", "required"] = "optional"
+    # Whether the workflow speaks these parts of the interactive contract; without them the
+    # server refuses to steer or pause its tasks.
+    steering: bool = False
+    pausable: bool = False
 
     @field_validator("input_schema")
     @classmethod
@@ -92,6 +98,8 @@ class ExposedWorkflow(BaseModel):
             workflow="ExposedWorkflow",
             ttl_ms=int(self.ttl_hours * 3_600_000),
             poll_interval_ms=self.poll_interval_ms,
+            steering=self.steering,
+            pausable=self.pausable,
             workflow_config={
                 "workflow": self.workflow,
                 "task_queue": self.task_queue,

@@ -3,17 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from activities.multi_step_job import ACTIVITIES
 from mcp_server.tools.registry import Tool, ToolRegistry
 from workflows import multi_step_job
 
 DAY_MS = 24 * 60 * 60 * 1000
-
-
-def _job_capabilities(arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"elicitation": {}} if arguments.get("require_approval") else {}
 
 
 def register(registry: ToolRegistry) -> None:
@@ -24,7 +18,7 @@ def register(registry: ToolRegistry) -> None:
             "multi_step_job",
             "Runs `steps` steps of `step_seconds` each as durable, heartbeating Temporal "
             "activities; with `require_approval`, first waits (up to days) for a human to "
-            "approve. Runs as a task.",
+            "approve. Runs as a task. Steerable and pausable between steps.",
             {
                 "type": "object",
                 "properties": {
@@ -47,6 +41,7 @@ def register(registry: ToolRegistry) -> None:
             workflow="MultiStepJob",
             ttl_ms=7 * DAY_MS,
             poll_interval_ms=2000,
-            required_capabilities=_job_capabilities,
+            steering=True,
+            pausable=True,
         )
     )

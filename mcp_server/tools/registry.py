@@ -141,12 +141,18 @@ class Tool:
     # What one call does, in a sentence for people, from its arguments (the approval inbox shows
     # it on the task's page); None: nothing beyond the arguments. Must not raise.
     describe: Callable[[dict[str, Any]], str | None] | None = None
+    # Whether its task reads steer messages (`steering`) and holds when paused (`pausable`) at
+    # its safe points (workflows/steering.py); the server refuses both to any other tool's task.
+    steering: bool = False
+    pausable: bool = False
     # Whether `mrtr` is of the form that sees the answers so far (set from its signature).
     _mrtr_sees_answers: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.task_support == "never" and self.handler is None:
             raise ValueError(f"tool {self.name!r}: a synchronous tool needs a handler")
+        if self.task_support == "never" and (self.steering or self.pausable):
+            raise ValueError(f"tool {self.name!r}: only a task can be steered or paused")
         if self.task_support != "never" and self.workflow is None:
             raise ValueError(f"tool {self.name!r}: a task tool needs a workflow type")
         if self.ttl_ms is not None and self.ttl_ms <= 0:

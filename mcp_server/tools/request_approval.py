@@ -58,11 +58,9 @@ def register(registry: ToolRegistry) -> None:
             workflow="RequestApproval",
             ttl_ms=APPROVAL_TTL_MS,
             poll_interval_ms=5000,
-            # The caller's client shows the form, unless approvers decide (they answer
-            # elsewhere: tasks/update with their own credentials, the inbox).
-            required_capabilities=lambda arguments: (
-                {} if arguments.get("approvers") or default_approvers else {"elicitation": {}}
-            ),
+            # No capability is required of the caller: a client that cannot show the form
+            # leaves the request to the inbox, `mcp-tasks tasks answer` or the approvers
+            # (docs/concepts/state-machine.md, "Questions the caller cannot answer").
             workflow_config={"approvers": default_approvers} if default_approvers else {},
         )
     )

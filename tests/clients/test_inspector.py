@@ -6,8 +6,8 @@ as the launcher does), each with its own exit code, stdout and stderr.
 
 One invocation is one connection and one method. The CLI drives tasks through ext-tasks to
 their end, but it has no way to answer a question (it declares no elicitation capability) nor
-to cancel. At 2026-07-28 a tool that needs input is refused before it starts (a deploy's
-approval gate, found only once the task runs, rolls the deploy back saying why); at
+to cancel. At 2026-07-28 a tool that asks runs as a task whose question waits for someone
+who can answer (another client, the inbox, an operator), and the CLI shows its result; at
 2025-11-25 it runs attached to the call, which returns the follow-up result (never an error:
 the CLI checks it against the listed outputSchema and shows it), and later invocations finish
 the task through the follow-up tools, as a model would in later turns.
@@ -216,44 +216,78 @@ async def test_at_its_default_era_every_other_demo_tool_ends_in_its_result(
 # --- at `modern`: as far as a client without an input handler goes -------------------------
 
 
-async def test_at_modern_request_approval_is_refused_naming_the_missing_elicitation(
-    stack: Stack, cli: NodeSession
-) -> None:
-    run = await call(stack, cli, "modern", "request_approval", {"message": "Go?"})
-    assert run.exit_code == 1
-    error = run.error_json()["error"]
-    assert error["message"] == (
-        "Missing required client capability: tool 'request_approval' needs it to run"
-    )
+async def running_tasks(stack: Stack, tool: str) -> list[str]:
+    query = f'{SEARCH_ATTRIBUTE_TOOL}="{tool}" AND ExecutionStatus="Running"'
+    return [execution.id async for execution in stack.client.list_workflows(query)]
 
 
-async def test_at_modern_deploy_runs_as_a_task_whose_approval_gate_rolls_back_saying_why(
-    stack: Stack, cli: NodeSession, pipelines_dir: Path
-) -> None:
-    # The CLI declares the tasks extension but no elicitation: the gate cannot be asked, so the
-    # task rolls the first step back and completes with an isError result saying why, which
-    # the CLI prints before it exits 5 ("tool_is_error").
-    arguments = {"pipeline": gated_pipeline(pipelines_dir)}
-    run = await call(stack, cli, "modern", "deploy", arguments)
-    assert run.exit_code == 5
-    assert run.error_json()["error"]["code"] == "tool_is_error"
-    result = run.json()["result"]
-    assert result["isError"] is True
-    assert 'step 2/2 "ship" needs an' in result["content"][0]["text"]
-    assert "elicitation" in result["content"][0]["text"]
-
-
-async def waiting_approval(stack: Stack, message: str) -> str:
-    """The taskId of the running request_approval whose question is `message`."""
+async def waiting_task(
+    stack: Stack, tool: str, asks: str, before: frozenset[str] = frozenset()
+) -> tuple[str, str]:
+    """The taskId of the running `tool` task (not one of `before`) whose question's message
+    contains `asks`, and the question's key (read by a client that can take it)."""
     with anyio.fail_after(20):
         while True:
-            query = f'{SEARCH_ATTRIBUTE_TOOL}="request_approval" AND ExecutionStatus="Running"'
-            async for execution in stack.client.list_workflows(query):
-                reply = await stack.mcp.get_task(execution.id)
+            for task_id in await running_tasks(stack, tool):
+                if task_id in before:
+                    continue
+                reply = await stack.mcp.get_task(task_id)
                 requests = reply.result.get("inputRequests") or {}
-                if any(r["params"]["message"] == message for r in requests.values()):
-                    return execution.id
+                for key, request in requests.items():
+                    if asks in request["params"]["message"]:
+                        return task_id, key
             await anyio.sleep(0.3)
+
+
+async def answered_elsewhere(
+    stack: Stack,
+    cli: NodeSession,
+    tool: str,
+    arguments: dict[str, Any],
+    asks: str,
+    answer: dict[str, Any],
+) -> NodeRun:
+    """Run `tool` with the CLI, which cannot answer its question: the task waits (the CLI
+    polls it) until another client of the same owner answers; the CLI's run."""
+    before = frozenset(await running_tasks(stack, tool))
+    async with anyio.create_task_group() as group:
+        runs: list[NodeRun] = []
+
+        async def run_cli() -> None:
+            runs.append(await call(stack, cli, "modern", tool, arguments))
+
+        group.start_soon(run_cli)
+        task_id, key = await waiting_task(stack, tool, asks, before)
+        await stack.mcp.update_task(task_id, {key: answer})
+    return runs[0]
+
+
+async def test_at_modern_request_approval_waits_for_an_answer_the_cli_cannot_give(
+    stack: Stack, cli: NodeSession
+) -> None:
+    # The CLI declares no elicitation: the question is not refused up front, it waits for
+    # someone who can answer (here another client; the inbox or `mcp-tasks tasks answer`
+    # alike), and the CLI prints the result.
+    message = f"Go {uuid.uuid4().hex[:8]}?"
+    answer = {"action": "accept", "content": {"decision": "approve"}}
+    run = await answered_elsewhere(
+        stack, cli, "request_approval", {"message": message}, message, answer
+    )
+    assert succeeded(run)["structuredContent"]["decision"] == "approved"
+
+
+async def test_at_modern_deploy_waits_at_its_gate_rolls_nothing_back_and_completes(
+    stack: Stack, cli: NodeSession, pipelines_dir: Path
+) -> None:
+    arguments = {"pipeline": gated_pipeline(pipelines_dir)}
+    answer = {"action": "accept", "content": {"approve": True}}
+    run = await answered_elsewhere(stack, cli, "deploy", arguments, 'step 2/2 "ship"', answer)
+    result = succeeded(run)
+    assert result["isError"] is False
+    assert [s["status"] for s in result["structuredContent"]["steps"]] == [
+        "succeeded",
+        "succeeded",
+    ]
 
 
 async def test_at_modern_a_request_approval_with_approvers_waits_for_them_then_shows_the_result(
@@ -270,8 +304,7 @@ async def test_at_modern_a_request_approval_with_approvers_waits_for_them_then_s
             runs.append(await call(stack, cli, "modern", "request_approval", arguments))
 
         group.start_soon(run_cli)
-        task_id = await waiting_approval(stack, message)
-        (key,) = (await stack.mcp.get_task(task_id)).result["inputRequests"]
+        task_id, key = await waiting_task(stack, "request_approval", message)
         answer = {key: {"action": "accept", "content": {"decision": "approve"}}}
         await stack.mcp.update_task(task_id, answer)
     result = succeeded(runs[0])

@@ -29,6 +29,7 @@ from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.settings import Settings
 from tests.fakes.clock import SettableClock
 from tests.fakes.memory_store import MemoryTaskStore
+from workflows.steering import PAUSE_SIGNAL, RESUME_SIGNAL, STEER_SIGNAL, SteerInput
 from workflows.task_state import AuditStamp, SubmitInput, TaskInput, iso_timestamp
 
 ELICIT: dict[str, Any] = {"elicitation": {}}
@@ -176,6 +177,26 @@ async def test_cancel_stops_a_running_task_and_is_a_no_op_once_closed_or_missing
     await store.submit_input(new_task_id(), SubmitInput({"confirm": ACCEPT}))
     again = await store.get(task.task_id)
     assert again is not None and again.status == "cancelled"
+
+
+async def test_a_pause_shows_until_resumed_and_steering_a_closed_or_missing_task_is_a_no_op(
+    store: TaskStore,
+) -> None:
+    task = a_task()
+    await store.create(task, "ConfirmDelete")
+    await status_of(store, task.task_id, "input_required")
+    await store.steer(task.task_id, PAUSE_SIGNAL, STAMP)
+    paused = await until(lambda: store.get(task.task_id), lambda s: s is not None and s.paused)
+    assert paused.status == "input_required"  # the status underneath stays as it was
+    await store.steer(task.task_id, RESUME_SIGNAL, STAMP)
+    await until(lambda: store.get(task.task_id), lambda s: s is not None and not s.paused)
+    await store.submit_input(task.task_id, SubmitInput({"confirm": ACCEPT}))
+    done = await status_of(store, task.task_id, "completed")
+    assert not done.paused
+    await store.steer(task.task_id, STEER_SIGNAL, SteerInput("too late"))
+    await store.steer(new_task_id(), PAUSE_SIGNAL, STAMP)
+    again = await store.get(task.task_id)
+    assert again is not None and again.status == "completed" and not again.paused
 
 
 async def test_an_idempotency_key_returns_its_task_and_refuses_another_call(

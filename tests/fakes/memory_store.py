@@ -8,6 +8,8 @@ suite (tests/contract/test_task_store_contract.py) runs the same tests on both:
 - get: None for a missing task or someone else's (unless `identity` approves it); a closed
   task's ttlMs grows as Temporal's does, and an expired task is read once more, then deleted.
 - submit_input answers only outstanding keys; cancel of a closed or missing task is a no-op.
+- steer: a pause or resume shows at once (`paused`), as TaskWorkflow's default does; steer
+  messages are kept in order (`steered`); a closed or missing task ignores them.
 - wait_for_events: how many changes came after `cursor`, None cursor once closed.
 - session_tasks: the tasks a session created after `cursor`, waiting for one when none came.
 Tasks run by the scripts of task_runner.py; time is the injected `clock`.
@@ -33,6 +35,7 @@ from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of
 from mcp_server.tasks.ttl import is_expired, ttl_after_close
 from mcp_tasks.identity import Identity
 from tests.fakes.task_runner import SCRIPTS, Script, ScriptFailed
+from workflows.steering import PAUSE_SIGNAL, SteerInput
 from workflows.task_state import AuditStamp, SubmitInput, TaskInput, TaskState, iso_timestamp
 from workflows.task_status import TaskStatus
 
@@ -52,6 +55,7 @@ class _Task:
     events: int = 1
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     job: asyncio.Task[None] | None = None
+    steered: list[str] = field(default_factory=list)
 
 
 class _Run:
@@ -277,6 +281,15 @@ class MemoryTaskStore:
                 entry.state = replace(entry.state, answered_by=by)
         if accepted:
             self._change(entry)
+
+    async def steer(self, task_id: str, signal: str, payload: SteerInput | AuditStamp) -> None:
+        entry = self._tasks.get(task_id)
+        if entry is None or entry.closed_at is not None:
+            return  # closed meanwhile: nothing to steer
+        if isinstance(payload, SteerInput):
+            entry.steered.append(payload.message)
+        elif (signal == PAUSE_SIGNAL) != entry.state.paused:
+            self._change(entry, paused=signal == PAUSE_SIGNAL)
 
     async def cancel(self, task_id: str, stamp: AuditStamp) -> None:
         del stamp  # the audit record lives in Temporal's history; nothing reads it back here

@@ -113,6 +113,20 @@ class Recorder:
         await self.mcp.wait_terminal(task_id, within=60)
         await self.save(name, task_id)
 
+    async def steering(self, verb: str, task_id: str, **params: Any) -> None:
+        """A steering method (mcp-tasks-temporal/steer, pause, resume) of the task."""
+        capabilities = {
+            **TASKS_AND_ELICITATION,
+            "extensions": {**TASKS["extensions"], "mcp-tasks-temporal/steering": {}},
+        }
+        reply = await self.mcp.rpc(
+            f"mcp-tasks-temporal/{verb}",
+            {"taskId": task_id, **params},
+            capabilities=capabilities,
+            headers={"Mcp-Name": task_id},
+        )
+        assert "error" not in reply.body, reply.body
+
     async def cancel(self, task_id: str) -> None:
         assert "error" not in (await self.mcp.cancel_task(task_id)).body
 
@@ -321,6 +335,30 @@ async def multi_step_job_approved(r: Recorder) -> None:
     await r.finish("multi_step_job_approved", task_id)
 
 
+async def multi_step_job_steered(r: Recorder) -> None:
+    # Steering (workflows/steering.py): paused while it waits, steered twice, held at its
+    # first safe point, resumed.
+    arguments = {"steps": 2, "step_seconds": 0.2, "require_approval": True}
+    task_id = await r.start("multi_step_job", arguments)
+    await r.waiting(task_id)
+    await r.steering("pause", task_id)
+    await r.steering("steer", task_id, message="use the blue pool")
+    await r.steering("steer", task_id, message="then drain the green one")
+    await r.answer(task_id, {"approve": ACCEPT_APPROVE})
+    await r.message(task_id, "Paused:")
+    await r.steering("resume", task_id)
+    await r.finish("multi_step_job_steered", task_id)
+
+
+async def deploy_gate_waits_without_elicitation(r: Recorder) -> None:
+    # The caller cannot show the form: the gate waits (PARK_PATCH) and is answered elsewhere.
+    name = r.pipeline("parked", GATED)
+    task_id = await r.start("deploy", {"pipeline": name}, TASKS)
+    await r.waiting(task_id)
+    await r.answer(task_id, {"approve-switch": ACCEPT_APPROVE})
+    await r.finish("deploy_gate_waits_without_elicitation", task_id)
+
+
 async def exposed_place_order(r: Recorder) -> None:
     # ExposedWorkflow: a user's own workflow (tests/user_workflows.py) run as a child.
     task_id = await r.start("place_order", {"item": "book", "seconds": 0.5})
@@ -414,6 +452,8 @@ SCENARIOS: dict[str, Callable[[Recorder], Awaitable[None]]] = {
         import_completed,
         import_cancelled,
         multi_step_job_approved,
+        multi_step_job_steered,
+        deploy_gate_waits_without_elicitation,
         exposed_place_order,
         exposed_place_order_running,
         exposed_place_order_cancelled,

@@ -7,6 +7,9 @@ hosts that know nothing of tasks (see attached/runs.py).
 - `task_respond {taskId, key?, action, content?}`: answers one question (the only open one
   when `key` is left out), validated as a `tasks/update` answer is.
 - `task_cancel {taskId}`: asks the task to stop.
+- `task_steer {taskId, message}`, `task_pause {taskId}`, `task_resume {taskId}`: steering
+  (v2026/steering.py, the same rules and refusals as its methods), for a task whose tool
+  declares it; they count as a tasks/update.
 Owner binding holds as for `tasks/*`: a task that is missing, expired or someone else's is
 "not found", alike, and so do the per-principal rate limits (task_respond counts as a
 tasks/update, task_cancel as a tasks/cancel, every "not found" as one: a JSON-RPC
@@ -22,14 +25,20 @@ from typing import Any
 import mcp_types as core
 
 from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import McpError, invalid_params
-from mcp_server.protocol.v2026 import tasks
+from mcp_server.protocol.errors import (
+    RATE_LIMITED,
+    TASK_NOT_FOUND_MESSAGE,
+    McpError,
+    invalid_params,
+)
+from mcp_server.protocol.v2026 import steering, tasks
 from mcp_server.protocol.v2026.views import tool_result
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.errors import TaskError
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tools.registry import Tool, ToolCall
 from workflows.task_status import TERMINAL_STATUSES
+from workflows.steering import MAX_STEER_CHARS
 
 _TASK_ID = {"type": "string", "minLength": 1, "description": "The taskId the tool call named"}
 NOT_FOUND = "No such task: it never existed, has passed its retention, or belongs to someone else."
@@ -70,8 +79,32 @@ TOOLS = [
         ["taskId"],
     ),
 ]
-_NAMES = {tool.name for tool in TOOLS}
+# Steering, for tasks whose tool takes it (listed apart: a call's follow-up result names the
+# three above, which every task takes).
+STEERING_TOOLS = [
+    _tool(
+        "task_steer",
+        "Sends a message to a long-running task that takes steering (e.g. 'skip the tests'); "
+        "it reads it at its next safe point.",
+        {"taskId": _TASK_ID, "message": {"type": "string", "minLength": 1, "maxLength": 4000}},
+        ["taskId", "message"],
+    ),
+    _tool(
+        "task_pause",
+        "Pauses a long-running task that can be paused: it holds at its next safe point.",
+        {"taskId": _TASK_ID},
+        ["taskId"],
+    ),
+    _tool(
+        "task_resume",
+        "Resumes a paused long-running task.",
+        {"taskId": _TASK_ID},
+        ["taskId"],
+    ),
+]
 FOLLOW_UP_TOOLS = [tool.name for tool in TOOLS]
+TOOLS += STEERING_TOOLS
+_NAMES = {tool.name for tool in TOOLS}
 
 # The structured content of the result of a call whose task runs on (attached/runs.py): a task tool
 # that declares an outputSchema lists `anyOf` its own schema and this one, to every client, so
@@ -153,6 +186,8 @@ async def call(
     if not isinstance(task_id, str) or not task_id:
         raise invalid_params(f"Invalid arguments for tool {name!r}: taskId must be a string")
     rates = services.limits.rates
+    if name in _STEERING:
+        return await _steering(ctx, services, name, task_id, arguments)
     if name == "task_respond":
         rates.updates.take(ctx.principal)
     elif name == "task_cancel":
@@ -178,6 +213,37 @@ async def call(
                 return _text(f"The task was not cancelled: {err.message}", error=True)
             return _text(f"Cancellation of task {task_id} requested.", taskId=task_id)
         return await _respond(ctx, services, snapshot, arguments)
+    except TaskError as err:
+        return _text(f"The task could not be reached: {err}", error=True)
+
+
+_STEERING = {tool.name for tool in STEERING_TOOLS}
+
+
+async def _steering(
+    ctx: RequestContext, services: Services, name: str, task_id: str, arguments: dict[str, Any]
+) -> core.CallToolResult:
+    """task_steer, task_pause, task_resume: a refusal is an `isError` result saying why."""
+    try:
+        if name == "task_steer":
+            message = arguments.get("message")
+            if not isinstance(message, str) or not message:
+                return _text(
+                    "Say what to tell the task: message is a non-empty string.", error=True
+                )
+            await steering.steer(ctx, services, task_id, message[:MAX_STEER_CHARS])
+            return _text(f"Message queued for task {task_id}.", taskId=task_id)
+        if name == "task_pause":
+            await steering.pause(ctx, services, task_id)
+            return _text(f"Task {task_id} pauses at its next safe point.", taskId=task_id)
+        await steering.resume(ctx, services, task_id)
+        return _text(f"Task {task_id} resumes.", taskId=task_id)
+    except McpError as err:
+        if err.code == RATE_LIMITED:
+            raise  # a JSON-RPC error, as for every follow-up tool
+        if err.message == TASK_NOT_FOUND_MESSAGE:
+            return _text(NOT_FOUND, error=True)
+        return _text(f"Not done: {err.message}", error=True, code=err.code)
     except TaskError as err:
         return _text(f"The task could not be reached: {err}", error=True)
 

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from mcp_server.protocol.attached.refused_answers import Refusals
 from mcp_server.protocol.attached.runs import follow, outcome
+from mcp_server.protocol.client_view import as_seen_by
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import invalid_params
 from mcp_server.protocol.models import PaginatedParams, Params, TaskIdParams
@@ -90,7 +91,7 @@ async def empty(ctx: RequestContext, services: Services, params: Params) -> core
 
 async def get_task(ctx: RequestContext, services: Services, params: TaskIdParams) -> BaseModel:
     snapshot = await tasks.lookup(ctx, services, params.task_id)
-    return get_task_result(snapshot)
+    return get_task_result(as_seen_by(snapshot, ctx.capabilities))
 
 
 async def task_result(ctx: RequestContext, services: Services, params: TaskIdParams) -> BaseModel:
@@ -111,7 +112,8 @@ async def list_tasks(
         )
     except ValueError as err:
         raise invalid_params("Invalid cursor") from err
-    return ListTasksResult(tasks=[task(s) for s in snapshots], next_cursor=cursor)
+    seen = [as_seen_by(s, ctx.capabilities) for s in snapshots]
+    return ListTasksResult(tasks=[task(s) for s in seen], next_cursor=cursor)
 
 
 async def cancel_task(ctx: RequestContext, services: Services, params: TaskIdParams) -> BaseModel:

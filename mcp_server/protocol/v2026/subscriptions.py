@@ -90,7 +90,7 @@ class Subscription:
         return Notification(method="notifications/subscriptions/acknowledged", params=params)
 
     def task_notification(self, snapshot: TaskSnapshot) -> Notification:
-        fields = detailed_task(snapshot).model_dump()
+        fields = detailed_task(snapshot, self.ctx.capabilities).model_dump()
         meta = {**self._meta(), META_TASK_SEQUENCE: snapshot.sequence}
         params = TaskNotificationParams(**fields, _meta=meta)
         return Notification(method="notifications/tasks", params=params)
@@ -138,7 +138,7 @@ class Subscription:
                         snapshot = None  # older than one this stream sent: never after it
                     if snapshot is not None:
                         sequences[task_id] = snapshot.sequence
-                        view = to_wire(detailed_task(snapshot))
+                        view = to_wire(detailed_task(snapshot, self.ctx.capabilities))
                         if view != sent.get(task_id):
                             sent[task_id] = view
                             last_message = time.monotonic()

@@ -51,7 +51,7 @@ async def get_task(ctx: RequestContext, services: Services, params: TaskIdParams
     services.limits.polls.check(ctx.principal, params.task_id)
     snapshot = await lookup(ctx, services, params.task_id)
     services.limits.polls.learn_interval(ctx.principal, snapshot.task_id, snapshot.poll_interval_ms)
-    return get_task_result(snapshot)
+    return get_task_result(snapshot, ctx.capabilities)
 
 
 async def submit_answers(

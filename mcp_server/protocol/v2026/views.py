@@ -6,6 +6,8 @@
   `input_required`, `result` only when `completed`, `error` only when `failed`.
 - Absent optional fields are omitted, never sent as null (`ttlMs` alone may be null).
 - An inlined result carries `resultType: "complete"` and never the 2025-11-25 related-task key.
+- A client's `tasks/get` and `notifications/tasks` show the task as that client may see it
+  (protocol/client_view.py): only the input requests it can take, `paused` only when declared.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import Any
 
 import mcp_types as core
 
+from mcp_server.protocol.capabilities import Declared
+from mcp_server.protocol.client_view import as_seen_by, is_paused_for
 from mcp_server.protocol.errors import error_object
 from mcp_server.protocol.models import CreateTaskResult, DetailedTask, ExtTask, GetTaskResult
 from mcp_server.tasks.snapshots import TaskSnapshot
@@ -47,7 +51,12 @@ def task(snapshot: TaskSnapshot) -> ExtTask:
     return ExtTask(**task_fields(snapshot))
 
 
-def _details(snapshot: TaskSnapshot) -> dict[str, Any]:
+def _details(snapshot: TaskSnapshot, declared: Declared | None = None) -> dict[str, Any]:
+    """The DetailedTask fields; with `declared`, as the client that declared it sees them."""
+    if declared is not None:
+        if is_paused_for(snapshot, declared):
+            return {**task_fields(snapshot), "status": "paused"}
+        snapshot = as_seen_by(snapshot, declared)
     fields = task_fields(snapshot)
     if snapshot.status == "input_required":
         fields["input_requests"] = snapshot.input_requests
@@ -58,13 +67,14 @@ def _details(snapshot: TaskSnapshot) -> dict[str, Any]:
     return fields
 
 
-def detailed_task(snapshot: TaskSnapshot) -> DetailedTask:
-    return DetailedTask(**_details(snapshot))
+def detailed_task(snapshot: TaskSnapshot, declared: Declared | None = None) -> DetailedTask:
+    return DetailedTask(**_details(snapshot, declared))
 
 
 def create_task_result(snapshot: TaskSnapshot) -> CreateTaskResult:
     return CreateTaskResult(**task_fields(snapshot))
 
 
-def get_task_result(snapshot: TaskSnapshot) -> GetTaskResult:
-    return GetTaskResult(**_details(snapshot))
+def get_task_result(snapshot: TaskSnapshot, declared: Declared | None = None) -> GetTaskResult:
+    """The tasks/get result; with `declared`, as that client sees it (operators see all)."""
+    return GetTaskResult(**_details(snapshot, declared))
