@@ -1,0 +1,57 @@
+/**
+ * ShipRelease: a team's own workflow, run by its own worker, exposed as the MCP tool
+ * `ship_release` (tools.toml). Through @mcp-tasks/workflow it reports each step, asks for the
+ * approval before the one step that cannot be undone, and returns a structured result; a
+ * declined approval ends it as a tool error, and a cancelled task rolls it back.
+ */
+import { CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
+import { approve, listen, report, toolResult, ToolError, type ToolResult } from '@mcp-tasks/workflow';
+
+import type * as activities from './activities';
+
+const { build, migrate, switchTraffic, rollBack } = proxyActivities<typeof activities>({
+  startToCloseTimeout: '1 minute',
+});
+
+export interface ShipReleaseInput {
+  service: string;
+  version: string;
+}
+
+export async function ShipRelease({ service, version }: ShipReleaseInput): Promise<ToolResult> {
+  listen();
+  let migrated = false;
+  try {
+    await report(`step 1/3: building ${service} ${version}`, { progress: 0, total: 3 });
+    const image = await build(service, version);
+    await report(`step 2/3: migrating the database of ${service}`, { progress: 1, total: 3 });
+    migrated = true;
+    await migrate(service, version);
+    // The approval names what it will do: the one step that cannot be undone.
+    const approval = await approve(
+      `Switch all traffic of ${service} to ${version} (image ${image})?`,
+      { statusMessage: `step 3/3: waiting for approval to switch ${service} to ${version}` },
+    );
+    if (!approval.approved) {
+      const note = await rollBack(service, version);
+      throw new ToolError(
+        `Declined: traffic of ${service} was not switched to ${version}; ${note}`,
+        { service, version, switched: false },
+      );
+    }
+    await report(`step 3/3: switching traffic of ${service} to ${version}`, { progress: 2, total: 3 });
+    await switchTraffic(service, version);
+    await report(`${service} ${version} is live`, { progress: 3, total: 3 });
+    const structured: { [key: string]: string | boolean } = { service, version, image, switched: true };
+    if (approval.answeredBy !== undefined) structured.approvedBy = approval.answeredBy;
+    if (approval.comment !== undefined) structured.comment = approval.comment;
+    return toolResult(`${service} ${version} is live (image ${image})`, structured);
+  } catch (err) {
+    if (isCancellation(err) && migrated) {
+      // The task was cancelled: undo what was done, in a scope the cancellation cannot stop,
+      // then let the cancellation end the workflow.
+      await CancellationScope.nonCancellable(() => rollBack(service, version));
+    }
+    throw err;
+  }
+}
