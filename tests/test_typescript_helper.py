@@ -5,6 +5,7 @@ it and as mcp_tasks/contracts/interactive.schema.json defines it."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -113,3 +114,47 @@ def test_the_tool_error_type_is_the_contracts(built: None) -> None:
     schema = contract_schema()
     done = node("-p", "require('./dist/messages.js').TOOL_ERROR_TYPE")
     assert done.stdout.strip() == schema["toolErrorType"] == "McpToolError"
+
+
+SNIPPET = re.compile(r"```ts\n(.*?)```", re.S)
+# The activities the README's snippet proxies, declared (their bodies are the example's).
+ACTIVITIES = """
+export declare function build(service: string, version: string): Promise<string>;
+export declare function migrate(service: string, version: string): Promise<void>;
+export declare function switchTraffic(service: string, version: string): Promise<void>;
+export declare function rollBack(service: string, version: string): Promise<string>;
+"""
+
+
+def test_the_readmes_typescript_snippet_compiles_against_the_helper(
+    built: None, tmp_path: Path
+) -> None:
+    """The snippet as written, type-checked strictly against the helper's source and the real
+    @temporalio/workflow types."""
+    (snippet,) = SNIPPET.findall((HELPER / "README.md").read_text())
+    (tmp_path / "workflows.ts").write_text(snippet)
+    (tmp_path / "activities.ts").write_text(ACTIVITIES)
+    config = {
+        "compilerOptions": {
+            "strict": True,
+            "noEmit": True,
+            "target": "ES2022",
+            "module": "commonjs",
+            "moduleResolution": "node",
+            "lib": ["ES2022"],
+            "types": [],
+            "skipLibCheck": True,
+            "baseUrl": str(HELPER),
+            "paths": {"@mcp-tasks/workflow": ["src/index.ts"], "*": ["node_modules/*"]},
+        },
+        "files": ["workflows.ts"],
+    }
+    (tmp_path / "tsconfig.json").write_text(json.dumps(config))
+    done = subprocess.run(
+        [str(HELPER / "node_modules" / ".bin" / "tsc"), "-p", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
