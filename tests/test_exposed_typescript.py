@@ -2,12 +2,14 @@
 tools.toml, and the example's `worker` script (a real @temporalio/worker in its own Node
 process) beside it. Through the TypeScript helper, ShipRelease reports its steps, asks its
 approval, and completes, ends as a tool error, or rolls back on cancellation; a `kill -9` of
-its worker while the question waits loses nothing.
+its worker while the question waits loses nothing; paused, it holds at its safe point, and its
+steering messages reach it in order.
 
 A process tree (`slow`): what is tested is a team's worker in a process of its own, killed."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
@@ -23,15 +25,35 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from mcp_server.runtime.devserver import free_port
+from mcp_server.tools.exposed import load
+from mcp_tasks.settings import ConfigError
 from tests.dev_process import MCP_TASKS, DevProcess, alive, client_for, reaped
 from tests.interactive_page import SCHEMA_FILE
-from tests.mcp_client import McpClient
+from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, McpClient
 
 REPO = Path(__file__).parent.parent
 EXAMPLE = REPO / "examples" / "exposed-typescript"
 # A first start runs `npm ci` in sdk/typescript and in the example (about a minute here).
 FIRST_START_S = 600
 SHIP = {"service": "shop", "version": "v2"}
+# This server's steering extension (docs/guides/steering.md): its methods and capability.
+STEER, PAUSE, RESUME = (f"mcp-tasks-temporal/{verb}" for verb in ("steer", "pause", "resume"))
+STEERING: dict[str, Any] = {
+    **TASKS_AND_ELICITATION,
+    "extensions": {**TASKS["extensions"], "mcp-tasks-temporal/steering": {}},
+}
+
+
+def steering_unknown() -> bool:
+    """Whether this checkout's server lacks the opt-in keys the example's tools.toml uses
+    (any other problem with the file is no reason to skip: it fails the tests)."""
+    try:
+        load(EXAMPLE / "tools.toml")
+    except ConfigError as err:
+        return "steering" in str(err) and "is not a known key" in str(err)
+    return False
+
+
 APPROVAL = "Switch all traffic of shop to v2 (image registry.example/shop:v2)?"
 
 pytestmark = [
@@ -45,6 +67,10 @@ pytestmark = [
         not SCHEMA_FILE.exists(),
         reason="this checkout has no server side of the interactive contract "
         "(mcp_tasks/contracts/interactive.schema.json)",
+    ),
+    pytest.mark.skipif(
+        steering_unknown(),
+        reason="this checkout's server has no steering (the tools.toml keys steering, pausable)",
     ),
 ]
 
@@ -232,6 +258,14 @@ async def test_declined_it_rolls_back_and_ends_as_a_tool_error_saying_so(mcp: Mc
     }
 
 
+def scheduled_activities(history: Any) -> list[str]:
+    return [
+        event.activity_task_scheduled_event_attributes.activity_type.name
+        for event in history.events
+        if event.HasField("activity_task_scheduled_event_attributes")
+    ]
+
+
 def activities_of(history: Any) -> list[tuple[str, str]]:
     """(activity type, how it ended) for each activity of a workflow history."""
     names: dict[int, str] = {}
@@ -273,4 +307,48 @@ async def test_a_kill_9_of_the_worker_while_the_question_waits_loses_nothing(
     running.restart_worker()
     done = await mcp.wait_terminal(task_id, within=60)
     assert done["status"] == "completed"
+    assert done["result"]["structuredContent"]["switched"] is True
+
+
+async def control(mcp: McpClient, method: str, task_id: str, **params: Any) -> dict[str, Any]:
+    """A steering method as a client that declared the extension calls it; its result."""
+    reply = await mcp.rpc(
+        method,
+        {"taskId": task_id, **params},
+        headers={"Mcp-Name": task_id},
+        capabilities=STEERING,
+    )
+    assert reply.status == 200, reply.body
+    result: dict[str, Any] = reply.result
+    return result
+
+
+async def status_seen_by(mcp: McpClient, task_id: str, capabilities: dict[str, Any]) -> str:
+    return str((await mcp.get_task(task_id, capabilities=capabilities)).result["status"])
+
+
+async def test_paused_at_its_approval_it_holds_before_the_switch_and_reads_its_steering_in_order(
+    mcp: McpClient, temporal: Client
+) -> None:
+    task_id, _, _ = await waiting_for_approval(mcp)
+    assert (await control(mcp, PAUSE, task_id))["resultType"] == "complete"
+    for text in ("drain the eu pool first", "then the us one"):
+        await control(mcp, STEER, task_id, message=text)
+    await mcp.update_task(task_id, approve_answer())
+    # Held at its safe point before the switch (it said so with mcp.paused): `paused` to a
+    # client that declared the extension, `working` to the others, and no switch has run.
+    deadline = time.monotonic() + 20
+    while await status_seen_by(mcp, task_id, STEERING) != "paused":
+        assert time.monotonic() < deadline, "the task was never shown paused"
+        await asyncio.sleep(0.1)
+    assert await status_seen_by(mcp, task_id, TASKS_AND_ELICITATION) == "working"
+    child = temporal.get_workflow_handle(f"{task_id}-ShipRelease")
+    assert scheduled_activities(await child.fetch_history()) == ["build", "migrate"]
+
+    assert (await control(mcp, RESUME, task_id))["resultType"] == "complete"
+    done = await mcp.wait_terminal(task_id, within=30)
+    assert done["result"]["structuredContent"]["steering"] == [
+        {"seq": 1, "message": "drain the eu pool first"},
+        {"seq": 2, "message": "then the us one"},
+    ]
     assert done["result"]["structuredContent"]["switched"] is True
