@@ -22,12 +22,15 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.async_api import expect
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from mcp_server.inbox.forms import FIELD_PREFIX
 from mcp_server.runtime.devserver import free_port
 from mcp_server.tools.exposed import load
 from mcp_tasks.settings import ConfigError
 from tests.dev_process import MCP_TASKS, DevProcess, alive, client_for, reaped
+from tests.inbox_stack import CHROMIUM, chromium
 from tests.interactive_page import SCHEMA_FILE
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, McpClient
 
@@ -256,6 +259,28 @@ async def test_declined_it_rolls_back_and_ends_as_a_tool_error_saying_so(mcp: Mc
         "version": "v2",
         "switched": False,
     }
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no {CHROMIUM} (Debian's chromium)")
+async def test_the_inbox_approves_it_in_a_real_browser(running: Running, mcp: McpClient) -> None:
+    """As the local user of `--auth none` (no sign-in), with a comment typed in the form."""
+    task_id, _, _ = await waiting_for_approval(mcp)
+    base = f"http://127.0.0.1:{running.dev.port}"
+    async with chromium() as browser:
+        page = await (await browser.new_context()).new_page()
+        await page.goto(f"{base}/inbox")
+        row = page.locator(f"tr[data-task='{task_id}']")
+        await expect(row.locator(".question")).to_have_text(APPROVAL, timeout=20_000)
+        await row.locator("a").click()
+        await page.wait_for_url(f"{base}/inbox/tasks/{task_id}")
+        await page.locator(f"form.answer [name='{FIELD_PREFIX}comment']").fill("looks good")
+        await page.locator("form.answer button[value=approve]").click()
+        done = await mcp.wait_terminal(task_id, within=30)
+        structured = done["result"]["structuredContent"]
+        assert (done["result"]["isError"], structured["switched"]) == (False, True)
+        assert structured["comment"] == "looks good"
+        await expect(page.locator("#live .pill")).to_have_text("completed", timeout=20_000)
 
 
 def scheduled_activities(history: Any) -> list[str]:
