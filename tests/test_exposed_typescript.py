@@ -10,6 +10,7 @@ A process tree (`slow`): what is tested is a team's worker in a process of its o
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -33,6 +34,7 @@ from tests.dev_process import MCP_TASKS, DevProcess, alive, client_for, reaped
 from tests.inbox_stack import CHROMIUM, chromium
 from tests.interactive_page import SCHEMA_FILE
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, McpClient
+from workflows.task_state import MEMO_KEY
 
 REPO = Path(__file__).parent.parent
 EXAMPLE = REPO / "examples" / "exposed-typescript"
@@ -182,8 +184,21 @@ def approve_answer(approved: bool = True) -> dict[str, Any]:
     return {"approve": {"action": "accept", "content": {"approve": approved}}}
 
 
+async def published_progress(temporal: Client, task_id: str) -> list[dict[str, Any]]:
+    """The progress of each task state the task workflow published (its memo upserts)."""
+    history = await temporal.get_workflow_handle(task_id).fetch_history()
+    found = []
+    for event in history.events:
+        if event.HasField("workflow_properties_modified_event_attributes"):
+            memo = event.workflow_properties_modified_event_attributes.upserted_memo
+            state = json.loads(memo.fields[MEMO_KEY].data)
+            if "progress" in state and state["progress"] not in found:
+                found.append(state["progress"])
+    return found
+
+
 async def test_it_reports_its_steps_asks_and_completes_with_its_structured_result(
-    mcp: McpClient,
+    mcp: McpClient, temporal: Client
 ) -> None:
     task_id, seen, waiting = await waiting_for_approval(mcp)
     assert "step 1/3: building shop v2" in seen
@@ -212,6 +227,13 @@ async def test_it_reports_its_steps_asks_and_completes_with_its_structured_resul
     }
     assert done["result"]["content"] == [
         {"type": "text", "text": "shop v2 is live (image registry.example/shop:v2)"}
+    ]
+    # Where tasks/get reads: the task's state, step by step.
+    assert await published_progress(temporal, task_id) == [
+        {"progress": 0, "total": 3},
+        {"progress": 1, "total": 3},
+        {"progress": 2, "total": 3},
+        {"progress": 3, "total": 3},
     ]
 
 
@@ -259,6 +281,35 @@ async def test_declined_it_rolls_back_and_ends_as_a_tool_error_saying_so(mcp: Mc
         "version": "v2",
         "switched": False,
     }
+
+
+async def test_a_host_without_tasks_is_asked_in_the_attached_call(mcp: McpClient) -> None:
+    elicitation: dict[str, Any] = {"elicitation": {}}
+    first = (await mcp.call_tool("ship_release", SHIP, capabilities=elicitation)).result
+    assert first["resultType"] == "input_required", first
+    ((key, request),) = first["inputRequests"].items()
+    assert request["params"]["message"] == APPROVAL
+    extra = {
+        "inputResponses": {key: approve_answer()["approve"]},
+        "requestState": first["requestState"],
+    }
+    reply = await mcp.call_tool("ship_release", SHIP, capabilities=elicitation, extra=extra)
+    done = reply.result
+    assert done["resultType"] == "complete" and done["isError"] is False, done
+    assert done["structuredContent"]["switched"] is True
+
+
+async def test_a_host_without_elicitation_answers_with_the_follow_up_tools(
+    mcp: McpClient,
+) -> None:
+    follow_up = (await mcp.call_tool("ship_release", SHIP, capabilities={})).result
+    state = follow_up["structuredContent"]
+    assert state["status"] == "input_required", follow_up
+    answer = {"taskId": state["taskId"], "action": "accept", "content": {"approve": True}}
+    responded = (await mcp.call_tool("task_respond", answer, capabilities={})).result
+    assert responded.get("isError") is not True, responded
+    done = await mcp.wait_terminal(state["taskId"], within=30)
+    assert done["result"]["structuredContent"]["switched"] is True
 
 
 @pytest.mark.browser
