@@ -237,6 +237,22 @@ async def test_it_reports_its_steps_asks_and_completes_with_its_structured_resul
     ]
 
 
+async def test_two_releases_waiting_at_once_in_one_worker_each_get_their_own_answer(
+    mcp: McpClient,
+) -> None:
+    """One worker runs both workflows (and may run them in one V8 context): each question's
+    answer reaches the workflow that asked it, whatever the order."""
+    first, _, _ = await waiting_for_approval(mcp)
+    second, _, _ = await waiting_for_approval(mcp)
+    await mcp.update_task(second, {"approve": {"action": "decline"}})
+    declined = await mcp.wait_terminal(second, within=30)
+    assert declined["result"]["isError"] is True
+    assert (await mcp.get_task(first)).result["status"] == "input_required"
+    await mcp.update_task(first, approve_answer())
+    approved = await mcp.wait_terminal(first, within=30)
+    assert approved["result"]["structuredContent"]["switched"] is True
+
+
 def operator_cli(running: Running, *args: str) -> subprocess.CompletedProcess[str]:
     """`mcp-tasks tasks ...` as an operator runs it, against the dev process's Temporal."""
     env = {**os.environ, "MCP_TASKS_TEMPORAL_ADDRESS": running.temporal_address}

@@ -106,12 +106,16 @@ interface RunState {
   paused: boolean;
 }
 
-let state: RunState | undefined;
+// Kept on the workflow's own globalThis, which the worker gives each workflow run (also when
+// it reuses one V8 context for many), and checked against the run ID besides.
+const STATE_KEY = '__mcpTasksWorkflowState';
+const runs = globalThis as unknown as { [STATE_KEY]?: RunState };
 
 /** This run's state; its signal handlers are installed on first use (Temporal keeps a signal
  * that arrives before its handler and delivers it once the handler is set). */
 function run(): RunState {
   const info = workflowInfo();
+  const state = runs[STATE_KEY];
   if (state !== undefined && state.runId === info.runId) return state;
   const parent = info.parent?.workflowId;
   if (parent === undefined) {
@@ -129,7 +133,7 @@ function run(): RunState {
     lastSteer: 0,
     paused: false,
   };
-  state = current;
+  runs[STATE_KEY] = current;
   setHandler(answerSignal, (answer) => {
     if (typeof answer?.questionId === 'string') current.answers.set(answer.questionId, answer);
   });
