@@ -350,6 +350,24 @@ async def test_the_inbox_approves_it_in_a_real_browser(running: Running, mcp: Mc
         await expect(page.locator("#live .pill")).to_have_text("completed", timeout=20_000)
 
 
+async def test_unanswered_within_its_timeout_it_rolls_back_and_ends_as_a_tool_error(
+    mcp: McpClient,
+) -> None:
+    task_id = await mcp.create_task("ship_release", {**SHIP, "approval_timeout_seconds": 2})
+    await mcp.wait_status(task_id, "input_required", within=60)
+    done = await mcp.wait_terminal(task_id, within=60)
+    assert done["status"] == "completed" and done["result"]["isError"] is True
+    text = done["result"]["content"][0]["text"]
+    assert text.startswith("No approval: ") and "withdrawn" in text
+    assert text.endswith("; rolled back the migration of shop to v2")
+    assert done["result"]["structuredContent"] == {
+        "service": "shop",
+        "version": "v2",
+        "switched": False,
+        "timedOut": True,
+    }
+
+
 def scheduled_activities(history: Any) -> list[str]:
     return [
         event.activity_task_scheduled_event_attributes.activity_type.name

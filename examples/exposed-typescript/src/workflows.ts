@@ -10,6 +10,7 @@ import { CancellationScope, isCancellation, proxyActivities } from '@temporalio/
 import {
   approve,
   listen,
+  QuestionError,
   report,
   safePoint,
   steerMessages,
@@ -28,9 +29,15 @@ const { build, migrate, switchTraffic, rollBack } = proxyActivities<typeof activ
 export interface ShipReleaseInput {
   service: string;
   version: string;
+  /** how long the approval may wait; unanswered by then, the release is rolled back */
+  approval_timeout_seconds?: number;
 }
 
-export async function ShipRelease({ service, version }: ShipReleaseInput): Promise<ToolResult> {
+export async function ShipRelease({
+  service,
+  version,
+  approval_timeout_seconds: timeoutSeconds,
+}: ShipReleaseInput): Promise<ToolResult> {
   listen();
   let migrated = false;
   try {
@@ -44,8 +51,21 @@ export async function ShipRelease({ service, version }: ShipReleaseInput): Promi
     // The approval names what it will do: the one step that cannot be undone.
     const approval = await approve(
       `Switch all traffic of ${service} to ${version} (image ${image})?`,
-      { statusMessage: `step 3/3: waiting for approval to switch ${service} to ${version}` },
-    );
+      {
+        statusMessage: `step 3/3: waiting for approval to switch ${service} to ${version}`,
+        timeoutSeconds,
+      },
+    ).catch(async (err: unknown) => {
+      if (!(err instanceof QuestionError)) throw err;
+      // Withdrawn unanswered (or refused by the server): nothing is switched.
+      const note = await rollBack(service, version);
+      throw new ToolError(`No approval: ${err.message}; ${note}`, {
+        service,
+        version,
+        switched: false,
+        timedOut: err.timedOut,
+      });
+    });
     if (!approval.approved) {
       const note = await rollBack(service, version);
       throw new ToolError(
