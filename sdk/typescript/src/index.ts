@@ -3,4 +3,5 @@
  * mcp-tasks interactive workflow contract (v1). See README.md.
  */
 export * from './messages';
+export * from './steering';
 export * from './workflow';

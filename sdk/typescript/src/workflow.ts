@@ -40,6 +40,7 @@ import {
   type ReportInput,
   type SteerInput,
 } from './messages';
+import { SteerQueue, type SteerMessage } from './steering';
 
 export const reportSignal = defineSignal<[ReportInput]>(SIGNALS.report);
 export const askSignal = defineSignal<[AskInput]>(SIGNALS.ask);
@@ -64,13 +65,6 @@ export interface Approval {
   comment?: string;
   answeredBy?: string;
   response: InputResponse;
-}
-
-/** A steering message, in the order the client sent them. */
-export interface SteerMessage {
-  seq: number;
-  message: string;
-  from?: string;
 }
 
 /** The task workflow refused the question or withdrew it (its `timeoutSeconds` passed). */
@@ -101,8 +95,7 @@ interface RunState {
   taskWorkflow: ExternalWorkflowHandle;
   questions: number;
   answers: Map<string, AnswerInput>;
-  steers: SteerMessage[];
-  lastSteer: number;
+  steers: SteerQueue;
   paused: boolean;
 }
 
@@ -129,8 +122,7 @@ function run(): RunState {
     taskWorkflow: getExternalWorkflowHandle(parent),
     questions: 0,
     answers: new Map(),
-    steers: [],
-    lastSteer: 0,
+    steers: new SteerQueue(),
     paused: false,
   };
   runs[STATE_KEY] = current;
@@ -138,13 +130,7 @@ function run(): RunState {
     if (typeof answer?.questionId === 'string') current.answers.set(answer.questionId, answer);
   });
   setHandler(steerSignal, (steer) => {
-    // Ordered by seq; a seq already received or already delivered is a duplicate.
-    if (!Number.isInteger(steer?.seq) || steer.seq <= current.lastSteer) return;
-    if (current.steers.some((queued) => queued.seq === steer.seq)) return;
-    const message: SteerMessage = { seq: steer.seq, message: String(steer.message) };
-    if (typeof steer.from === 'string') message.from = steer.from;
-    current.steers.push(message);
-    current.steers.sort((a, b) => a.seq - b.seq);
+    current.steers.add(steer);
   });
   setHandler(pauseSignal, () => {
     current.paused = true;
@@ -213,10 +199,7 @@ export async function approve(
 
 /** The steering messages received so far and not yet taken, in order. */
 export function steerMessages(): SteerMessage[] {
-  const current = run();
-  const taken = current.steers.splice(0);
-  if (taken.length > 0) current.lastSteer = taken[taken.length - 1].seq;
-  return taken;
+  return run().steers.takeAll();
 }
 
 /** The next steering message; with `timeoutMs`, `undefined` when none came by then (a durable
@@ -224,13 +207,11 @@ export function steerMessages(): SteerMessage[] {
 export async function nextSteer(timeoutMs?: number): Promise<SteerMessage | undefined> {
   const current = run();
   if (timeoutMs === undefined) {
-    await condition(() => current.steers.length > 0);
-  } else if (!(await condition(() => current.steers.length > 0, timeoutMs))) {
+    await condition(() => current.steers.size > 0);
+  } else if (!(await condition(() => current.steers.size > 0, timeoutMs))) {
     return undefined;
   }
-  const next = current.steers.shift() as SteerMessage;
-  current.lastSteer = next.seq;
-  return next;
+  return current.steers.takeNext();
 }
 
 /** True while a client has paused the task and not resumed it. */
