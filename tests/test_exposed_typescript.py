@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import time
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -462,3 +463,35 @@ async def test_paused_at_its_approval_it_holds_before_the_switch_and_reads_its_s
         {"seq": 2, "message": "then the us one"},
     ]
     assert done["result"]["structuredContent"]["switched"] is True
+
+
+async def test_run_on_its_own_it_reports_nothing_and_its_question_fails_its_workflow_task(
+    temporal: Client,
+) -> None:
+    """Without a task workflow for a parent, reports are dropped (the steps run) and the
+    question, which nobody could answer, fails the workflow task saying why: the workflow
+    stays open, not failed, as any workflow task failure leaves it."""
+    handle = await temporal.start_workflow(
+        "ShipRelease", SHIP, id=f"ship-on-its-own-{uuid.uuid4()}", task_queue="ship-releases"
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            history = await handle.fetch_history()
+            failures = [
+                event.workflow_task_failed_event_attributes.failure.message
+                for event in history.events
+                if event.HasField("workflow_task_failed_event_attributes")
+            ]
+            if failures:
+                break
+            assert time.monotonic() < deadline, "no workflow task failed"
+            await asyncio.sleep(0.2)
+        assert failures[0] == (
+            "ShipRelease is not running as an MCP task (it has no parent workflow): there is no "
+            "task to send mcp.ask to"
+        )
+        assert scheduled_activities(history) == ["build", "migrate"]
+        assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+    finally:
+        await handle.terminate("test over")

@@ -92,7 +92,8 @@ export class ToolError extends ApplicationFailure {
 /** What this run has received from the task workflow. */
 interface RunState {
   runId: string;
-  taskWorkflow: ExternalWorkflowHandle;
+  /** the task workflow (the parent); none when the workflow runs on its own */
+  taskWorkflow: ExternalWorkflowHandle | undefined;
   questions: number;
   answers: Map<string, AnswerInput>;
   steers: SteerQueue;
@@ -111,15 +112,9 @@ function run(): RunState {
   const state = runs[STATE_KEY];
   if (state !== undefined && state.runId === info.runId) return state;
   const parent = info.parent?.workflowId;
-  if (parent === undefined) {
-    throw new Error(
-      `${info.workflowType} has no parent workflow: it speaks the interactive contract only ` +
-        'when started by an mcp-tasks task workflow',
-    );
-  }
   const current: RunState = {
     runId: info.runId,
-    taskWorkflow: getExternalWorkflowHandle(parent),
+    taskWorkflow: parent === undefined ? undefined : getExternalWorkflowHandle(parent),
     questions: 0,
     answers: new Map(),
     steers: new SteerQueue(),
@@ -147,15 +142,31 @@ export function listen(): void {
   run();
 }
 
-/** The task's statusMessage and progress, as `tasks/get` and everything else shows them. */
+/** The task workflow, for a message that needs one (a question has nobody else to answer). */
+function taskWorkflowFor(current: RunState, what: string): ExternalWorkflowHandle {
+  if (current.taskWorkflow === undefined) {
+    const type = workflowInfo().workflowType;
+    throw new Error(
+      `${type} is not running as an MCP task (it has no parent workflow): there is no task to ` +
+        `send ${what} to`,
+    );
+  }
+  return current.taskWorkflow;
+}
+
+/** The task's statusMessage and progress, as `tasks/get` and everything else shows them.
+ * Outside an MCP task (no parent workflow) it does nothing, so the workflow runs on its own. */
 export async function report(statusMessage?: string, progress?: Progress): Promise<void> {
-  await run().taskWorkflow.signal(reportSignal, reportInput(statusMessage, progress));
+  const payload = reportInput(statusMessage, progress);
+  await run().taskWorkflow?.signal(reportSignal, payload);
 }
 
 /**
  * Ask one or several questions and wait until every key is answered. The task parks at
  * `input_required` meanwhile. A cancellation of the task cancels this wait (a
  * `CancelledFailure`, the Temporal way). A refused or withdrawn question is a `QuestionError`.
+ * Outside an MCP task (no parent workflow) nobody could answer: it throws an `Error`, which
+ * fails the workflow task (Temporal retries it, and the workflow shows why), not the workflow.
  */
 export async function ask(
   inputRequests: { [key: string]: InputRequest },
@@ -164,7 +175,8 @@ export async function ask(
   const current = run();
   current.questions += 1;
   const questionId = `q${current.questions}`;
-  await current.taskWorkflow.signal(askSignal, askInput(questionId, inputRequests, options));
+  const payload = askInput(questionId, inputRequests, options);
+  await taskWorkflowFor(current, SIGNALS.ask).signal(askSignal, payload);
   await condition(() => current.answers.has(questionId));
   const answer = current.answers.get(questionId) as AnswerInput;
   current.answers.delete(questionId);
@@ -227,7 +239,7 @@ export function isPaused(): boolean {
 export async function safePoint(): Promise<void> {
   const current = run();
   if (!current.paused) return;
-  await current.taskWorkflow.signal(pausedSignal, pausedInput(true));
+  await current.taskWorkflow?.signal(pausedSignal, pausedInput(true));
   await condition(() => !current.paused);
-  await current.taskWorkflow.signal(pausedSignal, pausedInput(false));
+  await current.taskWorkflow?.signal(pausedSignal, pausedInput(false));
 }
