@@ -162,7 +162,7 @@ export function pausedInput(paused: boolean): PausedInput {
 }
 
 /** A form-mode `elicitation/create` input request. */
-export function formRequest(
+export function elicitation(
   message: string,
   properties: { [name: string]: FormProperty },
   required: string[] = [],
@@ -185,7 +185,7 @@ export const COMMENT_FIELD = 'comment';
 
 /** A one-boolean approval: the message says what will be done once approved. */
 export function approvalRequest(message: string): InputRequest {
-  return formRequest(
+  return elicitation(
     message,
     {
       [APPROVE_FIELD]: { type: 'boolean', title: 'Approve' },

@@ -63,7 +63,7 @@ test('an ask without a request, or with a timeout that is not positive, is refus
 });
 
 test('a form property without a type is refused by name', () => {
-  assert.throws(() => wire.formRequest('Pick', { env: { enum: ['a'] } }), /"env" needs a type/);
+  assert.throws(() => wire.elicitation('Pick', { env: { enum: ['a'] } }), /"env" needs a type/);
 });
 
 test('only an accept whose approve is true approves', () => {

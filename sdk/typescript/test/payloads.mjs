@@ -6,7 +6,7 @@ const require = createRequire(import.meta.url);
 const wire = require('../dist/messages.js');
 
 const approval = wire.approvalRequest('Switch all traffic of shop to v2 (image shop:v2)?');
-const form = wire.formRequest(
+const form = wire.elicitation(
   'Which region first?',
   { region: { type: 'string', enum: ['eu', 'us'] }, replicas: { type: 'integer', minimum: 1 } },
   ['region'],
