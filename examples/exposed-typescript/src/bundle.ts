@@ -1,6 +1,6 @@
 /**
- * Bundles the workflow code once at build time (lib/workflow-bundle.js), so a worker starts in
- * a second instead of bundling on every start (a restarted worker picks up waiting tasks sooner).
+ * Bundles the workflow code once at build time (lib/workflow-bundle.js) rather than at every
+ * start, so a restarted worker picks up waiting tasks sooner.
  */
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
