@@ -119,3 +119,5 @@ load: $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(CONFORMANCE) .mcp-tasks .pytest_cache .mypy_cache .ruff_cache site
+	rm -rf sdk/typescript/node_modules sdk/typescript/dist \
+		examples/exposed-typescript/node_modules examples/exposed-typescript/lib

@@ -1,5 +1,6 @@
 """The exposing-workflows guide's snippets are the example its end-to-end test runs
 (tests/test_exposed_python_example.py): the Python block is examples/exposed-python/workflows.py,
+the TypeScript block examples/exposed-typescript/src/workflows.ts (tests/test_exposed_typescript.py),
 the TOML block its tools.toml, the shell block the README's first command, which starts the
 two processes that test starts."""
 
@@ -13,6 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "guides" / "exposing-workflows.md"
 CONTRACT = ROOT / "docs" / "reference" / "interactive-contract.md"
 EXAMPLE = ROOT / "examples" / "exposed-python"
+TS_EXAMPLE = ROOT / "examples" / "exposed-typescript"
 
 
 def blocks(page: Path, language: str) -> list[str]:
@@ -22,6 +24,11 @@ def blocks(page: Path, language: str) -> list[str]:
 def test_the_guides_python_is_the_examples_workflow() -> None:
     (python,) = blocks(GUIDE, "python")
     assert python == (EXAMPLE / "workflows.py").read_text()
+
+
+def test_the_guides_typescript_is_the_typescript_examples_workflow() -> None:
+    (typescript,) = blocks(GUIDE, "ts")
+    assert typescript == (TS_EXAMPLE / "src" / "workflows.ts").read_text()
 
 
 def test_the_guides_first_toml_is_the_examples_tools_file() -> None:
