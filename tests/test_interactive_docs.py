@@ -1,8 +1,8 @@
 """The exposing-workflows guide's snippets are the example its end-to-end test runs
 (tests/test_exposed_python_example.py): the Python block is examples/exposed-python/workflows.py,
-the TypeScript block examples/exposed-typescript/src/workflows.ts (tests/test_exposed_typescript.py),
-the TOML block its tools.toml, the shell block the README's first command, which starts the
-two processes that test starts."""
+the TypeScript block examples/exposed-typescript/src/workflows.ts (run by
+tests/test_exposed_typescript.py), the TOML block its tools.toml, the shell block the README's
+first command, which starts the two processes that test starts."""
 
 from __future__ import annotations
 
