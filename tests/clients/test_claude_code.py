@@ -1,0 +1,251 @@
+"""Claude Code (npm `@anthropic-ai/claude-code`, pinned in js/package-lock.json) against the real
+server, offline: its model is the scripted Messages API of messages_api.py on 127.0.0.1, which
+calls one tool of ours (`mcp__mcp-tasks__<tool>`) and then ends its turns with a text.
+
+In its terminal UI (driven in tmux, terminal.py) Claude Code declares the tasks extension on
+every request, so a task tool's call returns a task; it moves the task to the background (the
+model is told so and its turn ends), polls tasks/get, shows the task's question as a form,
+sends the answer with tasks/update, and once the task is done says so on screen and hands the
+result to the model as a notification. Both demo tools that ask are driven that way:
+`request_approval` (a choice and a text) and `deploy` at its approval gate (a checkbox and a
+text).
+
+In print mode (`claude -p`) it declares no tasks extension: the call runs attached, and the
+question that comes back as an InputRequiredResult round is answered `cancel` (nobody is there
+to ask), so `request_approval` resolves as `dismissed`.
+
+Claude Code starts with onboarding and the folder's trust marked done in a temporary HOME's
+`.claude.json`, the server added with `claude mcp add`, its tools allowed by a permission rule,
+and `--permission-mode default` (its default, auto mode, asks a second model before each tool
+call, and a first start offers to make it the default).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.clients.messages_api import MessagesApi, Script, messages_api
+from tests.clients.node_runner import JS_DIR
+from tests.clients.pipelines import gated_pipeline
+from tests.clients.terminal import Terminal, terminal
+from tests.conftest import Stack
+
+pytestmark = [pytest.mark.clients, pytest.mark.timeout(150)]
+
+CLAUDE = JS_DIR / "node_modules" / ".bin" / "claude"
+SERVER = "mcp-tasks"
+# Any key: only the scripted API sees it. Claude Code asks once whether to use a key from the
+# environment, unless its last 20 characters are listed as approved.
+API_KEY = "sk-ant-api03-offline-tests-0123456789abcdefghij"
+CURSOR = "\u276f"  # the form's cursor, beside the field or button it is on
+STARTED = re.compile(r"started server-side task (mcp-task-[0-9a-f]+)")
+
+
+@dataclass
+class Step:
+    """Keys pressed, then text typed, then what the form shows once it took them."""
+
+    keys: tuple[str, ...]
+    text: str | None
+    shows: str
+
+
+def claude_env(home: Path, project: Path, api: MessagesApi) -> dict[str, str]:
+    """A HOME where onboarding, the key and `project`'s trust are done; the environment that
+    points Claude Code at the scripted API."""
+    (home / ".claude").mkdir(parents=True)
+    state = {
+        "hasCompletedOnboarding": True,
+        "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
+        "projects": {str(project): {"hasTrustDialogAccepted": True}},
+    }
+    (home / ".claude.json").write_text(json.dumps(state))
+    settings = {"permissions": {"allow": [f"mcp__{SERVER}"]}}
+    (home / ".claude" / "settings.json").write_text(json.dumps(settings))
+    return {
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": api.url,
+        "ANTHROPIC_API_KEY": API_KEY,
+        # MCP tools in the request's `tools`, not behind a tool search the script would drive.
+        "ENABLE_TOOL_SEARCH": "false",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+
+
+async def claude(env: dict[str, str], cwd: Path, *args: str, within: float = 60) -> str:
+    """`claude ARGS` run to its end in `cwd`; its stdout (a failure shows both streams)."""
+    if not CLAUDE.exists():
+        pytest.fail("Claude Code is missing: run `make client-deps`")
+    process = await asyncio.create_subprocess_exec(
+        str(CLAUDE),
+        *args,
+        cwd=cwd,
+        env={**os.environ, **env},
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), within)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise AssertionError(f"claude {args} did not end within {within} s") from None
+    assert process.returncode == 0, f"claude {args}: exit {process.returncode}\n{out!r}\n{err!r}"
+    return out.decode()
+
+
+async def configured(stack: Stack, tmp_path: Path, api: MessagesApi) -> tuple[dict[str, str], Path]:
+    """The environment and project folder of a Claude Code with our server added over HTTP."""
+    project = tmp_path / "project"
+    project.mkdir()
+    env = claude_env(tmp_path / "home", project, api)
+    await claude(env, project, "mcp", "add", "--transport", "http", SERVER, stack.url)
+    return env, project
+
+
+async def eventually(found: Callable[[], Any], within: float, what: str) -> Any:
+    """The first truthy `found()`, polled; fail after `within` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if value := found():
+            return value
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"no {what} within {within} s")
+
+
+def started_task(api: MessagesApi) -> str | None:
+    """The taskId Claude Code told the model about when it moved the call to the background."""
+    for text in api.last_messages():
+        if match := STARTED.search(text):
+            return match.group(1)
+    return None
+
+
+def notified(api: MessagesApi, task_id: str) -> bool:
+    """Whether the model got the notification of the task's completion."""
+    return any(
+        "<task-notification>" in text and task_id in text and "<status>completed</status>" in text
+        for text in api.last_messages()
+    )
+
+
+async def answered_in_the_form(
+    stack: Stack,
+    tmp_path: Path,
+    tool: str,
+    arguments: dict[str, Any],
+    question: str,
+    steps: list[Step],
+) -> dict[str, Any]:
+    """Claude Code's model calls `tool`, the task's question is answered in Claude Code's
+    form by `steps`; the task as tasks/get returns it once Claude Code reported it done."""
+    with messages_api() as api:
+        api.script = Script(f"mcp__{SERVER}__{tool}", arguments, "The task is running.")
+        env, project = await configured(stack, tmp_path, api)
+        async with terminal(tmp_path) as term:
+            await term.start([str(CLAUDE), "--permission-mode", "default"], project, env)
+            await term.wait_for("? for shortcuts", 60, "the prompt")
+            await term.type(f"Please run {tool}.")
+            await term.keys("Enter")
+            await term.wait_for(
+                lambda s: (
+                    "requests your input" in s and question in s and "1 MCP task still running" in s
+                ),
+                60,
+                "the task in the background and its question as a form",
+            )
+            task_id = await eventually(lambda: started_task(api), 30, "task started")
+            waiting = (await stack.mcp.get_task(task_id)).result
+            assert waiting["status"] == "input_required", waiting
+
+            await answer(term, steps)
+            await term.wait_for(f"MCP task {task_id} ({SERVER}/{tool}) completed", 60)
+            await eventually(lambda: notified(api, task_id), 30, "completion notification")
+            task: dict[str, Any] = await stack.mcp.wait_terminal(task_id)
+            return task
+
+
+async def answer(term: Terminal, steps: list[Step]) -> None:
+    for step in steps:
+        await term.keys(*step.keys)
+        if step.text is not None:
+            await term.type(step.text)
+        await term.wait_for(step.shows, 15)
+    await term.keys("Enter")  # on Accept
+
+
+async def test_claude_code_answers_request_approval_in_its_form_and_reports_the_completion(
+    stack: Stack, tmp_path: Path
+) -> None:
+    task = await answered_in_the_form(
+        stack,
+        tmp_path,
+        "request_approval",
+        {"message": "Ship version 1.3.0 to production?"},
+        "Ship version 1.3.0 to production?",
+        [
+            Step(("Right",), None, "◯ reject"),  # the choice's options, unfolded
+            Step(("Space",), None, "Decision: ▸ approve"),
+            Step(("Down",), "tests are green", "Reason: tests are green"),
+            Step(("Down",), None, f"{CURSOR} Accept"),
+        ],
+    )
+    assert task["status"] == "completed", task
+    decision = task["result"]["structuredContent"]
+    assert decision["decision"] == "approved"
+    assert decision["reason"] == "tests are green"
+
+
+async def test_claude_code_answers_a_deploys_approval_gate_in_its_form(
+    stack: Stack, pipelines_dir: Path, tmp_path: Path
+) -> None:
+    pipeline = gated_pipeline(pipelines_dir)
+    task = await answered_in_the_form(
+        stack,
+        tmp_path,
+        "deploy",
+        {"pipeline": pipeline},
+        "Ship it?",
+        [
+            Step(("Space",), None, "Approve: ☒"),
+            Step(("Down",), "ok to ship", "Comment: ok to ship"),
+            Step(("Down",), None, f"{CURSOR} Accept"),
+        ],
+    )
+    assert task["status"] == "completed", task
+    assert task["result"]["isError"] is False
+    steps = task["result"]["structuredContent"]["steps"]
+    assert [(s["name"], s["status"]) for s in steps] == [
+        ("build", "succeeded"),
+        ("ship", "succeeded"),
+    ]
+
+
+async def test_claude_code_in_print_mode_runs_the_call_attached_and_cancels_its_question(
+    stack: Stack, tmp_path: Path
+) -> None:
+    with messages_api() as api:
+        api.script = Script(
+            f"mcp__{SERVER}__request_approval", {"message": "Ship it?"}, "Nobody was asked."
+        )
+        env, project = await configured(stack, tmp_path, api)
+        out = await claude(
+            env, project, "-p", "Please ask for approval.", "--permission-mode", "default"
+        )
+        assert out.strip() == "Nobody was asked."
+        results = [text for text in api.last_messages() if '"decision"' in text]
+    assert results, api.last_messages()
+    assert json.loads(results[0])["decision"] == "dismissed"
+    assert not any(STARTED.search(text) for text in api.last_messages())
