@@ -1,8 +1,9 @@
 """A terminal program driven as a person would: in tmux, keys sent with `send-keys`, the screen
 read with `capture-pane`.
 
-Each `Terminal` is a tmux server of its own (`tmux -L <socket>`, no user configuration), so
-closing it ends exactly the server it started and what runs in it. Every wait is bounded and an
+Each `Terminal` is a tmux server of its own (`tmux -S <socket>` in the test's directory, no
+user configuration), so closing it ends exactly the server it started and what runs in it,
+and no socket is left behind. Every wait is bounded and an
 assertion that fails shows the screen. Calls go through asyncio subprocesses: the server under
 test answers from the same event loop.
 """
@@ -15,7 +16,6 @@ import os
 import shutil
 import signal
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -29,15 +29,15 @@ TMUX_CONF = "set -g remain-on-exit on\nset -g focus-events on\n"
 
 class Terminal:
     def __init__(self, directory: Path) -> None:
-        self.socket = f"mcp-tasks-tests-{uuid.uuid4().hex[:12]}"
         self.directory = directory
+        self.socket = directory / "tmux.sock"
         self.pane_pid: int | None = None
 
     async def tmux(self, *args: str, check: bool = True) -> str:
         process = await asyncio.create_subprocess_exec(
             "tmux",
-            "-L",
-            self.socket,
+            "-S",
+            str(self.socket),
             "-f",
             str(self.directory / "tmux.conf"),
             *args,
