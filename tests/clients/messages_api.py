@@ -118,13 +118,24 @@ class MessagesApi:
         tools = {tool.get("name") for tool in body.get("tools") or []}
         if script is None or not tools:
             return [{"type": "text", "text": "Scripted."}]
-        if answered(body, script.tool_use_id):
+        if tool_result(body, script.tool_use_id) is not None:
             return [{"type": "text", "text": script.final_text}]
         if script.tool in tools:
             return [tool_use(script.tool_use_id, script.tool, script.arguments)]
-        if WAIT_FOR_SERVERS in tools and not answered(body, script.wait_id):
+        if WAIT_FOR_SERVERS in tools and tool_result(body, script.wait_id) is None:
             return [tool_use(script.wait_id, WAIT_FOR_SERVERS, {})]
         return [{"type": "text", "text": f"No tool {script.tool} to call."}]
+
+    def call_result(self) -> str | None:
+        """The result of the scripted call as the model got it (its text), once it did."""
+        with self.lock:
+            requests = list(self.requests)
+        for request in requests:
+            if self.script is not None:
+                result = tool_result(request.body, self.script.tool_use_id)
+                if result is not None:
+                    return result
+        return None
 
     def last_messages(self) -> list[str]:
         """The text of each request's last message (a prompt, a tool result, a notification)."""
@@ -136,15 +147,23 @@ def tool_use(use_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any
     return {"type": "tool_use", "id": use_id, "name": name, "input": arguments}
 
 
-def answered(body: dict[str, Any], tool_use_id: str) -> bool:
-    """Whether the request's messages already carry the result of the scripted call."""
+def tool_result(body: dict[str, Any], tool_use_id: str) -> str | None:
+    """The text of the result of call `tool_use_id` in the request's messages, if there."""
     for msg in body.get("messages") or []:
         content = msg.get("content")
         if isinstance(content, list):
             for block in content:
                 if block.get("type") == "tool_result" and block.get("tool_use_id") == tool_use_id:
-                    return True
-    return False
+                    return block_text(block)
+    return None
+
+
+def block_text(block: dict[str, Any]) -> str:
+    """A text block's text, or a tool result's content (a string or text blocks)."""
+    inner = block.get("text", block.get("content", ""))
+    if isinstance(inner, list):
+        return " ".join(str(part.get("text", "")) for part in inner)
+    return str(inner)
 
 
 def text_of(messages: list[dict[str, Any]]) -> str:
@@ -152,13 +171,7 @@ def text_of(messages: list[dict[str, Any]]) -> str:
     content = messages[-1].get("content")
     if isinstance(content, str):
         return content
-    parts: list[str] = []
-    for block in content or []:
-        inner = block.get("text", block.get("content", ""))
-        if isinstance(inner, list):
-            inner = " ".join(str(part.get("text", "")) for part in inner)
-        parts.append(str(inner))
-    return "\n".join(parts)
+    return "\n".join(block_text(block) for block in content or [])
 
 
 def stop_reason(content: list[dict[str, Any]]) -> str:
