@@ -31,6 +31,7 @@ class Terminal:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.socket = directory / "tmux.sock"
+        self.env: dict[str, str] | None = None  # tmux's, then its window's
         self.pane_pid: int | None = None
 
     async def tmux(self, *args: str, check: bool = True) -> str:
@@ -41,6 +42,7 @@ class Terminal:
             "-f",
             str(self.directory / "tmux.conf"),
             *args,
+            env=self.env,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
@@ -50,9 +52,10 @@ class Terminal:
         return out.decode()
 
     async def start(self, command: list[str], cwd: Path, env: dict[str, str]) -> None:
-        """`command` in a WIDTH x HEIGHT window, with `env` on top of tmux's environment."""
+        """`command` in a WIDTH x HEIGHT window, in the environment `env` (the tmux server
+        started here takes it as its own, and the window gets it)."""
         (self.directory / "tmux.conf").write_text(TMUX_CONF)
-        env_flags = [flag for name, value in env.items() for flag in ("-e", f"{name}={value}")]
+        self.env = env
         await self.tmux(
             "new-session",
             "-d",
@@ -64,7 +67,6 @@ class Terminal:
             str(HEIGHT),
             "-c",
             str(cwd),
-            *env_flags,
             *command,
         )
         self.pane_pid = int(await self.tmux("display-message", "-p", "-t", "main", "#{pane_pid}"))

@@ -65,7 +65,9 @@ class Step:
 
 def claude_env(home: Path, project: Path, api: MessagesApi) -> dict[str, str]:
     """A HOME where onboarding, the key and `project`'s trust are done; the environment that
-    points Claude Code at the scripted API."""
+    points Claude Code at the scripted API and at nothing of the caller's (a model provider,
+    credentials, or the mark of a Claude Code session the tests run from, in which Claude
+    Code refuses to start)."""
     (home / ".claude").mkdir(parents=True)
     state = {
         "hasCompletedOnboarding": True,
@@ -75,7 +77,13 @@ def claude_env(home: Path, project: Path, api: MessagesApi) -> dict[str, str]:
     (home / ".claude.json").write_text(json.dumps(state))
     settings = {"permissions": {"allow": [f"mcp__{SERVER}"]}}
     (home / ".claude" / "settings.json").write_text(json.dumps(settings))
+    inherited = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("ANTHROPIC_", "CLAUDE", "AWS_", "GOOGLE_", "VERTEX_"))
+    }
     return {
+        **inherited,
         "HOME": str(home),
         "ANTHROPIC_BASE_URL": api.url,
         "ANTHROPIC_API_KEY": API_KEY,
@@ -94,7 +102,7 @@ async def claude(env: dict[str, str], cwd: Path, *args: str, within: float = 60)
         str(CLAUDE),
         *args,
         cwd=cwd,
-        env={**os.environ, **env},
+        env=env,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
