@@ -8,7 +8,8 @@ model is told so and its turn ends), polls tasks/get, shows the task's question 
 sends the answer with tasks/update, and once the task is done says so on screen and hands the
 result to the model as a notification. Both demo tools that ask are driven that way:
 `request_approval` (a choice and a text) and `deploy` at its approval gate (a checkbox and a
-text).
+text). A question left for later (Esc) waits in Claude Code's task panel, from which `x`
+stops the task (tasks/cancel).
 
 In print mode (`claude -p`) it declares no tasks extension: the call runs attached, and the
 question that comes back as an InputRequiredResult round is answered `cancel` (nobody is there
@@ -23,11 +24,12 @@ call, and a first start offers to make it the default).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,16 +154,19 @@ def notified(api: MessagesApi, task_id: str) -> bool:
     )
 
 
-async def answered_in_the_form(
-    stack: Stack,
-    tmp_path: Path,
-    tool: str,
-    arguments: dict[str, Any],
-    question: str,
-    steps: list[Step],
-) -> dict[str, Any]:
-    """Claude Code's model calls `tool`, the task's question is answered in Claude Code's
-    form by `steps`; the task as tasks/get returns it once Claude Code reported it done."""
+@dataclass
+class AtTheForm:
+    term: Terminal
+    api: MessagesApi
+    task_id: str
+
+
+@contextlib.asynccontextmanager
+async def at_the_form(
+    stack: Stack, tmp_path: Path, tool: str, arguments: dict[str, Any], question: str
+) -> AsyncIterator[AtTheForm]:
+    """Claude Code in tmux, once its model called `tool`, the task went to the background and
+    its question (`question`) is on screen as a form."""
     with messages_api() as api:
         api.script = Script(f"mcp__{SERVER}__{tool}", arguments, "The task is running.")
         env, project = await configured(stack, tmp_path, api)
@@ -178,16 +183,30 @@ async def answered_in_the_form(
             task_id = await eventually(lambda: started_task(api), 30, "task started")
             waiting = (await stack.mcp.get_task(task_id)).result
             assert waiting["status"] == "input_required", waiting
+            yield AtTheForm(term, api, task_id)
 
-            await answer(term, steps)
-            try:
-                await term.wait_for(f"MCP task {task_id} ({SERVER}/{tool}) completed", 60)
-            except AssertionError as error:
-                on_server = (await stack.mcp.get_task(task_id)).body
-                raise AssertionError(f"{error}\nthe task on the server: {on_server}") from None
-            await eventually(lambda: notified(api, task_id), 30, "completion notification")
-            task: dict[str, Any] = await stack.mcp.wait_terminal(task_id)
-            return task
+
+async def answered_in_the_form(
+    stack: Stack,
+    tmp_path: Path,
+    tool: str,
+    arguments: dict[str, Any],
+    question: str,
+    steps: list[Step],
+) -> dict[str, Any]:
+    """The task's question answered in Claude Code's form by `steps`; the task as tasks/get
+    returns it once Claude Code reported it done and told the model."""
+    async with at_the_form(stack, tmp_path, tool, arguments, question) as claude_code:
+        term, task_id = claude_code.term, claude_code.task_id
+        await answer(term, steps)
+        try:
+            await term.wait_for(f"MCP task {task_id} ({SERVER}/{tool}) completed", 60)
+        except AssertionError as error:
+            on_server = (await stack.mcp.get_task(task_id)).body
+            raise AssertionError(f"{error}\nthe task on the server: {on_server}") from None
+        await eventually(lambda: notified(claude_code.api, task_id), 30, "the notification")
+        task: dict[str, Any] = await stack.mcp.wait_terminal(task_id)
+        return task
 
 
 async def answer(term: Terminal, steps: list[Step]) -> None:
@@ -283,3 +302,20 @@ async def test_claude_code_in_print_mode_cancels_a_deploys_gate_which_rolls_back
     pipeline = gated_pipeline(pipelines_dir)
     result = await in_print_mode(stack, tmp_path, "deploy", {"pipeline": pipeline})
     assert result == f'{pipeline}: step 2/2 "ship" was declined; rolled back'
+
+
+async def test_claude_code_stops_a_task_left_for_later_from_its_task_panel(
+    stack: Stack, pipelines_dir: Path, tmp_path: Path
+) -> None:
+    pipeline = gated_pipeline(pipelines_dir)
+    async with at_the_form(stack, tmp_path, "deploy", {"pipeline": pipeline}, "Ship it?") as cc:
+        await cc.term.keys("Escape")  # answer later
+        await cc.term.wait_for("1 MCP task · needs your input", 15)
+        await cc.term.keys("Down")
+        await cc.term.wait_for("enter to view tasks", 15)
+        await cc.term.keys("Enter")
+        await cc.term.wait_for(f"Server task:  {cc.task_id}", 15)
+        await cc.term.keys("x")  # to stop
+        await cc.term.wait_for("No tasks currently running", 15)
+        task = await stack.mcp.wait_terminal(cc.task_id)
+    assert task["status"] == "cancelled", task
