@@ -13,7 +13,8 @@ stops the task (tasks/cancel).
 
 In print mode (`claude -p`) it declares no tasks extension: the call runs attached, and the
 question that comes back as an InputRequiredResult round is answered `cancel` (nobody is there
-to ask), so `request_approval` resolves as `dismissed`.
+to ask), so `request_approval` resolves as `dismissed` and a deploy's gate as declined (the
+steps done rolled back).
 
 Claude Code starts with onboarding and the folder's trust marked done in a temporary HOME's
 `.claude.json`, the server added with `claude mcp add`, its tools allowed by a permission rule,
@@ -46,8 +47,9 @@ pytestmark = [pytest.mark.clients, pytest.mark.timeout(150)]
 
 CLAUDE = JS_DIR / "node_modules" / ".bin" / "claude"
 SERVER = "mcp-tasks"
-# Any key: only the scripted API sees it. Claude Code asks once whether to use a key from the
-# environment, unless its last 20 characters are listed as approved.
+# Any key: only the scripted API sees it. Claude Code asks whether to use a key it finds in the
+# environment ("Detected a custom API key"), unless its last 20 characters are listed as
+# approved in .claude.json.
 API_KEY = "sk-ant-api03-offline-tests-0123456789abcdefghij"
 FORM = "requests your input"
 SUBMITS = 3  # Enter on Accept, at most (see answer())
@@ -68,8 +70,7 @@ class Step:
 def claude_env(home: Path, project: Path, api: MessagesApi) -> dict[str, str]:
     """A HOME where onboarding, the key and `project`'s trust are done; the environment that
     points Claude Code at the scripted API and at nothing of the caller's (a model provider,
-    credentials, or the mark of a Claude Code session the tests run from, in which Claude
-    Code refuses to start)."""
+    credentials, the variables of a Claude Code session the tests may run from)."""
     (home / ".claude").mkdir(parents=True)
     state = {
         "hasCompletedOnboarding": True,
