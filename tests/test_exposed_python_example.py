@@ -27,6 +27,7 @@ from mcp_server.runtime.devserver import free_port
 from mcp_server.runtime.tokens import add_token
 from tests.dev_process import MCP_TASKS, DevProcess, alive, reaped
 from tests.inbox_stack import CHROMIUM, chromium
+from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient
 from workflows.task_state import MEMO_KEY
 
@@ -235,6 +236,30 @@ async def test_a_host_without_tasks_is_asked_in_the_attached_call(mcp: McpClient
     ).result
     assert done["resultType"] == "complete" and done["isError"] is False, done
     assert done["structuredContent"]["switched"] is True
+
+
+async def test_an_attached_call_relays_the_steps_it_reports_as_progress_of_total(
+    running: Running,
+) -> None:
+    async def answer(request: dict[str, Any]) -> dict[str, Any]:
+        assert request["method"] == "elicitation/create"
+        return approve(True)["approve"]
+
+    headers = {"Authorization": f"Bearer {running.token}"}
+    async with httpx.AsyncClient(timeout=60, headers=headers) as http:
+        client = LegacyClient(http, f"{running.base}/mcp", on_request=answer)
+        await client.initialize()
+        arguments = {"database": "crm-progress"}
+        params = {"name": TOOL, "arguments": arguments, "_meta": {"progressToken": "p-1"}}
+        reply = await client.request("tools/call", params)
+    assert reply.result["structuredContent"]["switched"] is True, reply.body
+    progress = [m["params"] for m in reply.messages if m.get("method") == "notifications/progress"]
+    assert {p["progressToken"] for p in progress} == {"p-1"}
+    numbered = [(p["progress"], p["total"], p["message"]) for p in progress if "total" in p]
+    # The numbers are the ones the team's workflow reported (step 2 of 3 while it asks).
+    assert any(n == 2 for n, _, _ in numbered), progress
+    assert all(total == 3 for _, total, _ in numbered)
+    assert [n for n, _, _ in numbered] == sorted(n for n, _, _ in numbered)
 
 
 async def test_a_host_without_elicitation_answers_with_the_follow_up_tools(mcp: McpClient) -> None:

@@ -58,6 +58,9 @@ class TaskSnapshot:
     tool: str = ""
     # Tasks its creating request called related, as recorded (operators see them).
     related_task_ids: list[str] = field(default_factory=list)
+    # How far the task is, as its workflow last reported it (TaskState.progress):
+    # {"progress": n, "total"?: m}; None when it reported no numbers.
+    progress: dict[str, float] | None = None
     # How far its history had come when it was read (sequence.py): a later read never has a
     # smaller one. 0 when not read from the history (a listing, a task just created).
     sequence: int = 0
@@ -125,6 +128,7 @@ def snapshot_of(state: TaskState) -> TaskSnapshot:
         requested_by=state.requested_by,
         tool=state.tool,
         related_task_ids=list(state.related_task_ids),
+        progress=dict(state.progress) if state.progress is not None else None,
     )
 
 

@@ -5,9 +5,11 @@ A host without task support (2026-07-28 without the extension for a tool that al
 - The task is created exactly as for a task-aware client (durable, owned by the caller), and
   the call waits for it, at most `Services.sync_wait_s` (well under usual host time-outs).
 - While it waits: each new statusMessage goes out as `notifications/progress` when the request
-  carries a `progressToken`; at 2025-11-25, each question the task asks goes out as a request
-  to the client (`elicitation/create`, `sampling/createMessage`, `roots/list`) when the session
-  declared the capability it needs, on the response stream, related to the task. Its id names
+  carries a `progressToken`, with the numbers the task reported (TaskState.progress: `progress`
+  and `total`, e.g. step 2 of 3) once it reported some, else a count of its messages. At
+  2025-11-25, each question the task asks goes out as a request to the client
+  (`elicitation/create`, `sampling/createMessage`, `roots/list`) when the session declared the
+  capability it needs, on the response stream, related to the task. Its id names
   the task and the input key (`input_request_id`), so the client's response may reach any
   replica and is delivered to the workflow as a `tasks/update` would be.
   An answer the task refuses is asked again under a new id, saying what was wrong
@@ -75,6 +77,15 @@ def progress_reporter(ctx: RequestContext) -> ProgressReporter:
         await ctx.send(to_message(Notification(method="notifications/progress", params=params)))
 
     return report
+
+
+def relayed_progress(snapshot: TaskSnapshot, steps: int) -> tuple[float, float | None]:
+    """`progress` and `total` of the notification relaying the task's `steps`-th message: the
+    numbers the task reported (a step n of m, a fraction of 1), or, while it reported none,
+    the count of its messages with no total."""
+    if snapshot.progress is not None and "progress" in snapshot.progress:
+        return snapshot.progress["progress"], snapshot.progress.get("total")
+    return steps, None
 
 
 def log_sender(ctx: RequestContext, threshold: str | None) -> Logger:
@@ -183,7 +194,7 @@ async def follow(
     relays = services.relays
     sent_before = relays.sent_on_session_stream.get((ctx.session or "", task_id), set())
     asked: set[str] = set(sent_before) if ctx.session else set()
-    last_message: str | None = None
+    last_sent: tuple[str, dict[str, float] | None] | None = None
     steps = 0
     wake = asyncio.Event()
     snapshot = await _read(ctx, services, task_id)
@@ -201,10 +212,13 @@ async def follow(
                 continue
             if snapshot.status in TERMINAL_STATUSES:
                 return snapshot
-            if snapshot.status_message and snapshot.status_message != last_message:
-                last_message = snapshot.status_message
+            if (
+                snapshot.status_message
+                and (snapshot.status_message, snapshot.progress) != last_sent
+            ):
+                last_sent = (snapshot.status_message, snapshot.progress)
                 steps += 1
-                await report(steps, None, last_message)
+                await report(*relayed_progress(snapshot, steps), snapshot.status_message)
             if can_ask and refusals is not None:
                 for key, problem in relays.refused.take(task_id).items():
                     if key in asked and refusals.add(key, problem):

@@ -1,0 +1,33 @@
+"""The numbers a task reports (TaskState.progress, `mcp.report {progress, total}` of a team's
+workflow) wherever a person sees how far a task is: the attached call's
+`notifications/progress`, `mcp-tasks tasks show` and `tasks list --json`, the inbox's task
+page, and the task as webhooks and client events show it. End to end with a team's worker:
+tests/test_exposed_python_example.py."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from mcp_server.protocol.attached.runs import relayed_progress
+from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of
+from workflows.task_state import TaskInput, TaskState
+
+
+def state_with(progress: dict[str, float] | None) -> TaskState:
+    task = TaskInput("t1", "deploy", {}, "2026-12-04T10:00:00.000Z", None, 1000, "owner")
+    return replace(TaskState.initial(task, "step 2 of 3: migrate"), progress=progress)
+
+
+def snapshot_with(progress: dict[str, float] | None) -> TaskSnapshot:
+    return snapshot_of(state_with(progress))
+
+
+def test_a_snapshot_carries_the_reported_numbers_and_none_when_there_are_none() -> None:
+    assert snapshot_with({"progress": 2, "total": 3}).progress == {"progress": 2, "total": 3}
+    assert snapshot_with(None).progress is None
+
+
+def test_the_attached_call_relays_the_reported_numbers_else_counts_messages() -> None:
+    assert relayed_progress(snapshot_with({"progress": 2, "total": 3}), 5) == (2, 3)
+    assert relayed_progress(snapshot_with({"progress": 0.4}), 5) == (0.4, None)
+    assert relayed_progress(snapshot_with(None), 5) == (5, None)
