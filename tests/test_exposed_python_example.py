@@ -184,19 +184,32 @@ async def test_declined_it_ends_as_a_tool_error_saying_so(mcp: McpClient, tempor
     assert await activities_of(temporal, f"{task_id}-{CHILD_TYPE}") == ["copy_rows", "drop_copy"]
 
 
-async def test_the_operator_cli_answers_it(running: Running, mcp: McpClient) -> None:
-    task_id, _ = await waiting_approval(mcp, "users")
+async def cli(running: Running, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MCP_TASKS_TEMPORAL_ADDRESS": running.temporal_address}
-    command = [MCP_TASKS, "tasks", "answer", task_id, "--set", "approve=true"]
-    done = await asyncio.to_thread(
+    return await asyncio.to_thread(
         subprocess.run,
-        command,
+        [MCP_TASKS, "tasks", *args],
         env=env,
         capture_output=True,
         text=True,
         timeout=CLI_TIMEOUT_S,
         check=False,
     )
+
+
+async def test_the_operator_cli_shows_its_step_and_answers_it(
+    running: Running, mcp: McpClient
+) -> None:
+    task_id, _ = await waiting_approval(mcp, "users")
+    shown = await cli(running, "show", task_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "  progress:       step 2 of 3\n" in shown.stdout, shown.stdout
+    listed = await cli(running, "list", "--tool", TOOL, "--status", "input_required", "--json")
+    assert listed.returncode == 0, listed.stderr
+    lines = [json.loads(line) for line in listed.stdout.splitlines()]
+    (line,) = [line for line in lines if line["taskId"] == task_id]
+    assert line["progress"] == {"progress": 2, "total": 3}
+    done = await cli(running, "answer", task_id, "--set", "approve=true")
     assert done.returncode == 0, done.stderr
     result = (await mcp.wait_terminal(task_id, within=60))["result"]
     assert result["isError"] is False and result["structuredContent"]["switched"] is True

@@ -6,9 +6,12 @@ tests/test_exposed_python_example.py."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 from mcp_server.protocol.attached.runs import relayed_progress
+from mcp_server.runtime.operator_views import listed_json, page, shown_json
+from mcp_server.tasks.listing import ListedTask, TaskDetail
 from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of
 from workflows.task_state import TaskInput, TaskState
 
@@ -31,3 +34,23 @@ def test_the_attached_call_relays_the_reported_numbers_else_counts_messages() ->
     assert relayed_progress(snapshot_with({"progress": 2, "total": 3}), 5) == (2, 3)
     assert relayed_progress(snapshot_with({"progress": 0.4}), 5) == (0.4, None)
     assert relayed_progress(snapshot_with(None), 5) == (5, None)
+
+
+DETAIL = TaskDetail("deploy", "owner", "run", "ExposedWorkflow", "queue", "RUNNING", 5)
+
+
+def test_tasks_show_prints_the_step_beside_the_status_message_and_json_has_the_numbers() -> None:
+    shown = page(snapshot_with({"progress": 2, "total": 3}), DETAIL)
+    assert "  statusMessage:  step 2 of 3: migrate\n  progress:       step 2 of 3\n" in shown
+    assert "  progress:       40%" in page(snapshot_with({"progress": 0.4, "total": 1}), DETAIL)
+    assert "progress:" not in page(snapshot_with(None), DETAIL)
+    operator = json.loads(shown_json(snapshot_with({"progress": 2, "total": 3}), DETAIL))
+    assert operator["operator"]["progress"] == {"progress": 2, "total": 3}
+    # tasks/get's own result stays exactly what the schema allows: no progress field in it.
+    assert "progress" not in operator["task"]
+
+
+def test_tasks_list_json_includes_the_numbers_only_when_reported() -> None:
+    listed = ListedTask("deploy", snapshot_with({"progress": 1, "total": 4}), "run")
+    assert json.loads(listed_json(listed))["progress"] == {"progress": 1, "total": 4}
+    assert "progress" not in json.loads(listed_json(replace(listed, snapshot=snapshot_with(None))))
