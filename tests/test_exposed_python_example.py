@@ -303,11 +303,17 @@ async def test_the_inbox_approves_it_in_a_real_browser(running: Running, mcp: Mc
         )
         await row.locator("a").click()
         await page.wait_for_url(f"{running.base}/inbox/tasks/{task_id}")
+        # The step the team's workflow reported, in words and as a bar of its total.
+        await expect(page.locator("#live .progress span")).to_have_text("step 2 of 3")
+        bar = page.locator("#live .progress progress")
+        assert (await bar.get_attribute("value"), await bar.get_attribute("max")) == ("2", "3")
         await page.locator("form.answer button[value=approve]").click()
         done = await mcp.wait_terminal(task_id, within=60)
         assert done["result"]["isError"] is False
         assert done["result"]["structuredContent"]["switched"] is True
         await expect(page.locator("#live .pill")).to_have_text("completed", timeout=20_000)
+        # Refreshed live as the workflow moved on: its last step.
+        await expect(page.locator("#live .progress span")).to_have_text("step 3 of 3")
 
 
 async def test_kill_9_of_the_teams_worker_while_it_waits_loses_nothing(

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import UTC, datetime
 
+from mcp_server.inbox.pages import render_progress, task_live, task_version
 from mcp_server.protocol.attached.runs import relayed_progress
 from mcp_server.runtime.operator_views import listed_json, page, shown_json
 from mcp_server.tasks.listing import ListedTask, TaskDetail
@@ -54,3 +56,19 @@ def test_tasks_list_json_includes_the_numbers_only_when_reported() -> None:
     listed = ListedTask("deploy", snapshot_with({"progress": 1, "total": 4}), "run")
     assert json.loads(listed_json(listed))["progress"] == {"progress": 1, "total": 4}
     assert "progress" not in json.loads(listed_json(replace(listed, snapshot=snapshot_with(None))))
+
+
+def test_the_inbox_task_page_shows_the_step_with_a_bar_and_refreshes_when_it_moves() -> None:
+    shown = render_progress({"progress": 2, "total": 3})
+    assert '<progress value="2" max="3" aria-label="step 2 of 3"></progress>' in shown
+    assert "<span>step 2 of 3</span>" in shown
+    assert "<span>40%</span>" in render_progress({"progress": 0.4, "total": 1})
+    # No total: the number alone, no bar that would claim a scale the task never gave.
+    assert "<progress" not in render_progress({"progress": 12}) and "12" in render_progress(
+        {"progress": 12}
+    )
+    assert render_progress(None) == ""
+    now = datetime(2026, 12, 4, 10, 1, tzinfo=UTC)
+    assert "step 2 of 3" in task_live(snapshot_with({"progress": 2, "total": 3}), now, {})
+    moved = task_version(snapshot_with({"progress": 3, "total": 3}))
+    assert moved != task_version(snapshot_with({"progress": 2, "total": 3}))
