@@ -293,6 +293,8 @@ async def test_the_inbox_approves_it_in_a_real_browser(running: Running, mcp: Mc
     task_id, _ = await waiting_approval(mcp, "search")
     async with chromium() as browser:
         page = await (await browser.new_context()).new_page()
+        console: list[str] = []
+        page.on("console", lambda message: console.append(message.text))
         await page.goto(f"{running.base}/inbox")
         await page.fill("#token", running.token)
         await page.click("button[type=submit]")
@@ -314,6 +316,8 @@ async def test_the_inbox_approves_it_in_a_real_browser(running: Running, mcp: Mc
         await expect(page.locator("#live .pill")).to_have_text("completed", timeout=20_000)
         # Refreshed live as the workflow moved on: its last step.
         await expect(page.locator("#live .progress span")).to_have_text("step 3 of 3")
+        # The page keeps to the inbox's Content-Security-Policy (a violation is logged).
+        assert not [text for text in console if "Content Security Policy" in text], console
 
 
 async def test_kill_9_of_the_teams_worker_while_it_waits_loses_nothing(
