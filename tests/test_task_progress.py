@@ -10,12 +10,17 @@ import json
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from jsonschema import Draft202012Validator
+
 from mcp_server.inbox.pages import render_progress, task_live, task_version
 from mcp_server.protocol.attached.runs import relayed_progress
+from mcp_server.protocol.events.catalog import EVENT_TYPES
 from mcp_server.runtime.operator_views import listed_json, page, shown_json
 from mcp_server.tasks.listing import ListedTask, TaskDetail
 from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of
+from mcp_tasks.contracts.events import EVENT_NAMES
 from workflows.task_state import TaskInput, TaskState
+from workflows.webhooks import task_view
 
 
 def state_with(progress: dict[str, float] | None) -> TaskState:
@@ -72,3 +77,16 @@ def test_the_inbox_task_page_shows_the_step_with_a_bar_and_refreshes_when_it_mov
     assert "step 2 of 3" in task_live(snapshot_with({"progress": 2, "total": 3}), now, {})
     moved = task_version(snapshot_with({"progress": 3, "total": 3}))
     assert moved != task_version(snapshot_with({"progress": 2, "total": 3}))
+
+
+def test_webhooks_and_events_carry_the_numbers_only_when_the_task_reported_some() -> None:
+    view = task_view(state_with({"progress": 2, "total": 3}))
+    assert view["progress"] == {"progress": 2, "total": 3}
+    assert view["statusMessage"] == "step 2 of 3: migrate"
+    # Every other task's notification is exactly what it always was.
+    assert "progress" not in task_view(state_with(None))
+    (event_type,) = [e for e in EVENT_TYPES if e.name == EVENT_NAMES["input_required"]]
+    validator = Draft202012Validator(event_type.payload_schema)
+    assert not list(validator.iter_errors({**view, "sequence": 7}))
+    bad = {**view, "sequence": 7, "progress": {"total": 3}}
+    assert list(validator.iter_errors(bad))
