@@ -23,6 +23,7 @@ import pytest
 from playwright.async_api import expect
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from mcp_server.protocol.wire import META_TASK_PROGRESS
 from mcp_server.runtime.devserver import free_port
 from mcp_server.runtime.tokens import add_token
 from tests.dev_process import MCP_TASKS, DevProcess, alive, reaped
@@ -162,6 +163,15 @@ async def test_it_reports_its_steps_asks_and_completes_when_tasks_update_approve
     assert task["statusMessage"] == "Switch traffic for orders to the new cluster?"
     description = await temporal.get_workflow_handle(task_id).describe()
     assert (await description.memo_value(MEMO_KEY))["progress"] == {"progress": 2, "total": 3}
+    # tasks/get (checked against the schemas by the client) and notifications/tasks carry the
+    # numbers under this server's own `_meta` key, never as a field of the task.
+    assert task["_meta"][META_TASK_PROGRESS] == {"progress": 2, "total": 3}
+    assert "progress" not in task
+    messages = await mcp.listen(
+        {"taskIds": [task_id]}, until=lambda messages: len(messages) >= 2, within=30
+    )
+    (notified,) = [m["params"] for m in messages if m.get("method") == "notifications/tasks"]
+    assert notified["_meta"][META_TASK_PROGRESS] == {"progress": 2, "total": 3}
     assert "error" not in (await mcp.update_task(task_id, approve(True))).body
     done = await mcp.wait_terminal(task_id, within=60)
     assert done["status"] == "completed" and done["result"]["isError"] is False

@@ -1,7 +1,8 @@
 """The numbers a task reports (TaskState.progress, `mcp.report {progress, total}` of a team's
 workflow) wherever a person sees how far a task is: the attached call's
 `notifications/progress`, `mcp-tasks tasks show` and `tasks list --json`, the inbox's task
-page, and the task as webhooks and client events show it. End to end with a team's worker:
+page, the task as webhooks and client events show it, and `_meta["mcp-tasks-temporal/progress"]`
+of tasks/get. End to end with a team's worker:
 tests/test_exposed_python_example.py."""
 
 from __future__ import annotations
@@ -15,10 +16,14 @@ from jsonschema import Draft202012Validator
 from mcp_server.inbox.pages import render_progress, task_live, task_version
 from mcp_server.protocol.attached.runs import relayed_progress
 from mcp_server.protocol.events.catalog import EVENT_TYPES
+from mcp_server.protocol.models import to_wire
+from mcp_server.protocol.v2026.views import get_task_result
+from mcp_server.protocol.wire import META_TASK_PROGRESS
 from mcp_server.runtime.operator_views import listed_json, page, shown_json
 from mcp_server.tasks.listing import ListedTask, TaskDetail
 from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of
 from mcp_tasks.contracts.events import EVENT_NAMES
+from tests.wire_schemas import assert_valid
 from workflows.task_state import TaskInput, TaskState
 from workflows.webhooks import task_view
 
@@ -55,6 +60,14 @@ def test_tasks_show_prints_the_step_beside_the_status_message_and_json_has_the_n
     assert operator["operator"]["progress"] == {"progress": 2, "total": 3}
     # tasks/get's own result stays exactly what the schema allows: no progress field in it.
     assert "progress" not in operator["task"]
+
+
+def test_tasks_get_carries_the_numbers_under_this_servers_meta_key_only_when_reported() -> None:
+    reported = to_wire(get_task_result(snapshot_with({"progress": 2, "total": 3})))
+    assert reported["_meta"] == {META_TASK_PROGRESS: {"progress": 2, "total": 3}}
+    assert "progress" not in reported
+    assert_valid("tasks/get", {"jsonrpc": "2.0", "id": 1, "result": reported})
+    assert "_meta" not in to_wire(get_task_result(snapshot_with(None)))
 
 
 def test_tasks_list_json_includes_the_numbers_only_when_reported() -> None:
