@@ -167,10 +167,10 @@ async def test_it_reports_its_steps_asks_and_completes_when_tasks_update_approve
     # numbers under this server's own `_meta` key, never as a field of the task.
     assert task["_meta"][META_TASK_PROGRESS] == {"progress": 2, "total": 3}
     assert "progress" not in task
-    messages = await mcp.listen(
+    stream = await mcp.listen(
         {"taskIds": [task_id]}, until=lambda messages: len(messages) >= 2, within=30
     )
-    (notified,) = [m["params"] for m in messages if m.get("method") == "notifications/tasks"]
+    (notified,) = [m["params"] for m in stream if m.get("method") == "notifications/tasks"]
     assert notified["_meta"][META_TASK_PROGRESS] == {"progress": 2, "total": 3}
     assert "error" not in (await mcp.update_task(task_id, approve(True))).body
     done = await mcp.wait_terminal(task_id, within=60)
@@ -266,7 +266,8 @@ async def test_an_attached_call_relays_the_steps_it_reports_as_progress_of_total
 ) -> None:
     async def answer(request: dict[str, Any]) -> dict[str, Any]:
         assert request["method"] == "elicitation/create"
-        return approve(True)["approve"]
+        accepted: dict[str, Any] = approve(True)["approve"]
+        return accepted
 
     headers = {"Authorization": f"Bearer {running.token}"}
     async with httpx.AsyncClient(timeout=60, headers=headers) as http:
