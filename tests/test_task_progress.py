@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from jsonschema import Draft202012Validator
 
 from mcp_server.inbox.pages import render_progress, task_live, task_version
-from mcp_server.protocol.attached.runs import relayed_progress
+from mcp_server.protocol.attached.runs import progress_mark, relayed_progress
 from mcp_server.protocol.events.catalog import EVENT_TYPES
 from mcp_server.protocol.models import to_wire
 from mcp_server.protocol.v2026.views import get_task_result
@@ -103,3 +103,13 @@ def test_webhooks_and_events_carry_the_numbers_only_when_the_task_reported_some(
     assert not list(validator.iter_errors({**view, "sequence": 7}))
     bad = {**view, "sequence": 7, "progress": {"total": 3}}
     assert list(validator.iter_errors(bad))
+
+
+def test_once_numbers_are_reported_only_their_change_sends_another_notification() -> None:
+    step_two = snapshot_with({"progress": 2, "total": 3})
+    asking = replace(step_two, status_message="Switch traffic?")
+    assert progress_mark(asking) == progress_mark(step_two)
+    assert progress_mark(snapshot_with({"progress": 3, "total": 3})) != progress_mark(step_two)
+    # Without numbers, each new message is one.
+    plain = snapshot_with(None)
+    assert progress_mark(replace(plain, status_message="other")) != progress_mark(plain)

@@ -4,14 +4,15 @@ A host without task support (2026-07-28 without the extension for a tool that al
 2025-11-25 without the `task` parameter) still gets the work done:
 - The task is created exactly as for a task-aware client (durable, owned by the caller), and
   the call waits for it, at most `Services.sync_wait_s` (well under usual host time-outs).
-- While it waits: each new statusMessage goes out as `notifications/progress` when the request
-  carries a `progressToken`, with the numbers the task reported (TaskState.progress: `progress`
-  and `total`, e.g. step 2 of 3) once it reported some, else a count of its messages. At
-  2025-11-25, each question the task asks goes out as a request to the client
-  (`elicitation/create`, `sampling/createMessage`, `roots/list`) when the session declared the
-  capability it needs, on the response stream, related to the task. Its id names
-  the task and the input key (`input_request_id`), so the client's response may reach any
-  replica and is delivered to the workflow as a `tasks/update` would be.
+- While it waits, when the request carries a `progressToken`: each new statusMessage goes out
+  as `notifications/progress` with a count of the messages; once the task reported numbers
+  (TaskState.progress), each change of them goes out with `progress` and `total` as reported
+  (e.g. step 2 of 3) and the message (progress_mark). At 2025-11-25, each question the task
+  asks goes out as a request to the client (`elicitation/create`, `sampling/createMessage`,
+  `roots/list`) when the session declared the capability it needs, on the response stream,
+  related to the task. Its id names the task and the input key (`input_request_id`), so the
+  client's response may reach any replica and is delivered to the workflow as a
+  `tasks/update` would be.
   An answer the task refuses is asked again under a new id, saying what was wrong
   (refused_answers.py).
 - What the call then answers (the result, an InputRequiredResult round at 2026-07-28, or the
@@ -86,6 +87,15 @@ def relayed_progress(snapshot: TaskSnapshot, steps: int) -> tuple[float, float |
     if snapshot.progress is not None and "progress" in snapshot.progress:
         return snapshot.progress["progress"], snapshot.progress.get("total")
     return steps, None
+
+
+def progress_mark(snapshot: TaskSnapshot) -> object:
+    """What must change for the call to send another `notifications/progress`: the numbers the
+    task reported, once it reported some (a new message at the same step is not progress, and
+    each notification's `progress` must be larger than the last), else its message."""
+    if snapshot.progress is not None:
+        return tuple(sorted(snapshot.progress.items()))
+    return snapshot.status_message
 
 
 def log_sender(ctx: RequestContext, threshold: str | None) -> Logger:
@@ -194,7 +204,7 @@ async def follow(
     relays = services.relays
     sent_before = relays.sent_on_session_stream.get((ctx.session or "", task_id), set())
     asked: set[str] = set(sent_before) if ctx.session else set()
-    last_sent: tuple[str, dict[str, float] | None] | None = None
+    last_sent: object = None
     steps = 0
     wake = asyncio.Event()
     snapshot = await _read(ctx, services, task_id)
@@ -212,11 +222,8 @@ async def follow(
                 continue
             if snapshot.status in TERMINAL_STATUSES:
                 return snapshot
-            if (
-                snapshot.status_message
-                and (snapshot.status_message, snapshot.progress) != last_sent
-            ):
-                last_sent = (snapshot.status_message, snapshot.progress)
+            if snapshot.status_message and progress_mark(snapshot) != last_sent:
+                last_sent = progress_mark(snapshot)
                 steps += 1
                 await report(*relayed_progress(snapshot, steps), snapshot.status_message)
             if can_ask and refusals is not None:
