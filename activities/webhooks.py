@@ -6,7 +6,8 @@ Rules implemented:
   the worker does not know is a non-retryable failure (the endpoint was removed).
 - The body is JSON: {"id": delivery id, "event", "occurredAt", "sequence" (a number per task
   that only grows: a receiver drops an event older than one it has), "task": {taskId, tool, status,
-  statusMessage, createdAt, lastUpdatedAt, inputRequests: [{key, message}]}, "inboxUrl":
+  statusMessage, createdAt, lastUpdatedAt, inputRequests: [{key, message}], progress?:
+  {progress, total?}}, "inboxUrl":
   <public URL>/inbox/tasks/<taskId> when MCP_TASKS_PUBLIC_URL is set}; for a `slack` endpoint
   {"text": ...}. At most `MAX_BODY_BYTES`.
 - Signed per attempt on the Standard Webhooks profile (mcp_tasks/webhooks/signature.py):

@@ -5,12 +5,14 @@ own runs ExposedWorkflow and the team's workflows of tests/interactive_children.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import Any
 
 import pytest
 from temporalio.client import WorkflowHandle
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from activities.exposed import probe_child
@@ -32,7 +34,11 @@ async def queue(time_skipping_env: WorkflowEnvironment) -> AsyncIterator[str]:
 
 
 async def start(
-    env: WorkflowEnvironment, queue: str, child_type: str, arguments: dict[str, Any] | None = None
+    env: WorkflowEnvironment,
+    queue: str,
+    child_type: str,
+    arguments: dict[str, Any] | None = None,
+    **fields: Any,
 ) -> WorkflowHandle[Any, Any]:
     config: dict[str, Any] = {
         "workflow": child_type,
@@ -40,7 +46,7 @@ async def start(
         "positional": [],
         "result_path": None,
     }
-    task = task_input("exposed", arguments or {}, tool_config=config)
+    task = task_input("exposed", arguments or {}, tool_config=config, **fields)
     return await env.client.start_workflow(
         "ExposedWorkflow", task, id=task.task_id, task_queue=queue
     )
@@ -75,6 +81,41 @@ async def test_reports_reach_the_memo_and_a_reused_key_is_renamed_and_answered_b
     await handle.signal(SUBMIT_INPUT_SIGNAL, SubmitInput({"approve-2": YES}, by="bob"))
     result = await handle.result()
     assert result["structuredContent"] == {"first": True, "second": True, "by": "bob"}
+
+
+async def test_a_webhook_of_the_question_tells_how_far_the_task_reported_it_is(
+    time_skipping_env: WorkflowEnvironment, queue: str
+) -> None:
+    webhooks = [{"endpoint": "hooks", "events": ["input_required"]}]
+    handle = await start(time_skipping_env, queue, "TestsAskTwice", webhooks=webhooks)
+    await memo_until(handle, asking("approve"))
+    run = (await handle.describe()).run_id
+    delivery = await delivery_input(time_skipping_env, f"{handle.id}.webhook.{run}.1")
+    assert delivery["event"] == "input_required"
+    assert delivery["task"]["progress"] == {"progress": 1, "total": 4}
+    assert delivery["task"]["statusMessage"] == "First?"
+    await handle.signal(SUBMIT_INPUT_SIGNAL, SubmitInput({"approve": YES}, by="alice"))
+    await memo_until(handle, asking("approve-2"))
+    second = await delivery_input(time_skipping_env, f"{handle.id}.webhook.{run}.2")
+    assert second["task"]["progress"] == {"progress": 0.5, "total": 1}
+    await handle.signal(SUBMIT_INPUT_SIGNAL, SubmitInput({"approve-2": YES}, by="bob"))
+    await handle.result()
+
+
+async def delivery_input(env: WorkflowEnvironment, delivery_id: str) -> dict[str, Any]:
+    """The input the task started a webhook delivery with (its child's first event); no worker
+    here runs deliveries, so the child only waits."""
+    child = env.client.get_workflow_handle(delivery_id)
+    async with asyncio.timeout(20):
+        while True:
+            try:
+                history = await child.fetch_history()
+                break
+            except RPCError:  # not started yet
+                await asyncio.sleep(0.1)
+    started = history.events[0].workflow_execution_started_event_attributes
+    delivery: dict[str, Any] = json.loads(started.input.payloads[0].data)
+    return delivery
 
 
 async def test_an_invalid_input_request_is_answered_with_an_error_and_the_task_never_waits(

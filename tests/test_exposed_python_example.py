@@ -15,6 +15,7 @@ import subprocess
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,12 @@ import pytest
 from playwright.async_api import expect
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from mcp_server.protocol.wire import META_TASK_PROGRESS
 from mcp_server.runtime.devserver import free_port
 from mcp_server.runtime.tokens import add_token
 from tests.dev_process import MCP_TASKS, DevProcess, alive, reaped
 from tests.inbox_stack import CHROMIUM, chromium
+from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient
 from workflows.task_state import MEMO_KEY
 
@@ -161,6 +164,15 @@ async def test_it_reports_its_steps_asks_and_completes_when_tasks_update_approve
     assert task["statusMessage"] == "Switch traffic for orders to the new cluster?"
     description = await temporal.get_workflow_handle(task_id).describe()
     assert (await description.memo_value(MEMO_KEY))["progress"] == {"progress": 2, "total": 3}
+    # tasks/get (checked against the schemas by the client) and notifications/tasks carry the
+    # numbers under this server's own `_meta` key, never as a field of the task.
+    assert task["_meta"][META_TASK_PROGRESS] == {"progress": 2, "total": 3}
+    assert "progress" not in task
+    stream = await mcp.listen(
+        {"taskIds": [task_id]}, until=lambda messages: len(messages) >= 2, within=30
+    )
+    (notified,) = [m["params"] for m in stream if m.get("method") == "notifications/tasks"]
+    assert notified["_meta"][META_TASK_PROGRESS] == {"progress": 2, "total": 3}
     assert "error" not in (await mcp.update_task(task_id, approve(True))).body
     done = await mcp.wait_terminal(task_id, within=60)
     assert done["status"] == "completed" and done["result"]["isError"] is False
@@ -183,19 +195,32 @@ async def test_declined_it_ends_as_a_tool_error_saying_so(mcp: McpClient, tempor
     assert await activities_of(temporal, f"{task_id}-{CHILD_TYPE}") == ["copy_rows", "drop_copy"]
 
 
-async def test_the_operator_cli_answers_it(running: Running, mcp: McpClient) -> None:
-    task_id, _ = await waiting_approval(mcp, "users")
+async def cli(running: Running, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MCP_TASKS_TEMPORAL_ADDRESS": running.temporal_address}
-    command = [MCP_TASKS, "tasks", "answer", task_id, "--set", "approve=true"]
-    done = await asyncio.to_thread(
+    return await asyncio.to_thread(
         subprocess.run,
-        command,
+        [MCP_TASKS, "tasks", *args],
         env=env,
         capture_output=True,
         text=True,
         timeout=CLI_TIMEOUT_S,
         check=False,
     )
+
+
+async def test_the_operator_cli_shows_its_step_and_answers_it(
+    running: Running, mcp: McpClient
+) -> None:
+    task_id, _ = await waiting_approval(mcp, "users")
+    shown = await cli(running, "show", task_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "  progress:       step 2 of 3\n" in shown.stdout, shown.stdout
+    listed = await cli(running, "list", "--tool", TOOL, "--status", "input_required", "--json")
+    assert listed.returncode == 0, listed.stderr
+    lines = [json.loads(line) for line in listed.stdout.splitlines()]
+    (line,) = [line for line in lines if line["taskId"] == task_id]
+    assert line["progress"] == {"progress": 2, "total": 3}
+    done = await cli(running, "answer", task_id, "--set", "approve=true")
     assert done.returncode == 0, done.stderr
     result = (await mcp.wait_terminal(task_id, within=60))["result"]
     assert result["isError"] is False and result["structuredContent"]["switched"] is True
@@ -237,6 +262,33 @@ async def test_a_host_without_tasks_is_asked_in_the_attached_call(mcp: McpClient
     assert done["structuredContent"]["switched"] is True
 
 
+async def test_an_attached_call_relays_the_steps_it_reports_as_progress_of_total(
+    running: Running,
+) -> None:
+    async def answer(request: dict[str, Any]) -> dict[str, Any]:
+        assert request["method"] == "elicitation/create"
+        accepted: dict[str, Any] = approve(True)["approve"]
+        return accepted
+
+    headers = {"Authorization": f"Bearer {running.token}"}
+    async with httpx.AsyncClient(timeout=60, headers=headers) as http:
+        client = LegacyClient(http, f"{running.base}/mcp", on_request=answer)
+        await client.initialize()
+        arguments = {"database": "crm-progress"}
+        params = {"name": TOOL, "arguments": arguments, "_meta": {"progressToken": "p-1"}}
+        reply = await client.request("tools/call", params)
+    assert reply.result["structuredContent"]["switched"] is True, reply.body
+    progress = [m["params"] for m in reply.messages if m.get("method") == "notifications/progress"]
+    assert {p["progressToken"] for p in progress} == {"p-1"}
+    # Every notification's progress is larger than the last, as MCP requires.
+    assert all(a["progress"] < b["progress"] for a, b in pairwise(progress)), progress
+    numbered = [(p["progress"], p["total"], p["message"]) for p in progress if "total" in p]
+    # The reported steps go on from the messages counted before them (ProgressRelay): one
+    # total, and step 2 of 3 (one step left) while it asks.
+    assert len({total for _, total, _ in numbered}) == 1, progress
+    assert any(total - n == 1 and "approval" in message for n, total, message in numbered)
+
+
 async def test_a_host_without_elicitation_answers_with_the_follow_up_tools(mcp: McpClient) -> None:
     reply = await mcp.call_tool(TOOL, {"database": "wiki"}, capabilities={})
     follow_up = reply.result["structuredContent"]
@@ -255,6 +307,8 @@ async def test_the_inbox_approves_it_in_a_real_browser(running: Running, mcp: Mc
     task_id, _ = await waiting_approval(mcp, "search")
     async with chromium() as browser:
         page = await (await browser.new_context()).new_page()
+        console: list[str] = []
+        page.on("console", lambda message: console.append(message.text))
         await page.goto(f"{running.base}/inbox")
         await page.fill("#token", running.token)
         await page.click("button[type=submit]")
@@ -265,11 +319,19 @@ async def test_the_inbox_approves_it_in_a_real_browser(running: Running, mcp: Mc
         )
         await row.locator("a").click()
         await page.wait_for_url(f"{running.base}/inbox/tasks/{task_id}")
+        # The step the team's workflow reported, in words and as a bar of its total.
+        await expect(page.locator("#live .progress span")).to_have_text("step 2 of 3")
+        bar = page.locator("#live .progress progress")
+        assert (await bar.get_attribute("value"), await bar.get_attribute("max")) == ("2", "3")
         await page.locator("form.answer button[value=approve]").click()
         done = await mcp.wait_terminal(task_id, within=60)
         assert done["result"]["isError"] is False
         assert done["result"]["structuredContent"]["switched"] is True
         await expect(page.locator("#live .pill")).to_have_text("completed", timeout=20_000)
+        # Refreshed live as the workflow moved on: its last step.
+        await expect(page.locator("#live .progress span")).to_have_text("step 3 of 3")
+        # The page keeps to the inbox's Content-Security-Policy (a violation is logged).
+        assert not [text for text in console if "Content Security Policy" in text], console
 
 
 async def test_kill_9_of_the_teams_worker_while_it_waits_loses_nothing(

@@ -92,7 +92,8 @@ class WebhookDeliveryWorkflow:
 
 def task_view(state: TaskState) -> dict[str, Any]:
     """What a notification tells of the task: its state as published (redacted like the
-    memo), each question by its message only."""
+    memo, with the numbers of its progress when it reported some), each question by its
+    message only."""
     requests: list[dict[str, Any]] = []
     for key, request in list(state.input_requests.items())[:MAX_REQUESTS]:
         params = request.get("params") if isinstance(request, dict) else None
@@ -111,6 +112,9 @@ def task_view(state: TaskState) -> dict[str, Any]:
         "lastUpdatedAt": state.last_updated_at,
         "inputRequests": requests,
         **({"requestedBy": state.requested_by} if state.requested_by else {}),
+        # How far the task reported it is ({"progress": n, "total"?: m}), only when it did:
+        # the notification of every other task is exactly what it always was.
+        **({"progress": dict(state.progress)} if state.progress is not None else {}),
     }
 
 

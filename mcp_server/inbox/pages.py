@@ -1,8 +1,8 @@
 """The inbox's task pages and the fragments their script refreshes: a task's live part (how it
-stands or ended, the decisions made, who asked and answered, the step timeline), its forms (or,
-for a viewer who may not answer, the question read-only with whose decision it awaits), the
-confirmation of a rejection, the sign-in page and the error page. The list is list_page.py.
-Every task text is escaped (html.py's `h`)."""
+stands or ended, how far it reported it is, the decisions made, who asked and answered, the
+step timeline), its forms (or, for a viewer who may not answer, the question read-only with
+whose decision it awaits), the confirmation of a rejection, the sign-in page and the error
+page. The list is list_page.py. Every task text is escaped (html.py's `h`)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from mcp_server.inbox.html import h, hidden, join, page
 from mcp_server.inbox.list_page import age
 from mcp_server.inbox.outcome import outcome_of
 from mcp_server.inbox.timeline import render_timeline
-from mcp_server.tasks.snapshots import TaskSnapshot
+from mcp_server.tasks.snapshots import TaskSnapshot, progress_label
 from mcp_tasks.contracts.approvers import describe_approvers
 
 
@@ -61,6 +61,7 @@ def task_version(snapshot: TaskSnapshot) -> str:
             sorted(snapshot.input_requests),
             snapshot.steps,
             snapshot.answered_by,
+            snapshot.progress,
         )
     )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -85,10 +86,26 @@ def _status_line(snapshot: TaskSnapshot) -> str:
     )
 
 
+def render_progress(progress: dict[str, float] | None) -> str:
+    """How far the task is, as it reported (TaskState.progress): `step 2 of 3` or `40%`, with
+    a bar when it gave a total; nothing when it reported no numbers."""
+    label = progress_label(progress)
+    if progress is None or label is None:
+        return ""
+    done, total = progress["progress"], progress.get("total")
+    bar = (
+        f'<progress value="{done:g}" max="{total:g}" aria-label="{h(label)}"></progress>'
+        if total is not None and total > 0
+        else ""
+    )
+    return f'<div class="progress" data-progress="{h(label)}">{bar}<span>{h(label)}</span></div>'
+
+
 def task_live(snapshot: TaskSnapshot, now: datetime, decided: dict[str, Decision]) -> str:
     return (
         f'<section id="live" data-version="{h(task_version(snapshot))}" '
         f'data-forms="{h(forms_version(snapshot))}">{_status_line(snapshot)}'
+        f"{render_progress(snapshot.progress)}"
         f"{render_decisions(decided, now)}"
         f'<div class="grid{"" if snapshot.steps else " single"}">{_steps_card(snapshot, now)}'
         f'<div class="card side"><h2>People</h2>{_who(snapshot)}<h2>Task</h2>'

@@ -203,6 +203,8 @@ class CreateTaskResult(ExtTask):
 
 class GetTaskResult(DetailedTask):
     result_type: Literal["complete"] = "complete"
+    # Result's `_meta`: this server's own keys (wire.META_TASK_PROGRESS); omitted when None.
+    meta: JsonObject | None = Field(default=None, alias="_meta")
 
 
 class InputRequiredResult(WireModel):

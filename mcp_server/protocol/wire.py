@@ -21,6 +21,10 @@ META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 # schema nor the ext-tasks draft names one, and every `io.modelcontextprotocol/` key is
 # reserved for MCP itself, so this server's own prefix (a label of its package name) carries it.
 META_TASK_SEQUENCE = "mcp-tasks-temporal/sequence"
+# How far a task reported it is, `{"progress": n, "total"?: m}` (TaskState.progress), in the
+# `_meta` of a 2026-07-28 tasks/get result and `notifications/tasks`, only when it reported
+# numbers: DetailedTask has no field for them, and the same prefix keeps them this server's own.
+META_TASK_PROGRESS = "mcp-tasks-temporal/progress"
 # The ext-tasks draft's `RelatedTaskIds` (schema/draft/schema.ts at b30c477), on any request.
 META_RELATED_TASK_IDS = "io.modelcontextprotocol/relatedTaskIds"
 

@@ -12,7 +12,7 @@ from typing import Any
 from mcp_server.protocol.errors import error_object
 from mcp_server.protocol.v2026.views import get_task_result
 from mcp_server.tasks.listing import ListedTask, TaskDetail
-from mcp_server.tasks.snapshots import TaskSnapshot
+from mcp_server.tasks.snapshots import TaskSnapshot, progress_label
 from mcp_server.tasks.ttl import is_expired
 from workflows.task_state import parse_timestamp
 
@@ -70,6 +70,8 @@ def listed_json(task: ListedTask) -> str:
     }
     if snapshot.approvers:
         line["approvers"] = snapshot.approvers
+    if snapshot.progress is not None:  # what the task reported: {"progress": n, "total"?: m}
+        line["progress"] = snapshot.progress
     return json.dumps(line, ensure_ascii=False)
 
 
@@ -101,6 +103,7 @@ def shown_json(snapshot: TaskSnapshot, detail: TaskDetail) -> str:
         "approvers": snapshot.approvers,
         "answeredBy": snapshot.answered_by,
         "steps": snapshot.steps,
+        "progress": snapshot.progress,
         "runId": detail.run_id,
         "workflowType": detail.workflow_type,
         "taskQueue": detail.task_queue,
@@ -182,6 +185,13 @@ def _outcome_lines(snapshot: TaskSnapshot) -> list[str]:
     return []
 
 
+def _progress_line(snapshot: TaskSnapshot) -> list[str]:
+    """How far the task is, as it reported (TaskState.progress): not a field of tasks/get's
+    result, shown beside its statusMessage because that is where a person looks for it."""
+    label = progress_label(snapshot.progress)
+    return [f"  progress:       {clean(label)}"] if label is not None else []
+
+
 def page(snapshot: TaskSnapshot, detail: TaskDetail) -> str:
     """`tasks show`: the task as tasks/get shows it, then what only an operator sees."""
     interval = snapshot.advertised_poll_interval_ms or snapshot.poll_interval_ms
@@ -189,6 +199,7 @@ def page(snapshot: TaskSnapshot, detail: TaskDetail) -> str:
         f"Task {clean(snapshot.task_id)} ({clean(detail.tool)})",
         f"  status:         {snapshot.status}",
         f"  statusMessage:  {clean(snapshot.status_message or '')}",
+        *_progress_line(snapshot),
         f"  createdAt:      {snapshot.created_at} ({age(snapshot.created_at)} ago)",
         f"  lastUpdatedAt:  {snapshot.last_updated_at} ({age(snapshot.last_updated_at)} ago)",
         f"  ttlMs:          {_ttl(snapshot)}",

@@ -23,6 +23,7 @@ from temporalio.exceptions import ApplicationError, TerminatedError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 from mcp_server.tasks.errors import TaskFailure
+from workflows.child_questions import progress_text
 from workflows.task_state import PROTOCOL_ERROR_TYPE, TaskState
 from workflows.task_status import TaskStatus, listed_status
 
@@ -61,9 +62,20 @@ class TaskSnapshot:
     # Whether it holds at a safe point after a pause (shown as `paused` only to clients that
     # declared the steering extension: protocol/client_view.py).
     paused: bool = False
+    # How far the task is, as its workflow last reported it (TaskState.progress):
+    # {"progress": n, "total"?: m}; None when it reported no numbers.
+    progress: dict[str, float] | None = None
     # How far its history had come when it was read (sequence.py): a later read never has a
     # smaller one. 0 when not read from the history (a listing, a task just created).
     sequence: int = 0
+
+
+def progress_label(progress: dict[str, float] | None) -> str | None:
+    """How far a task is, in words, from the numbers it reported: `step 2 of 3`, `40%` (a
+    fraction of 1), `12` (no total); None when it reported none."""
+    if progress is None or "progress" not in progress:
+        return None
+    return progress_text(progress["progress"], progress.get("total"))
 
 
 def failure_of(err: BaseException) -> tuple[TaskFailure, str]:
@@ -129,6 +141,7 @@ def snapshot_of(state: TaskState) -> TaskSnapshot:
         tool=state.tool,
         related_task_ids=list(state.related_task_ids),
         paused=state.paused,
+        progress=dict(state.progress) if state.progress is not None else None,
     )
 
 

@@ -38,7 +38,8 @@ class WebhookDelivery:
     event: str
     occurred_at: str
     # taskId, tool, status, statusMessage, createdAt, lastUpdatedAt, inputRequests
-    # ([{key, message}]): the task as its memo shows it (redacted like the memo).
+    # ([{key, message}]), progress ({progress, total?}, when the task reported numbers): the
+    # task as its memo shows it (redacted like the memo).
     task: dict[str, Any]
     # The task's history length when the event happened (plus that of its runs before a
     # continue-as-new): a number per task that only grows. None in deliveries started before.

@@ -4,12 +4,17 @@ A host without task support (2026-07-28 without the extension for a tool that al
 2025-11-25 without the `task` parameter) still gets the work done:
 - The task is created exactly as for a task-aware client (durable, owned by the caller), and
   the call waits for it, at most `Services.sync_wait_s` (well under usual host time-outs).
-- While it waits: each new statusMessage goes out as `notifications/progress` when the request
-  carries a `progressToken`; at 2025-11-25, each question the task asks goes out as a request
-  to the client (`elicitation/create`, `sampling/createMessage`, `roots/list`) when the session
-  declared the capability it needs, on the response stream, related to the task. Its id names
-  the task and the input key (`input_request_id`), so the client's response may reach any
-  replica and is delivered to the workflow as a `tasks/update` would be.
+- While it waits, when the request carries a `progressToken`: each new statusMessage goes out
+  as `notifications/progress` with a count of the messages; once the task reported numbers
+  (TaskState.progress), each change of them goes out with `progress` and `total` and the
+  message (progress_mark). `progress` must grow with every notification (MCP), so the numbers
+  go on from the count already sent: step 2 of 3 after two messages is 4 of 5
+  (ProgressRelay); a number that goes back sends nothing. At 2025-11-25, each question the task
+  asks goes out as a request to the client (`elicitation/create`, `sampling/createMessage`,
+  `roots/list`) when the session declared the capability it needs, on the response stream,
+  related to the task. Its id names the task and the input key (`input_request_id`), so the
+  client's response may reach any replica and is delivered to the workflow as a
+  `tasks/update` would be.
   An answer the task refuses is asked again under a new id, saying what was wrong
   (refused_answers.py).
 - What the call then answers (the result, an InputRequiredResult round at 2026-07-28, or the
@@ -75,6 +80,41 @@ def progress_reporter(ctx: RequestContext) -> ProgressReporter:
         await ctx.send(to_message(Notification(method="notifications/progress", params=params)))
 
     return report
+
+
+class ProgressRelay:
+    """`progress` and `total` of each notification one attached call sends: the count of the
+    messages while the task reported no numbers, then its numbers after that count (a step n of
+    m after k messages is k+n of k+m), so that `progress` grows with every notification as MCP
+    requires; None when a notification would not grow it (the numbers went back)."""
+
+    def __init__(self) -> None:
+        self.sent: float = 0
+        self.offset: float | None = None
+
+    def next(self, snapshot: TaskSnapshot) -> tuple[float, float | None] | None:
+        reported = snapshot.progress
+        if reported is not None and "progress" in reported:
+            if self.offset is None:
+                self.offset = self.sent
+            total = reported.get("total")
+            progress = self.offset + reported["progress"]
+            relayed = progress, None if total is None else self.offset + total
+        else:
+            relayed = self.sent + 1, None
+        if relayed[0] <= self.sent:
+            return None
+        self.sent = relayed[0]
+        return relayed
+
+
+def progress_mark(snapshot: TaskSnapshot) -> object:
+    """What must change for the call to send another `notifications/progress`: the numbers the
+    task reported, once it reported some (a new message at the same step is not progress, and
+    each notification's `progress` must be larger than the last), else its message."""
+    if snapshot.progress is not None:
+        return tuple(sorted(snapshot.progress.items()))
+    return snapshot.status_message
 
 
 def log_sender(ctx: RequestContext, threshold: str | None) -> Logger:
@@ -183,8 +223,8 @@ async def follow(
     relays = services.relays
     sent_before = relays.sent_on_session_stream.get((ctx.session or "", task_id), set())
     asked: set[str] = set(sent_before) if ctx.session else set()
-    last_message: str | None = None
-    steps = 0
+    last_sent: object = None
+    relay = ProgressRelay()
     wake = asyncio.Event()
     snapshot = await _read(ctx, services, task_id)
     follower = services.listening.watchers.follow(snapshot, wake)
@@ -201,10 +241,10 @@ async def follow(
                 continue
             if snapshot.status in TERMINAL_STATUSES:
                 return snapshot
-            if snapshot.status_message and snapshot.status_message != last_message:
-                last_message = snapshot.status_message
-                steps += 1
-                await report(steps, None, last_message)
+            if snapshot.status_message and progress_mark(snapshot) != last_sent:
+                last_sent = progress_mark(snapshot)
+                if (relayed := relay.next(snapshot)) is not None:
+                    await report(*relayed, snapshot.status_message)
             if can_ask and refusals is not None:
                 for key, problem in relays.refused.take(task_id).items():
                     if key in asked and refusals.add(key, problem):

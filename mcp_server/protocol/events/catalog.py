@@ -48,6 +48,13 @@ _PAYLOAD_SCHEMA: dict[str, Any] = {
                 "properties": {"key": {"type": "string"}, "message": {"type": "string"}},
             },
         },
+        "progress": {
+            "type": "object",
+            "description": "How far the task reported it is (a step of a total, or a fraction "
+            "of 1); only when it reported numbers",
+            "properties": {"progress": {"type": "number"}, "total": {"type": "number"}},
+            "required": ["progress"],
+        },
         "sequence": {"type": "integer", "description": "Grows with every event of the task"},
     },
     "required": ["taskId", "tool", "status", "sequence"],

@@ -16,7 +16,9 @@ Rules implemented:
   (tasks/sequence.py: how far the task's history had come, the same on every replica and
   after restarts): a later state of a task never has a smaller one, so a client that meets
   notifications of one task out of order (two streams, a reconnect) drops any whose number is
-  below one it has seen. A stream never sends a smaller number after a larger one.
+  below one it has seen. A stream never sends a smaller number after a larger one. A task
+  that reported how far it is also carries `_meta["mcp-tasks-temporal/progress"]`, as
+  tasks/get does (v2026/views.py).
 - Changes come from the replica's one watcher per task (tasks/watchers.py), shared by every
   stream on that task: Temporal's history long-poll, and a re-read only after new events. A
   stream costs nothing while its tasks do not change, however long it stays open.
@@ -55,7 +57,7 @@ from mcp_server.protocol.models import (
     TaskNotificationParams,
     to_wire,
 )
-from mcp_server.protocol.v2026.views import detailed_task
+from mcp_server.protocol.v2026.views import detailed_task, progress_meta
 from mcp_server.protocol.wire import META_SERVER_INFO, META_TASK_SEQUENCE, TASKS_CAPABILITY
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.snapshots import TaskSnapshot
@@ -91,7 +93,7 @@ class Subscription:
 
     def task_notification(self, snapshot: TaskSnapshot) -> Notification:
         fields = detailed_task(snapshot, self.ctx.capabilities).model_dump()
-        meta = {**self._meta(), META_TASK_SEQUENCE: snapshot.sequence}
+        meta = {**self._meta(), META_TASK_SEQUENCE: snapshot.sequence, **progress_meta(snapshot)}
         params = TaskNotificationParams(**fields, _meta=meta)
         return Notification(method="notifications/tasks", params=params)
 

@@ -3,7 +3,9 @@
 - CreateTaskResult is flat: `Result & Task & {resultType: "task"}`, never a nested `task`, and
   never `result`, `error`, `inputRequests` or `requestState`.
 - GetTaskResult is `Result & DetailedTask & {resultType: "complete"}`: `inputRequests` only when
-  `input_required`, `result` only when `completed`, `error` only when `failed`.
+  `input_required`, `result` only when `completed`, `error` only when `failed`; Result's
+  `_meta` carries `mcp-tasks-temporal/progress` when the task reported numbers (and is
+  omitted otherwise).
 - Absent optional fields are omitted, never sent as null (`ttlMs` alone may be null).
 - An inlined result carries `resultType: "complete"` and never the 2025-11-25 related-task key.
 - A client's `tasks/get` and `notifications/tasks` show the task as that client may see it
@@ -20,6 +22,7 @@ from mcp_server.protocol.capabilities import Declared
 from mcp_server.protocol.client_view import as_seen_by, is_paused_for
 from mcp_server.protocol.errors import error_object
 from mcp_server.protocol.models import CreateTaskResult, DetailedTask, ExtTask, GetTaskResult
+from mcp_server.protocol.wire import META_TASK_PROGRESS
 from mcp_server.tasks.snapshots import TaskSnapshot
 
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -75,6 +78,14 @@ def create_task_result(snapshot: TaskSnapshot) -> CreateTaskResult:
     return CreateTaskResult(**task_fields(snapshot))
 
 
+def progress_meta(snapshot: TaskSnapshot) -> dict[str, Any]:
+    """`_meta` entries of a task the tasks/get result and `notifications/tasks` carry: the
+    numbers it reported (wire.META_TASK_PROGRESS), none when it reported none."""
+    if snapshot.progress is None:
+        return {}
+    return {META_TASK_PROGRESS: dict(snapshot.progress)}
+
+
 def get_task_result(snapshot: TaskSnapshot, declared: Declared | None = None) -> GetTaskResult:
     """The tasks/get result; with `declared`, as that client sees it (operators see all)."""
-    return GetTaskResult(**_details(snapshot, declared))
+    return GetTaskResult(**_details(snapshot, declared), _meta=progress_meta(snapshot) or None)
