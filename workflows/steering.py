@@ -23,11 +23,15 @@ from typing import Any
 
 from temporalio import workflow
 
-STEER_SIGNAL = "mcp.steer"
-PAUSE_SIGNAL = "mcp.pause"
-RESUME_SIGNAL = "mcp.resume"
-PAUSED_SIGNAL = "mcp.paused"
-CONTRACT_VERSION = 1
+# The names and version are the interactive contract's, defined once (the server signals the
+# task workflow with the same names the task workflow relays to a team's child). Passed
+# through: the contracts module loads pydantic, which the sandbox need not re-import.
+with workflow.unsafe.imports_passed_through():
+    from mcp_tasks.contracts.interactive import CONTRACT_VERSION as CONTRACT_VERSION
+    from mcp_tasks.contracts.interactive import PAUSE_SIGNAL as PAUSE_SIGNAL
+    from mcp_tasks.contracts.interactive import PAUSED_SIGNAL as PAUSED_SIGNAL
+    from mcp_tasks.contracts.interactive import RESUME_SIGNAL as RESUME_SIGNAL
+    from mcp_tasks.contracts.interactive import STEER_SIGNAL as STEER_SIGNAL
 # The longest steer message the server accepts (characters): it is kept in the history and,
 # for an exposed workflow, in the child's too.
 MAX_STEER_CHARS = 4000
