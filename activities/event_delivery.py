@@ -18,7 +18,9 @@ Rules implemented:
   4xx but 408 and 429: refused, not retried. 5xx, 408, 429, 3xx, no connection, a time-out:
   retried (a `Retry-After` of seconds on 429/503 sets the next delay, at most 5 min).
 - Each attempt counts in `mcp_tasks_event_deliveries_total{outcome}` (delivered, failed,
-  rejected, gone, ended) on the worker's metrics.
+  rejected, gone, ended) on the worker's metrics. A failed attempt is one warning line (the
+  subscription, the attempt, the category; never the URL, never a traceback): the error goes
+  back to Temporal as a benign one, which the SDK logs only at debug level.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 
 from temporalio import activity
 from temporalio.client import WorkflowQueryFailedError
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.callback_http import CallbackAnswer, CallbackError, CallbackPolicy, post
@@ -136,8 +138,16 @@ class EventSender:
                 raise ApplicationError(str(err), err.category) from None
             outcome = _judged(delivery.subscription_id, answer)
         except ApplicationError as err:
-            _count(_outcome(err))
-            raise
+            ended = _outcome(err)
+            _count(ended)
+            if ended in ("failed", "rejected"):
+                activity.logger.warning(
+                    "event delivery attempt %d for subscription %s failed: %s",
+                    activity.info().attempt,
+                    delivery.subscription_id,
+                    err.details[0] if err.details else ended,
+                )
+            raise _benign(err) from None
         _count("delivered")
         return outcome
 
@@ -183,6 +193,18 @@ def _judged(subscription_id: str, answer: CallbackAnswer) -> dict[str, Any]:
         delay = timedelta(seconds=min(int(answer.retry_after), MAX_RETRY_AFTER_S))
     raise ApplicationError(
         f"{where} answered HTTP {status}", category_of(status), next_retry_delay=delay
+    )
+
+
+def _benign(err: ApplicationError) -> ApplicationError:
+    """`err`, as an outcome the workflow expects rather than a fault of the worker."""
+    return ApplicationError(
+        err.message,
+        *err.details,
+        type=err.type,
+        non_retryable=err.non_retryable,
+        next_retry_delay=err.next_retry_delay,
+        category=ApplicationErrorCategory.BENIGN,
     )
 
 

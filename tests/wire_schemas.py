@@ -53,6 +53,9 @@ def result_definition(method: str, result: dict[str, Any]) -> tuple[str, str]:
         "events/list": (CORE, "Result"),
         "events/subscribe": (CORE, "Result"),
         "events/unsubscribe": (CORE, "Result"),
+        # This server's additions (docs/guides/events.md): no schema anywhere.
+        "events/subscriptions/list": (CORE, "Result"),
+        "events/subscriptions/remove": (CORE, "Result"),
     }[method]
 
 

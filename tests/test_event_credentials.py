@@ -1,0 +1,88 @@
+"""Event subscriptions end with the credential that made them, and a principal (and an operator)
+can see and remove them: on real Temporal, a real worker and real https receivers
+(tests/event_receiver.py), as in tests/test_events.py.
+
+Attacks: a second token of alice subscribes a receiver, then is revoked (`mcp-tasks token
+revoke` edits the file); before, that receiver kept hearing every question of alice's tasks,
+including those her other token created later, for the subscription's whole lifetime."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from mcp_server.auth.authenticators import token_hash
+from mcp_server.protocol.errors import INVALID_PARAMS
+from mcp_server.runtime.tokens import ID_LENGTH, add_token, revoke_tokens
+from tests.conftest import StackFactory
+from tests.event_receiver import EventReceiver
+from tests.mcp_client import McpClient
+from tests.test_events import (  # noqa: F401 (fixtures)
+    alice_hook,
+    bob_hook,
+    certificate,
+    events_stack,
+    subscribed,
+)
+
+
+async def subscriptions(caller: McpClient) -> list[dict[str, Any]]:
+    reply = await caller.rpc("events/subscriptions/list")
+    assert "result" in reply.body, reply.body
+    found: list[dict[str, Any]] = reply.body["result"]["subscriptions"]
+    return found
+
+
+async def test_a_revoked_tokens_subscription_hears_nothing_of_tasks_created_later(
+    fresh_stack: StackFactory,
+    tmp_path: Path,
+    certificate: tuple[Path, Path],  # noqa: F811
+    alice_hook: EventReceiver,  # noqa: F811
+    bob_hook: EventReceiver,  # noqa: F811
+) -> None:
+    async with events_stack(fresh_stack, tmp_path, certificate) as (stack, alice, _bob):
+        tokens = tmp_path / "tokens.json"
+        second = add_token(tokens, "alice", [])
+        stolen = McpClient(stack.http, stack.url)
+        stolen.extra_headers = {"Authorization": f"Bearer {second}"}
+        await subscribed(stolen, alice_hook, "task.input_required")
+        bob_hook.secret = alice_hook.secret  # alice's own second receiver, her first token's
+        await subscribed(alice, bob_hook, "task.input_required")
+        revoke_tokens(tokens, token_hash(second)[:ID_LENGTH])
+        assert (await stolen.rpc("events/list")).status == 401
+        # What a revoked token set up ends with it: the server sees the revocation when it
+        # reads the file again, and a listing of alice's shows only her other token's.
+        deadline = time.monotonic() + 10
+        while len(listed := await subscriptions(alice)) != 1:
+            assert time.monotonic() < deadline, listed
+            await asyncio.sleep(0.2)
+        assert [s["delivery"]["url"] for s in listed] == [bob_hook.url]
+        task_id = await alice.create_task("request_approval", {"message": "Heard by whom?"})
+        await bob_hook.wait_for(lambda r: len(r.unique()) == 1, 15, "the live one")
+        assert not alice_hook.unique()  # the revoked token's receiver heard nothing
+        await alice.cancel_task(task_id)
+
+
+async def test_a_principal_lists_and_removes_its_own_subscriptions_and_never_anothers(
+    fresh_stack: StackFactory,
+    tmp_path: Path,
+    certificate: tuple[Path, Path],  # noqa: F811
+    alice_hook: EventReceiver,  # noqa: F811
+) -> None:
+    async with events_stack(fresh_stack, tmp_path, certificate) as (_, alice, bob):
+        first = await subscribed(alice, alice_hook, "task.completed")
+        second = await subscribed(alice, alice_hook, "task.failed", arguments={"tool": "x"})
+        listed = (await alice.rpc("events/subscriptions/list")).body["result"]
+        assert sorted(s["id"] for s in listed["subscriptions"]) == sorted([first, second])
+        for entry in listed["subscriptions"]:
+            assert alice_hook.secret not in str(entry)  # never a secret
+            assert entry["deliveryStatus"]["active"] is True
+        assert (await bob.rpc("events/subscriptions/list")).body["result"]["subscriptions"] == []
+        foreign = (await bob.rpc("events/subscriptions/remove", {"id": first})).body["error"]
+        assert foreign["code"] == INVALID_PARAMS and foreign["data"] == {"kind": "subscription"}
+        removed = await alice.rpc("events/subscriptions/remove", {"id": first})
+        assert removed.body["result"]["resultType"] == "complete"
+        left = (await alice.rpc("events/subscriptions/list")).body["result"]["subscriptions"]
+        assert [s["id"] for s in left] == [second]
