@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from mcp_server.auth.authenticators import token_hash
-from mcp_server.protocol.errors import INVALID_PARAMS
+from mcp_server.protocol.errors import INVALID_PARAMS, RATE_LIMITED
 from mcp_server.runtime.tokens import ID_LENGTH, add_token, revoke_tokens
+from mcp_server.tasks.store import new_task_id
 from tests.conftest import StackFactory
 from tests.event_receiver import EventReceiver
 from tests.mcp_client import McpClient
@@ -24,6 +25,7 @@ from tests.test_events import (  # noqa: F401 (fixtures)
     bob_hook,
     certificate,
     events_stack,
+    subscribe,
     subscribed,
 )
 
@@ -86,3 +88,22 @@ async def test_a_principal_lists_and_removes_its_own_subscriptions_and_never_ano
         assert removed.body["result"]["resultType"] == "complete"
         left = (await alice.rpc("events/subscriptions/list")).body["result"]["subscriptions"]
         assert [s["id"] for s in left] == [second]
+
+
+async def test_a_subscription_naming_unknown_tasks_spends_the_not_found_bucket(
+    fresh_stack: StackFactory,
+    tmp_path: Path,
+    certificate: tuple[Path, Path],  # noqa: F811
+    alice_hook: EventReceiver,  # noqa: F811
+) -> None:
+    limits = {"not_found_burst": 2, "not_found_rate_per_minute": 1}
+    async with events_stack(fresh_stack, tmp_path, certificate, **limits) as (_, alice, _bob):
+        replies = [
+            await subscribe(alice, alice_hook, "task.completed", {"taskId": new_task_id()})
+            for _ in range(3)
+        ]
+        assert [r.body["error"]["code"] for r in replies] == [
+            INVALID_PARAMS,
+            INVALID_PARAMS,
+            RATE_LIMITED,
+        ]

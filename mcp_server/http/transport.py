@@ -318,6 +318,8 @@ class McpEndpoint:
     async def _initialize(self, exchange: Exchange) -> Response:
         if exchange.request_id is None:
             raise McpError(INVALID_REQUEST, "initialize must be a request (with an id)")
+        # Each session may lead to a task list in Temporal: sessions are opened at a rate.
+        self.services.limits.rates.initializes.take(exchange.principal)
         params = _params(exchange.message)
         parsed = parse_params(InitializeParams, params)
         version = negotiate(parsed.protocol_version)
