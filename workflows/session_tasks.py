@@ -68,17 +68,16 @@ class SessionTasksWorkflow:
     async def _until_idle(self) -> None:
         ends = workflow.now() + LIFETIME
         while self.tasks < MAX_TASKS:
-            seen = self.tasks
             within = min(IDLE_CLOSE, ends - workflow.now())
-            if within <= timedelta(0):
-                return
-            try:
-                await workflow.wait_condition(
-                    lambda: self.tasks != seen,
-                    timeout=within,
-                )
-            except TimeoutError:
-                return  # idle: the session's next task opens a new run
+            if within <= timedelta(0) or not await self._added_within(self.tasks, within):
+                return  # idle (or a day old): the session's next task opens a new run
+
+    async def _added_within(self, seen: int, within: timedelta) -> bool:
+        try:
+            await workflow.wait_condition(lambda: self.tasks != seen, timeout=within)
+        except TimeoutError:
+            return False
+        return True
 
 
 WORKFLOWS = [SessionTasksWorkflow]

@@ -10,8 +10,9 @@ hosts that know nothing of tasks (see attached/runs.py).
 Owner binding holds as for `tasks/*`: a task that is missing, expired or someone else's is
 "not found", alike, and so do the per-principal rate limits (task_respond counts as a
 tasks/update, task_cancel as a tasks/cancel, task_status as a tasks/get poll, every "not
-found" as one: a JSON-RPC RATE_LIMITED error, as for `tasks/*`). Mistakes a model can correct (a wrong key, a finished
-task) are `isError` results that say what to do, not protocol errors.
+found" as one: a JSON-RPC RATE_LIMITED error, as for `tasks/*`). Mistakes a model can
+correct (a wrong key, a finished task) are `isError` results that say what to do, not
+protocol errors.
 """
 
 from __future__ import annotations
