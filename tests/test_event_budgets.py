@@ -21,11 +21,15 @@ from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.exceptions import ApplicationError
-from temporalio.testing import WorkflowEnvironment
+from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 from temporalio.worker import Worker
 
+from activities.callback_http import CallbackPolicy
+from activities.event_delivery import DESTINATION_BURST, EventSender
+from mcp_server.runtime.devserver import free_port
 from mcp_tasks.contracts.events import (
     DELIVER_ACTIVITY,
+    HANDSHAKE_LIMITED,
     SUBSCRIPTION_QUERY,
     TASK_EVENT_SIGNAL,
     EventDelivery,
@@ -33,6 +37,7 @@ from mcp_tasks.contracts.events import (
     Subscription,
     SubscriptionsInput,
     TaskEvent,
+    VerifyInput,
 )
 from mcp_tasks.contracts.webhooks import REJECTED_ERROR
 from tests.time_skipping import time_skipping_env, worker_of_its_own  # noqa: F401 (fixture)
@@ -197,3 +202,17 @@ async def test_a_principals_deliveries_in_flight_are_bounded(
         assert listed[0]["deliveryStatus"]["droppedEvents"] == 4
         receiver.release.set()
         await handle.terminate()
+
+
+async def test_a_worker_sends_few_handshakes_to_one_address_whoever_asks() -> None:
+    sender = EventSender(CallbackPolicy(allow_private=True))
+    port = free_port()  # nothing listens: each handshake fails at once, as a probe's would
+    answers = [
+        await ActivityEnvironment().run(
+            sender.verify_endpoint,
+            VerifyInput(f"sub_{n}", f"https://127.0.0.1:{port}/?p={n}", "whsec_" + "A" * 32, "c"),
+        )
+        for n in range(DESTINATION_BURST + 2)
+    ]
+    assert answers[:DESTINATION_BURST] == ["connection_refused"] * DESTINATION_BURST
+    assert answers[DESTINATION_BURST:] == [HANDSHAKE_LIMITED] * 2

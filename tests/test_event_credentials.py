@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_server.auth.authenticators import token_hash
-from mcp_server.protocol.errors import INVALID_PARAMS, RATE_LIMITED
+from mcp_server.protocol.errors import CALLBACK_ENDPOINT_ERROR, INVALID_PARAMS, RATE_LIMITED
 from mcp_server.runtime.tokens import ID_LENGTH, add_token, revoke_tokens
 from mcp_server.tasks.store import new_task_id
 from tests.conftest import StackFactory
@@ -28,6 +28,7 @@ from tests.test_events import (  # noqa: F401 (fixtures)
     subscribe,
     subscribed,
 )
+from workflows.event_subscriptions import HANDSHAKES_PER_DESTINATION
 
 
 async def subscriptions(caller: McpClient) -> list[dict[str, Any]]:
@@ -107,3 +108,29 @@ async def test_a_subscription_naming_unknown_tasks_spends_the_not_found_bucket(
             INVALID_PARAMS,
             RATE_LIMITED,
         ]
+
+
+async def test_query_string_variants_of_one_url_are_one_destination_for_handshakes(
+    fresh_stack: StackFactory,
+    tmp_path: Path,
+    certificate: tuple[Path, Path],  # noqa: F811
+    alice_hook: EventReceiver,  # noqa: F811
+    bob_hook: EventReceiver,  # noqa: F811
+) -> None:
+    async with events_stack(fresh_stack, tmp_path, certificate) as (_, alice, _bob):
+        base = alice_hook.url
+        alice_hook.confirm = False  # a prober's target: every handshake fails
+        failed = []
+        for n in range(8):
+            alice_hook.url = f"{base}?variant={n}"
+            failed.append((await subscribe(alice, alice_hook, "task.completed")).body["error"])
+        assert len(alice_hook.handshakes) == 1  # one POST: the same destination's answer
+        assert {e["code"] for e in failed} == {CALLBACK_ENDPOINT_ERROR}
+        # A receiver that agrees, on another destination: still a handful of handshakes.
+        base, codes = bob_hook.url, []
+        for n in range(8):
+            bob_hook.url = f"{base}/path-{n}"
+            reply = await subscribe(alice, bob_hook, "task.completed")
+            codes.append(reply.body["error"]["code"] if "error" in reply.body else 0)
+        assert len(bob_hook.handshakes) == HANDSHAKES_PER_DESTINATION
+        assert codes == [0] * HANDSHAKES_PER_DESTINATION + [RATE_LIMITED] * 3

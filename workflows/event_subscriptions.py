@@ -7,8 +7,17 @@ Rules implemented:
   (the previous one still signs for `ROTATION_GRACE`), and the delivery status so far. A new one
   counts against the principal's limit, and a URL this principal has not verified yet is
   verified first by the handshake (activity `VERIFY_ACTIVITY`); it is refused on failure.
-  Verification is kept per URL for as long as the workflow lives (across continue-as-new); a
-  failed one is answered again without a POST for `HANDSHAKE_BACKOFF`.
+  Verification is kept per URL for `REVERIFY_AFTER` (across continue-as-new); a failed one is
+  answered again without a POST for `HANDSHAKE_BACKOFF`, for every URL of the same
+  destination (host and port), and at most `HANDSHAKES_PER_DESTINATION` handshakes go to one
+  destination in `HANDSHAKE_WINDOW` (more: `HANDSHAKE_LIMITED`, no POST).
+- A subscription is bound to the credential that made (or last refreshed) it: signal
+  `CREDENTIALS_REVOKED_SIGNAL` drops those of revoked credentials; its expiry is never past
+  the credential's. Query `SUBSCRIPTIONS_QUERY` lists the live ones (no secret).
+- Deliveries: at most `max_in_flight` of this principal's at once (more events are counted in
+  `deliveryStatus.droppedEvents`, not delivered); after `SUSPEND_AFTER_FAILURES` failed
+  deliveries in a row a subscription is suspended (`deliveryStatus.active: false`) until its
+  client refreshes it.
 - A subscription ends at its `expires_at` (a durable timer), or by unsubscribe (update
   `UNSUBSCRIBE_UPDATE`). An ended subscription starts nothing, and its deliveries still
   pending stop: each asks `SUBSCRIPTION_QUERY` before every attempt.
@@ -27,6 +36,7 @@ import asyncio
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
@@ -34,6 +44,7 @@ from temporalio.exceptions import ChildWorkflowError, WorkflowAlreadyStartedErro
 
 from mcp_tasks.contracts.events import (
     CREDENTIALS_REVOKED_SIGNAL,
+    HANDSHAKE_LIMITED,
     SUBSCRIBE_UPDATE,
     SUBSCRIPTION_QUERY,
     SUBSCRIPTIONS_QUERY,
@@ -65,11 +76,21 @@ HANDSHAKE_TIMEOUT = timedelta(seconds=20)
 # A verified URL is challenged again when next subscribed after this long: a receiver that
 # once agreed does not stay agreed for as long as the workflow lives.
 REVERIFY_AFTER = timedelta(hours=1)
+# The most handshakes one principal sends to one destination (host, port) in a window; more
+# subscribe calls are refused (RATE_LIMITED) without a POST.
+HANDSHAKES_PER_DESTINATION = 5
+HANDSHAKE_WINDOW = timedelta(minutes=10)
 # Guards what changed the commands of running workflows: suspension after failed deliveries,
 # the handshake's limits per destination, and the re-verification of old URLs.
 SUSPEND_PATCH = "event-subscription-suspension"
 DESTINATION_PATCH = "event-handshake-per-destination"
 REVERIFY_PATCH = "event-url-reverified"
+
+
+def destination(url: str) -> str:
+    """Where a URL's POSTs go, as a handshake limit counts them: its host and port."""
+    parts = urlsplit(url)
+    return f"{(parts.hostname or '').lower()}:{parts.port or 443}"
 
 
 def _at(stamp: str) -> datetime:
@@ -86,7 +107,9 @@ class EventSubscriptionsWorkflow:
         self._verified_at = dict(state.verified_at)
         self._max_in_flight = state.max_in_flight
         self._in_flight = 0  # deliveries this run started that have not ended
-        self._refused: dict[str, tuple[datetime, str]] = {}  # url -> (until, why)
+        # destination (or, in runs from before, URL) -> (until, why)
+        self._refused: dict[str, tuple[datetime, str]] = {}
+        self._handshakes: dict[str, list[datetime]] = {}  # destination -> recent handshakes
         self._lock = asyncio.Lock()  # one subscribe or unsubscribe at a time (handshakes await)
         self._changed = False
         self._starting = 0  # child starts in flight: they must be done before the run ends
@@ -160,9 +183,15 @@ class EventSubscriptionsWorkflow:
             if len(self._subscriptions) >= request.max_subscriptions:
                 return SubscribeResult(error="limit")
             if not self._still_verified(request.url, now):
-                refused = self._refused.get(request.url)
+                # Per destination (host and port), not per URL: query-string variants of one
+                # URL are one receiver, and one principal's handshakes may not probe it.
+                per_destination = workflow.patched(DESTINATION_PATCH)
+                key = destination(request.url) if per_destination else request.url
+                refused = self._refused.get(key)
                 if refused is not None and refused[0] > now:
                     return SubscribeResult(error=refused[1])
+                if per_destination and not self._handshake_allowed(key, now):
+                    return SubscribeResult(error=HANDSHAKE_LIMITED)
                 failure: str = await workflow.execute_activity(
                     VERIFY_ACTIVITY,
                     VerifyInput(
@@ -173,7 +202,7 @@ class EventSubscriptionsWorkflow:
                     retry_policy=RetryPolicy(maximum_attempts=1),
                 )
                 if failure:
-                    self._refused[request.url] = (workflow.now() + HANDSHAKE_BACKOFF, failure)
+                    self._refused[key] = (workflow.now() + HANDSHAKE_BACKOFF, failure)
                     return SubscribeResult(error=failure)
                 self._verified.add(request.url)
                 self._verified_at[request.url] = iso_timestamp(workflow.now())
@@ -188,6 +217,14 @@ class EventSubscriptionsWorkflow:
             )
             self._changed = True
             return SubscribeResult(refresh_before=expires_at)
+
+    def _handshake_allowed(self, key: str, now: datetime) -> bool:
+        recent = [at for at in self._handshakes.get(key, []) if now - at < HANDSHAKE_WINDOW]
+        if len(recent) >= HANDSHAKES_PER_DESTINATION:
+            self._handshakes[key] = recent
+            return False
+        self._handshakes[key] = [*recent, now]
+        return True
 
     def _still_verified(self, url: str, now: datetime) -> bool:
         if url not in self._verified:

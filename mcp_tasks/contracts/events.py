@@ -37,6 +37,9 @@ SUBSCRIPTIONS_QUERY = "mcp.subscriptions"
 # Failed deliveries in a row after which a subscription is suspended (it hears nothing until
 # its client refreshes it: the refresh is the client's sign of life).
 SUSPEND_AFTER_FAILURES = 3
+# SubscribeResult.error when a handshake would exceed a limit per destination (the
+# principal's, in the workflow; every principal's, in the worker): refused, nothing POSTed.
+HANDSHAKE_LIMITED = "handshake_limited"
 # ApplicationError types of the delivery activity that no retry can fix.
 ENDED_ERROR = "EventSubscriptionEnded"
 # The event types, by the task status each announces.
@@ -102,7 +105,8 @@ class SubscribeInput:
 
 @dataclass
 class SubscribeResult:
-    # "" when subscribed; else "limit" or a SEP-3415 lastError category of the handshake.
+    # "" when subscribed; else "limit", HANDSHAKE_LIMITED, or a SEP-3415 lastError category of
+    # the handshake.
     error: str = ""
     refresh_before: str = ""
     refreshed: bool = False

@@ -9,7 +9,9 @@ Rules implemented (docs/guides/events.md says why where the draft leaves a choic
   `whsec_` and the base64 of 24-64 bytes (-32602, the secret never echoed). A `taskId`
   argument is looked up exactly as tasks/get does (one "not found" for missing, expired and
   another's). Over the principal's limit: QUOTA_EXCEEDED with `data.limit: "subscriptions"`;
-  a handshake that fails: CALLBACK_ENDPOINT_ERROR with `data.reason`.
+  a handshake that fails: CALLBACK_ENDPOINT_ERROR with `data.reason`; a handshake over the
+  limits per destination (workflows/event_subscriptions.py, activities/event_delivery.py):
+  RATE_LIMITED, nothing POSTed.
 - unsubscribe of a key that holds no subscription: -32602 with `data.kind: "subscription"`.
 - A subscription is bound to the credential that made it (the last one that refreshed it):
   it ends when that token is revoked, and never outlives a JWT's `exp`.
@@ -46,14 +48,17 @@ from mcp_server.protocol.events.models import (
     TaskEventArguments,
     UnsubscribeParams,
 )
+from mcp_server.protocol.limits.rates import rate_limited
 from mcp_server.protocol.models import CompleteResult, PaginatedParams, parse_params
 from mcp_server.tasks.access import find_task
-from mcp_tasks.contracts.events import SubscribeInput
+from mcp_tasks.contracts.events import HANDSHAKE_LIMITED, SubscribeInput
 from mcp_tasks.webhooks.callback_url import callback_url_problem
 from mcp_tasks.webhooks.signature import SecretError, whsec_key
+from workflows.event_subscriptions import HANDSHAKES_PER_DESTINATION
 from workflows.task_state import iso_timestamp
 
 ECHO_CHARS = 64
+HANDSHAKE_RETRY_MS = 60_000
 
 
 def echoed(value: str) -> str:
@@ -136,6 +141,13 @@ async def subscribe(
             f"Too many event subscriptions: at most {request.max_subscriptions} per principal",
             {"limit": "subscriptions", "max": request.max_subscriptions},
             http_status=429,
+        )
+    if outcome.error == HANDSHAKE_LIMITED:
+        raise rate_limited(
+            "Too many endpoint verifications for this destination (host and port); retry later",
+            HANDSHAKE_RETRY_MS,
+            limit=HANDSHAKES_PER_DESTINATION,
+            remaining=0,
         )
     if outcome.error:
         raise McpError(
