@@ -8,9 +8,10 @@ Rules implemented:
   counts against the principal's limit, and a URL this principal has not verified yet is
   verified first by the handshake (activity `VERIFY_ACTIVITY`); it is refused on failure.
   Verification is kept per URL for `REVERIFY_AFTER` (across continue-as-new); a failed one is
-  answered again without a POST for `HANDSHAKE_BACKOFF`, for every URL of the same
-  destination (host and port), and at most `HANDSHAKES_PER_DESTINATION` handshakes go to one
-  destination in `HANDSHAKE_WINDOW` (more: `HANDSHAKE_LIMITED`, no POST).
+  answered again without a POST for `HANDSHAKE_BACKOFF` (for every URL of the same
+  destination, host and port, when it could not be reached at all), and at most
+  `HANDSHAKES_PER_DESTINATION` handshakes go to one destination in `HANDSHAKE_WINDOW` (more:
+  `HANDSHAKE_LIMITED`, no POST).
 - A subscription is bound to the credential that made (or last refreshed) it: signal
   `CREDENTIALS_REVOKED_SIGNAL` drops those of revoked credentials; its expiry is never past
   the credential's. Query `SUBSCRIPTIONS_QUERY` lists the live ones (no secret).
@@ -80,6 +81,7 @@ REVERIFY_AFTER = timedelta(hours=1)
 # subscribe calls are refused (RATE_LIMITED) without a POST.
 HANDSHAKES_PER_DESTINATION = 5
 HANDSHAKE_WINDOW = timedelta(minutes=10)
+UNREACHABLE = frozenset({"connection_refused", "timeout", "tls_error", HANDSHAKE_LIMITED})
 # Guards what changed the commands of running workflows: suspension after failed deliveries,
 # the handshake's limits per destination, and the re-verification of old URLs.
 SUSPEND_PATCH = "event-subscription-suspension"
@@ -187,9 +189,9 @@ class EventSubscriptionsWorkflow:
                 # URL are one receiver, and one principal's handshakes may not probe it.
                 per_destination = workflow.patched(DESTINATION_PATCH)
                 key = destination(request.url) if per_destination else request.url
-                refused = self._refused.get(key)
-                if refused is not None and refused[0] > now:
-                    return SubscribeResult(error=refused[1])
+                for refused in (self._refused.get(key), self._refused.get(request.url)):
+                    if refused is not None and refused[0] > now:
+                        return SubscribeResult(error=refused[1])
                 if per_destination and not self._handshake_allowed(key, now):
                     return SubscribeResult(error=HANDSHAKE_LIMITED)
                 failure: str = await workflow.execute_activity(
@@ -202,7 +204,10 @@ class EventSubscriptionsWorkflow:
                     retry_policy=RetryPolicy(maximum_attempts=1),
                 )
                 if failure:
-                    self._refused[key] = (workflow.now() + HANDSHAKE_BACKOFF, failure)
+                    # A destination that could not be reached is one for every URL of it (no
+                    # port probing by path or query); one that answered, a URL's own matter.
+                    where = key if failure in UNREACHABLE else request.url
+                    self._refused[where] = (workflow.now() + HANDSHAKE_BACKOFF, failure)
                     return SubscribeResult(error=failure)
                 self._verified.add(request.url)
                 self._verified_at[request.url] = iso_timestamp(workflow.now())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shlex
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -64,7 +65,8 @@ def _problem(err: RPCError, namespace: str, doing: str) -> ClusterProblem:
     if err.status == RPCStatusCode.NOT_FOUND:
         return ClusterProblem(
             f"namespace {namespace!r} does not exist: create it (temporal operator namespace "
-            f"create --namespace {namespace} --retention 7d) or set MCP_TASKS_NAMESPACE",
+            f"create --namespace {shlex.quote(namespace)} --retention 7d) or set "
+            "MCP_TASKS_NAMESPACE",
             EXIT_NO_NAMESPACE,
         )
     if err.status in _DENIED:
@@ -102,7 +104,7 @@ async def missing_search_attributes(client: Client) -> list[str]:
 def register_commands(namespace: str, names: list[str]) -> str:
     """The `temporal` CLI commands that register `names` by hand."""
     return "; ".join(
-        f"temporal operator search-attribute create --namespace {namespace} "
+        f"temporal operator search-attribute create --namespace {shlex.quote(namespace)} "
         f"--name {name} --type {SEARCH_ATTRIBUTE_TYPES[name]}"
         for name in names
     )
@@ -164,7 +166,7 @@ def retention_warning(namespace: str, check: RetentionCheck) -> str:
         f"{hours(check.needed or check.kept)} the longest tool TTL needs (the TTL plus its grace "
         f"after closing): completed tasks may vanish before their ttlMs. Raise it with: "
         f"temporal operator namespace update --retention {hours(check.needed or check.kept)} "
-        f"--namespace {namespace}"
+        f"--namespace {shlex.quote(namespace)}"
     )
 
 
