@@ -13,8 +13,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mcp_server.auth.authenticators import token_hash
 from mcp_server.protocol.errors import CALLBACK_ENDPOINT_ERROR, INVALID_PARAMS, RATE_LIMITED
+from mcp_server.runtime.cli import _parser
+from mcp_server.runtime.operator_events import subscriptions_command
 from mcp_server.runtime.tokens import ID_LENGTH, add_token, revoke_tokens
 from mcp_server.tasks.store import new_task_id
 from tests.conftest import StackFactory
@@ -126,3 +130,27 @@ async def test_query_string_variants_of_one_url_are_one_destination_for_handshak
         assert len(alice_hook.handshakes) == HANDSHAKES_PER_DESTINATION
         expected = [CALLBACK_ENDPOINT_ERROR] * HANDSHAKES_PER_DESTINATION + [RATE_LIMITED] * 3
         assert [error["code"] for error in codes] == expected
+
+
+async def test_an_operator_lists_and_ends_any_principals_subscriptions(
+    fresh_stack: StackFactory,
+    tmp_path: Path,
+    certificate: tuple[Path, Path],  # noqa: F811
+    alice_hook: EventReceiver,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    async with events_stack(fresh_stack, tmp_path, certificate) as (stack, alice, _bob):
+        sub = await subscribed(alice, alice_hook, "task.completed")
+        queue = stack.settings.task_queue
+
+        async def operator(*argv: str) -> int:
+            args = _parser().parse_args(["tasks", *argv])
+            return await subscriptions_command(args, stack.client, queue)
+
+        assert await operator("subscriptions", "alice") == 0
+        listed = capsys.readouterr().out.splitlines()
+        assert len(listed) == 1 and listed[0].startswith(f"{sub}  task.completed  {{}}  https://")
+        assert alice_hook.secret not in listed[0]
+        assert await operator("unsubscribe", "bob", sub) == 1  # not bob's
+        assert await operator("unsubscribe", "alice", sub) == 0
+        assert await subscriptions(alice) == []
