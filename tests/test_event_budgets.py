@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -216,3 +219,30 @@ async def test_a_worker_sends_few_handshakes_to_one_address_whoever_asks() -> No
     ]
     assert answers[:DESTINATION_BURST] == ["connection_refused"] * DESTINATION_BURST
     assert answers[DESTINATION_BURST:] == [HANDSHAKE_LIMITED] * 2
+
+
+async def test_a_failed_attempt_is_one_warning_line_and_a_benign_error(
+    temporal_client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    key, port = f"sub_{uuid.uuid4().hex}", free_port()  # nothing listens there
+    subscription = dataclasses.replace(_subscription(key), url=f"https://127.0.0.1:{port}/hook")
+    async with on_real_time(temporal_client, [EventSubscriptionsWorkflow], []) as queue:
+        handle = await temporal_client.start_workflow(
+            EventSubscriptionsWorkflow.run,
+            SubscriptionsInput("alice", [subscription]),
+            id=f"mcp-events-{queue}-alice",
+            task_queue=queue,
+        )
+        delivery = dataclasses.replace(
+            _delivery(), subscriptions_workflow=handle.id, subscription_id=key
+        )
+        sender = EventSender(CallbackPolicy(allow_private=True))
+        with caplog.at_level(logging.DEBUG), pytest.raises(ApplicationError) as failed:
+            await ActivityEnvironment(client=temporal_client).run(sender.deliver, delivery)
+        await handle.terminate()
+    assert failed.value.category == ApplicationErrorCategory.BENIGN  # the SDK logs it at DEBUG
+    assert failed.value.details == ("connection_refused",)
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and warnings[0].exc_info is None
+    assert f"subscription {key} failed: connection_refused" in warnings[0].getMessage()
+    assert str(port) not in warnings[0].getMessage()  # never the URL
