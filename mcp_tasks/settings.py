@@ -199,7 +199,7 @@ class Settings(BaseModel):
     # Per principal: 2025-11-25 `initialize` per minute (0: no limit).
     initialize_rate_per_minute: NonNegative = 60
     # Per principal: the burst of 2025-11-25 `initialize`.
-    initialize_burst: Positive = 20
+    initialize_burst: Positive = 60
     # Worker sizing: workflows kept in the worker's cache (0: no cache).
     max_cached_workflows: NonNegative = 1000
     # Worker sizing: activities one worker runs at once.
