@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import jwt
 import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from temporalio.client import Client
+from temporalio.worker import Worker
 
 from mcp_server.auth.authenticators import token_hash
 from mcp_server.protocol.errors import CALLBACK_ENDPOINT_ERROR, INVALID_PARAMS, RATE_LIMITED
@@ -21,9 +27,17 @@ from mcp_server.runtime.cli import _parser
 from mcp_server.runtime.operator_events import subscriptions_command
 from mcp_server.runtime.tokens import ID_LENGTH, add_token, revoke_tokens
 from mcp_server.tasks.store import new_task_id
+from mcp_tasks.contracts.events import (
+    SUBSCRIBE_UPDATE,
+    SubscribeInput,
+    SubscribeResult,
+    SubscriptionsInput,
+)
 from tests.conftest import StackFactory
 from tests.event_receiver import EventReceiver
+from tests.jwks_server import JwksServer
 from tests.mcp_client import McpClient
+from tests.test_echoes_and_escapes import Handshakes
 from tests.test_events import (  # noqa: F401 (fixtures)
     alice_hook,
     bob_hook,
@@ -32,7 +46,9 @@ from tests.test_events import (  # noqa: F401 (fixtures)
     subscribe,
     subscribed,
 )
-from workflows.event_subscriptions import HANDSHAKES_PER_DESTINATION
+from tests.test_jwks_refresh import authenticator, bearer, endpoint, key  # noqa: F401
+from workflows.event_subscriptions import HANDSHAKES_PER_DESTINATION, EventSubscriptionsWorkflow
+from workflows.task_state import iso_timestamp
 
 
 async def subscriptions(caller: McpClient) -> list[dict[str, Any]]:
@@ -154,3 +170,49 @@ async def test_an_operator_lists_and_ends_any_principals_subscriptions(
         assert await operator("unsubscribe", "bob", sub) == 1  # not bob's
         assert await operator("unsubscribe", "alice", sub) == 0
         assert await subscriptions(alice) == []
+
+
+async def test_a_subscription_never_outlives_its_jwts_expiry(temporal_client: Client) -> None:
+    url, queue = "https://hooks.example/jwt", f"test-{uuid.uuid4()}"
+    handshakes = Handshakes()
+    expiry = datetime.now(UTC) + timedelta(minutes=5)
+    request = SubscribeInput(
+        "sub_jwt",
+        "task.completed",
+        {},
+        url,
+        "whsec_" + "A" * 32,
+        86400.0,
+        5,
+        "challenge",
+        credential="c" * 64,
+        credential_expires_at=iso_timestamp(expiry),
+    )
+    async with Worker(
+        temporal_client,
+        task_queue=queue,
+        workflows=[EventSubscriptionsWorkflow],
+        activities=[handshakes.verify],
+    ):
+        handle = await temporal_client.start_workflow(
+            EventSubscriptionsWorkflow.run,
+            SubscriptionsInput("alice"),
+            id=f"mcp-events-{queue}",
+            task_queue=queue,
+        )
+        result = await asyncio.wait_for(
+            handle.execute_update(SUBSCRIBE_UPDATE, request, result_type=SubscribeResult), 20
+        )
+        await handle.terminate()
+    assert result.refresh_before == iso_timestamp(expiry)  # not a day: the token's exp
+
+
+async def test_a_jwt_principal_carries_the_tokens_digest_and_expiry(
+    key: rsa.RSAPrivateKey,  # noqa: F811
+    endpoint: JwksServer,  # noqa: F811
+) -> None:
+    token = bearer(key, "k1")
+    principal = await authenticator(endpoint).authenticate(token)
+    claims = jwt.decode(token.split()[1], options={"verify_signature": False})
+    assert principal.credential_expires_at == claims["exp"]
+    assert principal.credential == token_hash(token.split()[1])
