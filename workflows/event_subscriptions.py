@@ -37,7 +37,6 @@ import asyncio
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
@@ -87,12 +86,6 @@ UNREACHABLE = frozenset({"connection_refused", "timeout", "tls_error", HANDSHAKE
 SUSPEND_PATCH = "event-subscription-suspension"
 DESTINATION_PATCH = "event-handshake-per-destination"
 REVERIFY_PATCH = "event-url-reverified"
-
-
-def destination(url: str) -> str:
-    """Where a URL's POSTs go, as a handshake limit counts them: its host and port."""
-    parts = urlsplit(url)
-    return f"{(parts.hostname or '').lower()}:{parts.port or 443}"
 
 
 def _at(stamp: str) -> datetime:
@@ -188,7 +181,7 @@ class EventSubscriptionsWorkflow:
                 # Per destination (host and port), not per URL: query-string variants of one
                 # URL are one receiver, and one principal's handshakes may not probe it.
                 per_destination = workflow.patched(DESTINATION_PATCH)
-                key = destination(request.url) if per_destination else request.url
+                key = (request.destination or request.url) if per_destination else request.url
                 for refused in (self._refused.get(key), self._refused.get(request.url)):
                     if refused is not None and refused[0] > now:
                         return SubscribeResult(error=refused[1])

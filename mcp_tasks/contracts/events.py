@@ -101,6 +101,9 @@ class SubscribeInput:
     credential_expires_at: str = ""
     # The most deliveries of this principal's events in flight at once (0: no bound).
     max_in_flight: int = 0
+    # Where the URL's POSTs go (host:port, mcp_tasks/webhooks/callback_url.py), as the
+    # handshake limits count them.
+    destination: str = ""
 
 
 @dataclass

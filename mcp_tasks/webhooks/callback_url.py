@@ -72,6 +72,12 @@ def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
     return found
 
 
+def destination_of(url: str) -> str:
+    """Where a callback URL's POSTs go, as handshake limits count them: `host:port`."""
+    parts = urlsplit(url)
+    return f"{(parts.hostname or '').lower()}:{parts.port or 443}"
+
+
 def address_allowed(address: str, allow_private: bool) -> bool:
     """Whether a resolved address may be called: itself and every IPv4 address it embeds."""
     try:

@@ -52,7 +52,7 @@ from mcp_server.protocol.limits.rates import rate_limited
 from mcp_server.protocol.models import CompleteResult, PaginatedParams, parse_params
 from mcp_server.tasks.access import find_task
 from mcp_tasks.contracts.events import HANDSHAKE_LIMITED, SubscribeInput
-from mcp_tasks.webhooks.callback_url import callback_url_problem
+from mcp_tasks.webhooks.callback_url import callback_url_problem, destination_of
 from mcp_tasks.webhooks.signature import SecretError, whsec_key
 from workflows.event_subscriptions import HANDSHAKES_PER_DESTINATION
 from workflows.task_state import iso_timestamp
@@ -133,6 +133,7 @@ async def subscribe(
         credential=ctx.credential,
         credential_expires_at=_stamp(ctx.credential_expires_at),
         max_in_flight=settings.events_max_in_flight,
+        destination=destination_of(url),
     )
     outcome = await services.events.store.subscribe(ctx.principal, request)
     if outcome.error == "limit":
