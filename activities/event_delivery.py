@@ -8,7 +8,9 @@ Rules implemented:
 - The handshake POSTs `{"type": "verification", "challenge": <nonce>}` (`webhook-id`
   `msg_verification_<random>`) and succeeds only on a 2xx whose JSON body echoes the challenge
   (compared in constant time). It returns "" on success, else the lastError category:
-  `challenge_failed`, `http_4xx`, `http_5xx`, or how the connection failed.
+  `challenge_failed`, `http_4xx`, `http_5xx`, or how the connection failed. At most
+  `DESTINATION_BURST` handshakes, then `DESTINATION_PER_MINUTE`, go to one resolved address
+  and port from this worker, whoever asks: beyond, `HANDSHAKE_LIMITED` and nothing is sent.
 - An event: first the subscriptions workflow is asked whether the subscription still lives
   (and for its URL and secrets, the new and the previous one during a rotation); if not, or
   past its expiry by this clock, the delivery ends (`EventSubscriptionEnded`) and nothing is
@@ -18,7 +20,9 @@ Rules implemented:
   4xx but 408 and 429: refused, not retried. 5xx, 408, 429, 3xx, no connection, a time-out:
   retried (a `Retry-After` of seconds on 429/503 sets the next delay, at most 5 min).
 - Each attempt counts in `mcp_tasks_event_deliveries_total{outcome}` (delivered, failed,
-  rejected, gone, ended) on the worker's metrics.
+  rejected, gone, ended) on the worker's metrics. A failed attempt is one warning line (the
+  subscription, the attempt, the category; never the URL, never a traceback): the error goes
+  back to Temporal as a benign one, which the SDK logs only at debug level.
 """
 
 from __future__ import annotations
@@ -29,17 +33,25 @@ import secrets
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from temporalio import activity
 from temporalio.client import WorkflowQueryFailedError
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.callback_http import CallbackAnswer, CallbackError, CallbackPolicy, post
+from activities.callback_http import (
+    CallbackAnswer,
+    CallbackError,
+    CallbackPolicy,
+    post,
+    resolved_address,
+)
 from mcp_tasks import __version__
 from mcp_tasks.contracts.events import (
     DELIVER_ACTIVITY,
     ENDED_ERROR,
+    HANDSHAKE_LIMITED,
     SUBSCRIPTION_QUERY,
     VERIFY_ACTIVITY,
     EventDelivery,
@@ -47,6 +59,7 @@ from mcp_tasks.contracts.events import (
     VerifyInput,
 )
 from mcp_tasks.contracts.webhooks import GONE_ERROR, REJECTED_ERROR
+from mcp_tasks.token_buckets import TokenBucket, TokenBuckets
 from mcp_tasks.webhooks.signature import signed_headers, whsec_key
 
 SUBSCRIPTION_HEADER = "X-MCP-Subscription-Id"
@@ -54,6 +67,9 @@ DELIVERIES_METRIC = "mcp_tasks_event_deliveries_total"
 TIMEOUT_S = 10.0
 MAX_BODY_BYTES = 256 * 1024
 MAX_RETRY_AFTER_S = 300
+# Handshakes to one resolved address and port, from every principal, per worker.
+DESTINATION_BURST = 10
+DESTINATION_PER_MINUTE = 10
 _RETRIED_4XX = {408, 429}
 
 
@@ -82,9 +98,30 @@ class EventSender:
 
     def __init__(self, policy: CallbackPolicy) -> None:
         self._policy = policy
+        # Handshakes of every principal to one resolved destination, in this worker: a small
+        # bucket, so many principals cannot together turn the worker into a port prober.
+        self._destinations: TokenBuckets[tuple[str, int], TokenBucket] = TokenBuckets(
+            lambda now: TokenBucket(DESTINATION_BURST, now)
+        )
+
+    async def _destination_allowed(self, url: str) -> bool:
+        parts = urlsplit(url)
+        try:
+            address = await resolved_address(
+                parts.hostname or "", parts.port or 443, self._policy.allow_private
+            )
+        except CallbackError:
+            return True  # post() refuses it in turn, with its category, and sends nothing
+        bucket = self._destinations.refilled(
+            (address, parts.port or 443), lambda _: DESTINATION_PER_MINUTE / 60
+        )
+        return bucket.take()
 
     @activity.defn(name=VERIFY_ACTIVITY)
     async def verify_endpoint(self, request: VerifyInput) -> str:
+        if not await self._destination_allowed(request.url):
+            activity.logger.info("event endpoint handshake refused: its destination is busy")
+            return HANDSHAKE_LIMITED
         body = _json({"type": "verification", "challenge": request.challenge})
         message_id = f"msg_verification_{secrets.token_hex(12)}"
         headers = _headers(request.subscription_id, message_id, [request.secret], body)
@@ -136,8 +173,16 @@ class EventSender:
                 raise ApplicationError(str(err), err.category) from None
             outcome = _judged(delivery.subscription_id, answer)
         except ApplicationError as err:
-            _count(_outcome(err))
-            raise
+            ended = _outcome(err)
+            _count(ended)
+            if ended in ("failed", "rejected"):
+                activity.logger.warning(
+                    "event delivery attempt %d for subscription %s failed: %s",
+                    activity.info().attempt,
+                    delivery.subscription_id,
+                    err.details[0] if err.details else ended,
+                )
+            raise _benign(err) from None
         _count("delivered")
         return outcome
 
@@ -183,6 +228,18 @@ def _judged(subscription_id: str, answer: CallbackAnswer) -> dict[str, Any]:
         delay = timedelta(seconds=min(int(answer.retry_after), MAX_RETRY_AFTER_S))
     raise ApplicationError(
         f"{where} answered HTTP {status}", category_of(status), next_retry_delay=delay
+    )
+
+
+def _benign(err: ApplicationError) -> ApplicationError:
+    """`err`, as an outcome the workflow expects rather than a fault of the worker."""
+    return ApplicationError(
+        err.message,
+        *err.details,
+        type=err.type,
+        non_retryable=err.non_retryable,
+        next_retry_delay=err.next_retry_delay,
+        category=ApplicationErrorCategory.BENIGN,
     )
 
 

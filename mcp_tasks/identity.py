@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mcp_tasks.contracts.approvers import (
     PRINCIPAL_PREFIX,
@@ -35,6 +35,11 @@ class Principal:
     client: str | None = None
     # The local user (`--auth none`): every scope.
     every_scope: bool = False
+    # The credential that named it, for what it sets up that must end with it (an event
+    # subscription): a token's SHA-256, or a JWT's; and a JWT's expiry (Unix seconds).
+    # Not part of who the principal is: two tokens of alice are the same alice.
+    credential: str = field(default="", compare=False)
+    credential_expires_at: float | None = field(default=None, compare=False)
 
     @property
     def digest(self) -> str:

@@ -191,6 +191,15 @@ class Settings(BaseModel):
     not_found_rate_per_minute: NonNegative = 600
     # Per principal: the burst of lookups answered "not found".
     not_found_burst: Positive = 100
+    # Per principal: `events/subscribe` and `events/unsubscribe` per minute (each may POST a
+    # handshake and writes to Temporal; 0: no limit).
+    events_rate_per_minute: NonNegative = 30
+    # Per principal: the burst of `events/subscribe` and `events/unsubscribe`.
+    events_burst: Positive = 20
+    # Per principal: 2025-11-25 `initialize` per minute (0: no limit).
+    initialize_rate_per_minute: NonNegative = 60
+    # Per principal: the burst of 2025-11-25 `initialize`.
+    initialize_burst: Positive = 60
     # Worker sizing: workflows kept in the worker's cache (0: no cache).
     max_cached_workflows: NonNegative = 1000
     # Worker sizing: activities one worker runs at once.
@@ -290,6 +299,9 @@ class Settings(BaseModel):
     events_max_ttl_s: float = Field(default=86400.0, gt=0)
     # The shortest lifetime granted (a shorter suggestion is clamped up to it), in seconds
     events_min_ttl_s: float = Field(default=60.0, gt=0)
+    # The most deliveries of one principal's events in flight at once; an event beyond it is
+    # not delivered, and counted in its subscription's `deliveryStatus.droppedEvents`
+    events_max_in_flight: Positive = 20
     # Allow event callbacks to loopback, private, link-local and other non-global addresses
     # (off: only globally routable ones, as the draft requires; on for a receiver on the same
     # host or network, and the tests). Callbacks are https either way

@@ -58,6 +58,9 @@ def result_definition(method: str, result: dict[str, Any]) -> tuple[str, str]:
         "mcp-tasks-temporal/steer": (TASKS, "UpdateTaskResult"),
         "mcp-tasks-temporal/pause": (TASKS, "GetTaskResult"),
         "mcp-tasks-temporal/resume": (TASKS, "GetTaskResult"),
+        # This server's additions (docs/guides/events.md): no schema anywhere.
+        "events/subscriptions/list": (CORE, "Result"),
+        "events/subscriptions/remove": (CORE, "Result"),
     }[method]
 
 

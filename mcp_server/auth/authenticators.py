@@ -27,7 +27,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -132,6 +133,9 @@ class TokenAuthentication:
         self.path = path
         self._stamp = self._stat()
         self._by_hash = read_tokens(path)
+        # Told of the tokens each re-read finds gone (by SHA-256, with their principals), so
+        # what a revoked token set up (its event subscriptions) ends with it.
+        self.on_revoked: Callable[[dict[str, Principal]], None] | None = None
 
     def _stat(self) -> tuple[int, int, int]:
         stat = self.path.stat()
@@ -141,7 +145,11 @@ class TokenAuthentication:
         try:
             stamp = self._stat()
             if stamp != self._stamp:
+                previous = self._by_hash
                 self._by_hash, self._stamp = read_tokens(self.path), stamp
+                gone = {d: p for d, p in previous.items() if d not in self._by_hash}
+                if gone and self.on_revoked is not None:
+                    self.on_revoked(gone)
         except (OSError, ValueError):
             # Never the old list: it may still hold a token that was just revoked.
             raise AuthError(
@@ -152,15 +160,21 @@ class TokenAuthentication:
             ) from None
         return self._by_hash
 
+    def reread(self) -> None:
+        """Read the file again if it changed (what a request does), for a server that must
+        notice a revocation between requests."""
+        self._current()
+
     def principal_of(self, digest: str) -> Principal | None:
         """The principal of the token whose SHA-256 is `digest` today (None: revoked)."""
         return self._current().get(digest)
 
     async def authenticate(self, authorization: str | None) -> Principal:
-        principal = self.principal_of(token_hash(bearer_token(authorization)))
+        digest = token_hash(bearer_token(authorization))
+        principal = self.principal_of(digest)
         if principal is None:
             raise AuthError(401, "unknown bearer token")
-        return principal
+        return replace(principal, credential=digest)
 
     def resource_metadata(self) -> dict[str, Any] | None:
         return None

@@ -22,6 +22,7 @@ Rules implemented:
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -152,7 +153,14 @@ class JwtAuthentication:
         client = claims.get("client_id") or claims.get("azp")
         if client is not None and not isinstance(client, str):
             raise self._fail("malformed client_id")
-        return Principal(subject, scopes, client=client or None)
+        expiry = claims.get("exp")
+        return Principal(
+            subject,
+            scopes,
+            client=client or None,
+            credential=hashlib.sha256(token.encode()).hexdigest(),
+            credential_expires_at=float(expiry) if isinstance(expiry, int | float) else None,
+        )
 
     def resource_metadata(self) -> dict[str, Any] | None:
         return {

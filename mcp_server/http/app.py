@@ -19,8 +19,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
 
-from mcp_server.auth.authenticators import RESOURCE_METADATA_PATH
+from mcp_server.auth.authenticators import RESOURCE_METADATA_PATH, TokenAuthentication
 from mcp_server.auth.modes import build_authenticator
+from mcp_server.auth.revocation import subscriptions_end_with_tokens
 from mcp_server.http.middleware import (
     AuthenticationMiddleware,
     BodyLimitMiddleware,
@@ -38,7 +39,11 @@ from mcp_server.inbox.signin import inbox_signin
 from mcp_server.observability.probes import EngineStatus
 from mcp_server.observability.routes import add_operations_routes, operations
 from mcp_server.protocol.errors import INVALID_REQUEST, McpError
-from mcp_server.protocol.events.store import TemporalSubscriptionStore, events_offered
+from mcp_server.protocol.events.store import (
+    SubscriptionStore,
+    TemporalSubscriptionStore,
+    events_offered,
+)
 from mcp_server.protocol.services import build_services, clock, state_secret
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore
 from mcp_server.tasks.waiting import WaitingTasks
@@ -89,6 +94,18 @@ class McpApp(FastAPI):
             await self.mcp_stack(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
+
+
+@asynccontextmanager
+async def _revocations(
+    authenticator: object, subscriptions: SubscriptionStore | None
+) -> AsyncIterator[None]:
+    """Event subscriptions end with the token that made them (auth/revocation.py)."""
+    if subscriptions is None or not isinstance(authenticator, TokenAuthentication):
+        yield
+        return
+    async with subscriptions_end_with_tokens(authenticator, subscriptions):
+        yield
 
 
 def create_app(
@@ -145,7 +162,10 @@ def create_app(
         app.state.services = services
         app.state.waiting = WaitingTasks(temporal) if temporal is not None else None
         app.state.store = task_store
-        async with operations(app, settings, registry, temporal, engine):
+        async with (
+            operations(app, settings, registry, temporal, engine),
+            _revocations(authenticator, subscriptions),
+        ):
             yield
         if isinstance(task_store, TemporalTaskStore):
             await task_store.close()

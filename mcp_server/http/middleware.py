@@ -143,6 +143,7 @@ class AuthenticationMiddleware:
         _state(scope)["principal"] = principal.digest
         _state(scope)["grant"] = self.authenticator.grant(principal)
         _state(scope)["identity"] = identity_of(principal)
+        _state(scope)["credential"] = (principal.credential, principal.credential_expires_at)
         await self.app(scope, receive, send)
 
 

@@ -118,6 +118,7 @@ class Exchange:
     principal: str
     grant: Grant = NO_SCOPE
     identity: Identity = NOBODY
+    credential: tuple[str, float | None] = ("", None)
 
     @property
     def method(self) -> str | None:
@@ -159,7 +160,10 @@ class McpEndpoint:
         try:
             grant: Grant = getattr(request.state, "grant", NO_SCOPE)
             identity: Identity = getattr(request.state, "identity", NOBODY)
-            exchange = Exchange(request, message, request_id, principal, grant, identity)
+            credential = getattr(request.state, "credential", ("", None))
+            exchange = Exchange(
+                request, message, request_id, principal, grant, identity, credential
+            )
             legacy = self._is_legacy(exchange)
             if legacy:
                 return await self._legacy(exchange)
@@ -210,6 +214,8 @@ class McpEndpoint:
             progress_token=meta.progress_token,
             grant=exchange.grant,
             identity=exchange.identity,
+            credential=exchange.credential[0],
+            credential_expires_at=exchange.credential[1],
         )
         return await self._run(exchange, entry, ctx, params, stamp=True)
 
@@ -312,6 +318,8 @@ class McpEndpoint:
     async def _initialize(self, exchange: Exchange) -> Response:
         if exchange.request_id is None:
             raise McpError(INVALID_REQUEST, "initialize must be a request (with an id)")
+        # Each session may lead to a task list in Temporal: sessions are opened at a rate.
+        self.services.limits.rates.initializes.take(exchange.principal)
         params = _params(exchange.message)
         parsed = parse_params(InitializeParams, params)
         version = negotiate(parsed.protocol_version)

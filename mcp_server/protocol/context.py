@@ -87,6 +87,10 @@ class RequestContext:
     # Who the caller is for approvers (its name and approver ids, tasks/approvers.py); the
     # default is no approver at all, so only a transport that authenticated says otherwise.
     identity: Identity = NOBODY
+    # The credential of the request (a token's or a JWT's SHA-256, and a JWT's expiry in Unix
+    # seconds): what an event subscription is bound to; "" on stdio and without auth.
+    credential: str = ""
+    credential_expires_at: float | None = None
 
     @property
     def modern(self) -> bool:

@@ -27,7 +27,11 @@ from mcp_server.protocol.client_view import STEERING_EXTENSION
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.errors import METHOD_NOT_FOUND, McpError, from_task_error
 from mcp_server.protocol.events import handlers as events
-from mcp_server.protocol.events.models import SubscribeParams, UnsubscribeParams
+from mcp_server.protocol.events.models import (
+    RemoveSubscriptionParams,
+    SubscribeParams,
+    UnsubscribeParams,
+)
 from mcp_server.protocol.models import (
     ListenParams,
     PaginatedParams,
@@ -147,6 +151,18 @@ TABLE: dict[str, Method] = {
         _method("events/list", PaginatedParams, events.list_events, eras=MODERN),
         _method("events/subscribe", SubscribeParams, events.subscribe, eras=MODERN),
         _method("events/unsubscribe", UnsubscribeParams, events.unsubscribe, eras=MODERN),
+        _method(
+            "events/subscriptions/list",
+            PaginatedParams,
+            events.list_subscriptions,
+            eras=MODERN,
+        ),
+        _method(
+            "events/subscriptions/remove",
+            RemoveSubscriptionParams,
+            events.remove_subscription,
+            eras=MODERN,
+        ),
         Method(
             "subscriptions/listen",
             ListenParams,

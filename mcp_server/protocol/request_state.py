@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -19,13 +20,22 @@ from mcp_server.protocol import strict_json
 from mcp_server.protocol.errors import invalid_params
 from mcp_server.protocol.state_keys import Signer, StateSecret
 
+_B64URL = re.compile(r"[A-Za-z0-9_-]*")
+
 
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
 def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    """The bytes of canonical unpadded base64url, and nothing else (ValueError): padding,
+    other alphabets, stray bits in the last character all name the same bytes differently."""
+    if not _B64URL.fullmatch(text):
+        raise ValueError("not unpadded base64url")
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if _b64(data) != text:
+        raise ValueError("not canonical base64url")
+    return data
 
 
 def canonical_digest(value: Any) -> str:

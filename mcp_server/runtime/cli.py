@@ -29,6 +29,7 @@ from mcp_server.protocol.services import state_secret
 from mcp_server.runtime import event_loop, operator_cli
 from mcp_server.runtime.data_dir import state_secret_of
 from mcp_server.runtime.devserver import TemporalDevServer, port_is_free
+from mcp_server.runtime.operator_views import clean
 from mcp_server.runtime.setup_command import run_setup
 from mcp_server.runtime.supervisor import EngineSupervisor, SupervisedWorker, claim_data_dir
 from mcp_server.runtime.tokens import add_token, list_tokens, revoke_tokens
@@ -423,11 +424,16 @@ def _token_command(args: argparse.Namespace) -> None:
     path = Path(args.file)
     if args.token_command == "list":
         for entry in list_tokens(path):
-            print(f"{entry.token_id}  {entry.principal}  {' '.join(entry.scopes) or '(none)'}")
+            scopes = clean(" ".join(entry.scopes)) or "(none)"
+            print(f"{entry.token_id}  {clean(entry.principal)}  {scopes}")
         return
     if args.token_command == "revoke":
         for entry in revoke_tokens(path, args.token_id, args.principal):
-            print(f"revoked {entry.token_id} of {entry.principal} (its inbox sessions end now)")
+            print(
+                f"revoked {entry.token_id} of {clean(entry.principal)}: its inbox sessions end "
+                "now; its event subscriptions when a running server next reads the file "
+                "(within seconds)"
+            )
         return
     token = add_token(path, args.principal, args.scopes)
     held = json.loads(path.read_text())["tokens"][-1]["scopes"]

@@ -86,6 +86,19 @@ def add_parser(commands: Any) -> None:
         "sustained failure, the most attempts one has made and its last failure.",
     )  # fmt: skip
     hooks.add_argument("--json", action="store_true", help="one JSON object per endpoint")
+    subscriptions = sub.add_parser(
+        "subscriptions", help="a principal's event subscriptions, one line each"
+    )
+    subscriptions.add_argument(
+        "principal", metavar="PRINCIPAL", help="a subject, or its 32-hex digest"
+    )
+    unsubscribe = sub.add_parser(
+        "unsubscribe", help="end one of a principal's event subscriptions (exit 1: no such one)"
+    )
+    unsubscribe.add_argument(
+        "principal", metavar="PRINCIPAL", help="a subject, or its 32-hex digest"
+    )
+    unsubscribe.add_argument("subscription_id", metavar="ID", help="sub_..., as listed")
     show = sub.add_parser("show", help="one task as tasks/get shows it, plus Temporal's detail")
     show.add_argument("task_id", metavar="ID", help="the taskId (mcp-task-...)")
     show.add_argument(

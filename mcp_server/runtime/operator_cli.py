@@ -34,6 +34,7 @@ from mcp_server.protocol.limits.per_principal import Limits, PollLimiter
 from mcp_server.runtime import operator_answers as answers
 from mcp_server.runtime import operator_views as views
 from mcp_server.runtime.operator_args import add_parser
+from mcp_server.runtime.operator_events import subscriptions_command
 from mcp_server.tasks.errors import BackendUnavailable, TaskError
 from mcp_server.tasks.listing import (
     InvalidFilter,
@@ -141,6 +142,8 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if args.tasks_command == "webhooks":
         return await _webhooks(args, settings)
+    if args.tasks_command in ("subscriptions", "unsubscribe"):
+        return await subscriptions_command(args, await _client(settings), settings.task_queue)
     client = await _client(settings)
     store = TemporalTaskStore(
         client, settings.task_queue, poll_interval_max_ms=settings.poll_interval_max_ms

@@ -174,7 +174,9 @@ def _outcome_lines(snapshot: TaskSnapshot) -> list[str]:
         lines = ["Result" + (" (tool error)" if snapshot.result.get("isError") else "") + ":"]
         for block in snapshot.result.get("content") or []:
             if isinstance(block, dict) and block.get("type") == "text":
-                lines += [f"  {clean(part)}" for part in str(block.get("text")).splitlines()]
+                # Every line of the caller's text behind a gutter: a newline in it cannot draw
+                # a line that looks like the page's own.
+                lines += [f"  | {clean(part)}" for part in str(block.get("text")).splitlines()]
         structured = snapshot.result.get("structuredContent")
         if structured is not None:
             lines.append(f"  structuredContent: {clean(json.dumps(structured))}")

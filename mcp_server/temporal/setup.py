@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shlex
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -64,10 +65,9 @@ def create_command(client: Client, needed: timedelta | None) -> str:
     """The `temporal` command that creates the client's namespace with the retention setup
     asks for (the longest tool TTL plus its grace; Temporal's default when no tool has one)."""
     retention = f" --retention {hours(needed)}" if needed is not None else ""
-    return (
-        f"temporal operator namespace create --namespace {client.namespace}{retention} "
-        f"--address {client.service_client.config.target_host}"
-    )
+    namespace = shlex.quote(client.namespace)
+    address = shlex.quote(client.service_client.config.target_host)
+    return f"temporal operator namespace create --namespace {namespace}{retention} --address {address}"
 
 
 def _problem(
@@ -116,7 +116,7 @@ async def missing_search_attributes(client: Client, needed: timedelta | None = N
 def register_commands(namespace: str, names: list[str]) -> str:
     """The `temporal` CLI commands that register `names` by hand."""
     return "; ".join(
-        f"temporal operator search-attribute create --namespace {namespace} "
+        f"temporal operator search-attribute create --namespace {shlex.quote(namespace)} "
         f"--name {name} --type {SEARCH_ATTRIBUTE_TYPES[name]}"
         for name in names
     )
@@ -179,7 +179,7 @@ def retention_warning(namespace: str, check: RetentionCheck) -> str:
         f"{hours(check.needed or check.kept)} the longest tool TTL needs (the TTL plus its grace "
         f"after closing): completed tasks may vanish before their ttlMs. Raise it with: "
         f"temporal operator namespace update --retention {hours(check.needed or check.kept)} "
-        f"--namespace {namespace}"
+        f"--namespace {shlex.quote(namespace)}"
     )
 
 

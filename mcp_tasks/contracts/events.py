@@ -30,6 +30,16 @@ TASK_EVENT_SIGNAL = "mcp.task_event"
 SUBSCRIPTION_QUERY = "mcp.subscription"
 SUBSCRIBE_UPDATE = "mcp.subscribe"
 UNSUBSCRIBE_UPDATE = "mcp.unsubscribe"
+# The server's word that tokens were revoked: their subscriptions end.
+CREDENTIALS_REVOKED_SIGNAL = "mcp.credentials_revoked"
+# Every live subscription of the principal, as `events/subscriptions/list` shows them.
+SUBSCRIPTIONS_QUERY = "mcp.subscriptions"
+# Failed deliveries in a row after which a subscription is suspended (it hears nothing until
+# its client refreshes it: the refresh is the client's sign of life).
+SUSPEND_AFTER_FAILURES = 3
+# SubscribeResult.error when a handshake would exceed a limit per destination (the
+# principal's, in the workflow; every principal's, in the worker): refused, nothing POSTed.
+HANDSHAKE_LIMITED = "handshake_limited"
 # ApplicationError types of the delivery activity that no retry can fix.
 ENDED_ERROR = "EventSubscriptionEnded"
 # The event types, by the task status each announces.
@@ -85,11 +95,21 @@ class SubscribeInput:
     ttl_s: float  # the lifetime granted (the server clamped the suggestion)
     max_subscriptions: int
     challenge: str  # the nonce of the handshake, should this URL need one
+    # The credential that subscribes (a token's or a JWT's SHA-256): the subscription ends
+    # when it is revoked; and when it expires (a JWT's `exp`, ISO 8601; "" for none).
+    credential: str = ""
+    credential_expires_at: str = ""
+    # The most deliveries of this principal's events in flight at once (0: no bound).
+    max_in_flight: int = 0
+    # Where the URL's POSTs go (host:port, mcp_tasks/webhooks/callback_url.py), as the
+    # handshake limits count them.
+    destination: str = ""
 
 
 @dataclass
 class SubscribeResult:
-    # "" when subscribed; else "limit" or a SEP-3415 lastError category of the handshake.
+    # "" when subscribed; else "limit", HANDSHAKE_LIMITED, or a SEP-3415 lastError category of
+    # the handshake.
     error: str = ""
     refresh_before: str = ""
     refreshed: bool = False
@@ -116,6 +136,10 @@ class Subscription:
     last_delivery_at: str = ""
     last_error: str = ""
     failed_since: str = ""
+    credential: str = ""  # the SHA-256 of the credential that subscribed (or last refreshed)
+    failures: int = 0  # failed deliveries in a row
+    suspended: bool = False  # after SUSPEND_AFTER_FAILURES of them, until refreshed
+    dropped: int = 0  # events not delivered: the principal's deliveries in flight were many
 
     def hears(self, event: TaskEvent) -> bool:
         """Whether this subscription's name and arguments select `event`."""
@@ -135,6 +159,16 @@ class SubscriptionsInput:
     principal: str
     subscriptions: list[Subscription] = field(default_factory=list)
     verified_urls: list[str] = field(default_factory=list)
+    # When each verified URL was verified (ISO 8601): it is challenged again after a while.
+    verified_at: dict[str, str] = field(default_factory=dict)
+    max_in_flight: int = 0
+
+
+@dataclass
+class CredentialsRevoked:
+    """The SHA-256 of credentials revoked: the subscriptions they made end."""
+
+    credentials: list[str]
 
 
 @dataclass

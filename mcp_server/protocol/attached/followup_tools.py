@@ -12,9 +12,10 @@ hosts that know nothing of tasks (see attached/runs.py).
   declares it; they count as a tasks/update.
 Owner binding holds as for `tasks/*`: a task that is missing, expired or someone else's is
 "not found", alike, and so do the per-principal rate limits (task_respond counts as a
-tasks/update, task_cancel as a tasks/cancel, every "not found" as one: a JSON-RPC
-RATE_LIMITED error, as for `tasks/*`). Mistakes a model can correct (a wrong key, a finished
-task) are `isError` results that say what to do, not protocol errors.
+tasks/update, task_cancel as a tasks/cancel, task_status as a tasks/get poll, every "not
+found" as one: a JSON-RPC RATE_LIMITED error, as for `tasks/*`). Mistakes a model can
+correct (a wrong key, a finished task) are `isError` results that say what to do, not
+protocol errors.
 """
 
 from __future__ import annotations
@@ -192,6 +193,8 @@ async def call(
         rates.updates.take(ctx.principal)
     elif name == "task_cancel":
         rates.cancels.take(ctx.principal)
+    else:  # task_status polls, as tasks/get does
+        services.limits.polls.check(ctx.principal, task_id)
     try:
         snapshot = await find_task(
             services.store, task_id, ctx.principal, services.clock, rates.misses, ctx.identity
@@ -199,6 +202,9 @@ async def call(
         if snapshot is None:
             return _text(NOT_FOUND, error=True)
         if name == "task_status":
+            services.limits.polls.learn_interval(
+                ctx.principal, snapshot.task_id, snapshot.poll_interval_ms
+            )
             return _status(snapshot)
         if name == "task_cancel":
             if snapshot.status in TERMINAL_STATUSES:  # nothing to cancel; say how it ended

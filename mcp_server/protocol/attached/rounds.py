@@ -134,10 +134,19 @@ async def resume(
     pending: PendingRound,
     input_responses: object,
 ) -> BaseModel:
-    """A retry of a task's round: deliver its answers to that task, then follow it again."""
+    """A retry of a task's round: deliver its answers to that task, then follow it again.
+    Answers spend the caller's tasks/update bucket; the lookup its "not found" bucket."""
     responses = mrtr.responses_of(input_responses, services.limits)
+    rates = services.limits.rates
+    if responses:
+        rates.updates.take(ctx.principal)
     snapshot = await find_task(
-        services.store, pending.task_id, ctx.principal, services.clock, identity=ctx.identity
+        services.store,
+        pending.task_id,
+        ctx.principal,
+        services.clock,
+        rates.misses,
+        identity=ctx.identity,
     )
     if snapshot is None:
         raise task_not_found()

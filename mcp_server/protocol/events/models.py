@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, StrictInt
 
 from mcp_server.protocol.models import JsonObject, Params, WireModel
 
@@ -37,9 +37,10 @@ class SubscribeParams(Params):
     arguments: JsonObject = Field(default_factory=dict)
     delivery: Delivery
     cursor: str | None = None
-    max_age_ms: int | None = Field(default=None, ge=0)
+    max_age_ms: StrictInt | None = Field(default=None, ge=0)
     # Absent: the server's default lifetime; null: no expiry asked (granted finite here).
-    ttl_ms: int | None = Field(default=None, ge=0)
+    # Strict: `true` is not 1 ms, nor "60000" a minute.
+    ttl_ms: StrictInt | None = Field(default=None, ge=0)
 
 
 class UnsubscribeParams(Params):
@@ -68,3 +69,17 @@ class SubscribeResult(WireModel):
     refresh_before: str
     truncated: bool = False
     delivery_status: dict[str, Any] | None = None
+
+
+class RemoveSubscriptionParams(Params):
+    """`events/subscriptions/remove` (this server's addition): one of the caller's own."""
+
+    id: str = Field(min_length=1, max_length=64)
+
+
+class ListSubscriptionsResult(WireModel):
+    """`events/subscriptions/list` (this server's addition): the caller's live subscriptions."""
+
+    result_type: Literal["complete"] = "complete"
+    subscriptions: list[dict[str, Any]]
+    next_cursor: str | None = None

@@ -5,23 +5,34 @@ any replica serves any refresh, and a subscription survives every restart.
 Rules implemented:
 - Subscribe is one update-with-start: the first subscription of a principal starts its
   workflow, later ones join it (`USE_EXISTING`); the handshake runs inside the update.
-- Unsubscribe of a principal without a running workflow finds nothing.
+- Unsubscribe of a principal without a running workflow finds nothing; so does a listing.
+- Revoked credentials: each principal's workflow is signalled the SHA-256 of its revoked
+  tokens, and drops the subscriptions they made; a principal without a workflow has none.
 - Temporal unreachable or too slow: `BackendUnavailable` (a 503 the client may retry).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from temporalio.client import Client, WithStartWorkflowOperation, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WithStartWorkflowOperation,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_server.tasks.errors import BackendUnavailable
 from mcp_tasks.contracts.events import (
+    CREDENTIALS_REVOKED_SIGNAL,
     SUBSCRIBE_UPDATE,
+    SUBSCRIPTIONS_QUERY,
     UNSUBSCRIBE_UPDATE,
+    CredentialsRevoked,
     SubscribeInput,
     SubscribeResult,
     SubscriptionsInput,
@@ -47,6 +58,10 @@ class SubscriptionStore(Protocol):
     async def subscribe(self, principal: str, request: SubscribeInput) -> SubscribeResult: ...
 
     async def unsubscribe(self, principal: str, subscription_id: str) -> bool: ...
+
+    async def listed(self, principal: str) -> list[dict[str, Any]]: ...
+
+    async def revoked(self, principal: str, credentials: list[str]) -> None: ...
 
 
 class TemporalSubscriptionStore:
@@ -89,6 +104,33 @@ class TemporalSubscriptionStore:
             if err.status in _ABSENT:  # no workflow, or a closed one: no subscription
                 return False
             raise _backend(err) from err
+
+    def _handle(self, principal: str) -> WorkflowHandle[Any, Any]:
+        return self._client.get_workflow_handle(
+            subscriptions_workflow_id(self._task_queue, principal)
+        )
+
+    async def listed(self, principal: str) -> list[dict[str, Any]]:
+        try:
+            found: list[dict[str, Any]] = await self._handle(principal).query(
+                SUBSCRIPTIONS_QUERY, result_type=list
+            )
+            return found
+        except WorkflowQueryFailedError:
+            return []
+        except RPCError as err:
+            if err.status in _ABSENT:
+                return []
+            raise _backend(err) from err
+
+    async def revoked(self, principal: str, credentials: list[str]) -> None:
+        try:
+            await self._handle(principal).signal(
+                CREDENTIALS_REVOKED_SIGNAL, CredentialsRevoked(credentials)
+            )
+        except RPCError as err:
+            if err.status not in _ABSENT:  # no workflow: no subscription to end
+                raise _backend(err) from err
 
 
 def events_offered(settings: Settings) -> bool:

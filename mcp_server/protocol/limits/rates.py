@@ -1,7 +1,9 @@
 """Per-principal rate limits of the calls that write to a task, and of "not found" lookups.
 
-- `tasks/update` (and the follow-up tool `task_respond`) and `tasks/cancel` (both eras, and
-  `task_cancel`): a token bucket per principal, `burst` calls at once, then `per_minute`.
+- `tasks/update` (and the follow-up tool `task_respond`, and the MRTR resume of `tools/call`
+  with `requestState`) and `tasks/cancel` (both eras, and `task_cancel`): a token bucket per
+  principal, `burst` calls at once, then `per_minute`. So too `events/subscribe` with
+  `events/unsubscribe` (each may POST a handshake), and 2025-11-25 `initialize`.
 - Lookups that end "not found": a bucket per principal too. A lookup takes a token before it
   asks the store and gives it back when the task was found, so only "not found" answers spend
   the bucket, and a principal can never have more than `burst` of them in flight. Every "not
@@ -98,6 +100,8 @@ class RateLimits:
     updates: PrincipalLimiter
     cancels: PrincipalLimiter
     misses: PrincipalLimiter
+    events: PrincipalLimiter
+    initializes: PrincipalLimiter
 
     @classmethod
     def of(cls, settings: Settings) -> RateLimits:
@@ -117,11 +121,25 @@ class RateLimits:
                 settings.not_found_rate_per_minute,
                 settings.not_found_burst,
             ),
+            events=PrincipalLimiter(
+                "event subscription changes (events/subscribe, events/unsubscribe)",
+                settings.events_rate_per_minute,
+                settings.events_burst,
+            ),
+            initializes=PrincipalLimiter(
+                "sessions opened (initialize)",
+                settings.initialize_rate_per_minute,
+                settings.initialize_burst,
+            ),
         )
 
     @classmethod
     def off(cls) -> RateLimits:
         unlimited = Settings(
-            update_rate_per_minute=0, cancel_rate_per_minute=0, not_found_rate_per_minute=0
+            update_rate_per_minute=0,
+            cancel_rate_per_minute=0,
+            not_found_rate_per_minute=0,
+            events_rate_per_minute=0,
+            initialize_rate_per_minute=0,
         )
         return cls.of(unlimited)

@@ -90,7 +90,9 @@ async def empty(ctx: RequestContext, services: Services, params: Params) -> core
 
 
 async def get_task(ctx: RequestContext, services: Services, params: TaskIdParams) -> BaseModel:
+    services.limits.polls.check(ctx.principal, params.task_id)  # as at 2026-07-28
     snapshot = await tasks.lookup(ctx, services, params.task_id)
+    services.limits.polls.learn_interval(ctx.principal, snapshot.task_id, snapshot.poll_interval_ms)
     return get_task_result(as_seen_by(snapshot, ctx.capabilities))
 
 

@@ -1,0 +1,94 @@
+"""What a 2025-11-25 session costs Temporal: nothing until it creates a task, and then a list
+that ends once idle, with `initialize` itself rate-limited per principal.
+
+Attack: 40 times (`initialize`, a GET stream held a moment, close) left 40 `McpSessionTasks`
+workflows running for a day each."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from datetime import timedelta
+
+from temporalio.service import RPCError, RPCStatusCode
+from temporalio.testing import WorkflowEnvironment
+
+from mcp_server.http.transport import SESSION_HEADER, session_digest
+from mcp_server.protocol.errors import RATE_LIMITED
+from tests.conftest import StackFactory
+from tests.legacy_client import LegacyClient
+from tests.test_session_stream_limits import session_stream
+from tests.time_skipping import time_skipping_env, worker_of_its_own  # noqa: F401 (fixture)
+from workflows.session_tasks import (
+    TASK_CREATED_SIGNAL,
+    SessionTaskCreated,
+    SessionTasksWorkflow,
+    session_tasks_workflow_id,
+)
+
+
+async def test_a_session_that_creates_no_task_leaves_no_workflow(
+    fresh_stack: StackFactory,
+) -> None:
+    async with fresh_stack() as stack:
+        for _ in range(3):
+            client = LegacyClient(stack.http, stack.url)
+            await client.initialize()
+            session = session_digest(client.headers()[SESSION_HEADER])
+            handle = stack.client.get_workflow_handle(
+                session_tasks_workflow_id(stack.settings.task_queue, session)
+            )
+            async with session_stream(stack, client) as opened:
+                assert opened.status_code == 200
+                deadline = time.monotonic() + 3  # a reader that opened it would have by now
+                while time.monotonic() < deadline:
+                    try:
+                        await handle.describe()
+                    except RPCError as err:
+                        assert err.status == RPCStatusCode.NOT_FOUND
+                    else:
+                        raise AssertionError("a stream with nothing to follow opened a list")
+                    await asyncio.sleep(0.2)
+
+
+async def test_initialize_is_rate_limited_per_principal(fresh_stack: StackFactory) -> None:
+    async with fresh_stack(initialize_rate_per_minute=1, initialize_burst=3) as stack:
+        for _ in range(3):
+            await LegacyClient(stack.http, stack.url).initialize()
+        client = LegacyClient(stack.http, stack.url)
+        refused = await stack.http.post(
+            stack.url,
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            },
+            headers={"Accept": client.accept, "Content-Type": "application/json"},
+        )
+        assert refused.json()["error"]["code"] == RATE_LIMITED
+        assert SESSION_HEADER not in refused.headers  # no session minted
+
+
+async def test_an_idle_session_list_ends_in_minutes_not_a_day(
+    time_skipping_env: WorkflowEnvironment,  # noqa: F811
+) -> None:
+    env = time_skipping_env
+    async with worker_of_its_own(env, [SessionTasksWorkflow]) as queue:
+        handle = await env.client.start_workflow(
+            SessionTasksWorkflow.run,
+            "session",
+            id=session_tasks_workflow_id(queue, uuid.uuid4().hex),
+            task_queue=queue,
+            start_signal=TASK_CREATED_SIGNAL,
+            start_signal_args=[SessionTaskCreated("task-1")],
+        )
+        await asyncio.wait_for(handle.result(), 60)
+        described = await handle.describe()
+    assert described.close_time is not None and described.start_time is not None
+    assert described.close_time - described.start_time <= timedelta(minutes=15)
