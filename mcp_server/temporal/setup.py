@@ -67,7 +67,9 @@ def create_command(client: Client, needed: timedelta | None) -> str:
     retention = f" --retention {hours(needed)}" if needed is not None else ""
     namespace = shlex.quote(client.namespace)
     address = shlex.quote(client.service_client.config.target_host)
-    return f"temporal operator namespace create --namespace {namespace}{retention} --address {address}"
+    return (
+        f"temporal operator namespace create --namespace {namespace}{retention} --address {address}"
+    )
 
 
 def _problem(
