@@ -75,6 +75,27 @@ async def test_the_worker_exports_task_ends_and_answer_waits_under_our_own_names
     assert total(at_start, ends, **ours, tool="request_approval", outcome="failed") == 0
     assert total(at_start, "mcp_tasks_webhook_deliveries_total", **ours, outcome="gave_up") == 0
     assert total(after, ends, **ours, tool="request_approval", outcome="completed") == 1
+    # The zeros are the very series the real ends increment (the labels the SDK's meter adds
+    # included): a zero under other labels is another series, whose first increment rate()
+    # cannot see.
+    workflow_type = {t.name: t.workflow for t in registry.tools()}["request_approval"]
+    for samples, expected in ((at_start, 0), (after, 1)):
+        series = [
+            (labels, v)
+            for n, labels, v in samples
+            if n == ends
+            and labels.get("tool") == "request_approval"
+            and labels.get("outcome") == "completed"
+        ]
+        assert len(series) == 1
+        assert series[0][0].get("workflow_type") == workflow_type and series[0][1] == expected
+    zero_deliveries = [
+        labels for n, labels, _ in at_start if n == "mcp_tasks_webhook_deliveries_total"
+    ]
+    assert zero_deliveries and all(
+        labels.get("activity_type" if labels["outcome"] != "gave_up" else "workflow_type")
+        for labels in zero_deliveries
+    )
     assert total(after, ends, **ours, tool="multi_step_job", outcome="error_result") == 1
     assert total(after, ends, **ours, tool="multi_step_job", outcome="cancelled") == 1
     assert total(after, ends, **ours, tool="tests_secret_work", outcome="failed") == 1

@@ -25,12 +25,15 @@ from mcp_server.observability.metrics import (
     INPUT_ANSWER_SECONDS,
     TASK_END_OUTCOMES,
     TASK_ENDS,
+    TASK_ENDS_HELP,
     WEBHOOK_DELIVERIES,
     WEBHOOK_DELIVERY_BUCKETS,
     WEBHOOK_DELIVERY_SECONDS,
     WEBHOOK_OUTCOMES,
 )
-from mcp_tasks.settings import Settings
+from mcp_tasks.contracts.webhooks import DELIVER_ACTIVITY, DELIVERIES_HELP
+from mcp_tasks.settings import ConfigError, Settings
+from workflows.webhooks import DELIVERY_WORKFLOW
 
 
 def sdk_metrics_runtime(settings: Settings) -> Runtime | None:
@@ -38,12 +41,20 @@ def sdk_metrics_runtime(settings: Settings) -> Runtime | None:
     set (the SDK's default runtime, no exporter)."""
     if settings.worker_metrics_port is None:
         return None
-    return _runtime(
-        f"{settings.metrics_host}:{settings.worker_metrics_port}",
-        settings.sdk_metrics_service_name,
-        settings.sdk_metrics_total_suffix,
-        settings.sdk_metrics_seconds,
-    )
+    address = f"{settings.metrics_host}:{settings.worker_metrics_port}"
+    try:
+        return _runtime(
+            address,
+            settings.sdk_metrics_service_name,
+            settings.sdk_metrics_total_suffix,
+            settings.sdk_metrics_seconds,
+        )
+    except RuntimeError as err:  # the SDK's exporter could not bind: say which setting
+        raise ConfigError(
+            f"MCP_TASKS_WORKER_METRICS_PORT: the Temporal SDK's metrics exporter cannot listen "
+            f"on {address} ({err}); another process holds the port (a server given the same "
+            "setting serves its client's metrics there): give each process on a host its own"
+        ) from err
 
 
 @cache  # a Runtime binds its port: one per process and address
@@ -67,15 +78,25 @@ def _runtime(bind_address: str, service_name: str, total_suffix: bool, seconds: 
 
 
 def export_worker_zeros(
-    meter: MetricMeter, namespace: str, task_queue: str, tools: list[str]
+    meter: MetricMeter, namespace: str, task_queue: str, tools: list[tuple[str, str]]
 ) -> None:
     """The worker's labelled counters at zero for their known label values, so a rate reads 0
-    from the worker's start rather than "no data" until the first event."""
+    from the worker's start rather than "no data" until the first event. Each zero carries
+    exactly the labels the SDK's meter adds to the real series (`workflow_type` in a
+    workflow, `activity_type` in an activity): a zero under other labels is another series,
+    and `rate()` never sees the first increment of the real one. `tools`: (tool, its
+    workflow type)."""
     where = {"namespace": namespace, "task_queue": task_queue}
-    ends = meter.create_counter(TASK_ENDS, "How task workflows ended, by tool and outcome")
-    for tool in tools:
+    ends = meter.create_counter(TASK_ENDS, TASK_ENDS_HELP)
+    for tool, workflow_type in tools:
         for outcome in TASK_END_OUTCOMES:
-            ends.add(0, {**where, "tool": tool, "outcome": outcome})
-    deliveries = meter.create_counter(WEBHOOK_DELIVERIES, "Webhook delivery attempts by outcome")
+            ends.add(0, {**where, "workflow_type": workflow_type, "tool": tool, "outcome": outcome})
+    deliveries = meter.create_counter(WEBHOOK_DELIVERIES, DELIVERIES_HELP)
     for outcome in WEBHOOK_OUTCOMES:
-        deliveries.add(0, {**where, "outcome": outcome})
+        # gave_up is counted by the delivery workflow, the others by its activity
+        where_counted = (
+            {"workflow_type": DELIVERY_WORKFLOW}
+            if outcome == "gave_up"
+            else {"activity_type": DELIVER_ACTIVITY}
+        )
+        deliveries.add(0, {**where, **where_counted, "outcome": outcome})
