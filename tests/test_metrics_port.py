@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
+from temporalio.client import Client
+from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
 from mcp_server.runtime.devserver import free_port
 from tests.crash_topology import Topology
 from tests.mcp_client import McpClient
+from workflows.task_state import SEARCH_ATTRIBUTE_STATUS, SEARCH_ATTRIBUTE_TOOL
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -77,6 +81,25 @@ async def test_scraping_only_the_metrics_port_refreshes_every_gauge_an_alert_rea
         )
         info = {"namespace": "default", "task_queue": topology.task_queue}
         assert value(first, "mcp_tasks_deployment_info", **info) == 1
+        # Another deployment's waiting task in the same namespace (its own task queue, no
+        # worker here): this server's gauges must not count it.
+        temporal = await Client.connect(topology.temporal.address)
+        theirs = TypedSearchAttributes(
+            [
+                SearchAttributePair(
+                    SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_TOOL), "request_approval"
+                ),
+                SearchAttributePair(
+                    SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_STATUS), "input_required"
+                ),
+            ]
+        )
+        other = await temporal.start_workflow(
+            "RequestApproval",
+            id=f"other-{uuid.uuid4()}",
+            task_queue="other-team",
+            search_attributes=theirs,
+        )
         async with httpx.AsyncClient(timeout=30) as http:
             mcp = McpClient(http, topology.url)
             asked = await mcp.create_task("request_approval", {"message": "Ship it?"})
@@ -101,5 +124,11 @@ async def test_scraping_only_the_metrics_port_refreshes_every_gauge_an_alert_rea
             metrics_port, 60, moved, "the waiting and stalled gauges on the metrics port"
         )
         assert (value(samples, "mcp_tasks_visibility_refreshes_total", outcome="ok") or 0) >= 1
+        # Ours only: the other queue's wait is in the same namespace, and visible.
+        waiting = {"tool": "request_approval", "status": "input_required"}
+        assert value(samples, "mcp_tasks_open_tasks", **waiting) == 1
+        query = 'McpStatus="input_required" AND ExecutionStatus="Running"'
+        assert (await temporal.count_workflows(query)).count == 2
+        await other.terminate()
     finally:
         topology.stop()
