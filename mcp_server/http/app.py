@@ -42,6 +42,7 @@ from mcp_server.protocol.events.store import TemporalSubscriptionStore, events_o
 from mcp_server.protocol.services import build_services, clock, state_secret
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore
 from mcp_server.tasks.waiting import WaitingTasks
+from mcp_server.temporal.codec_server import CodecCorsMiddleware, add_codec_routes
 from mcp_server.temporal.connection import connect
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks import __version__
@@ -173,6 +174,8 @@ def create_app(
     ]
     for middleware, options in shared:
         app.add_middleware(middleware, **options)
+    # The Web UI's cross-origin calls of /codec: checked before the Origin policy refuses them.
+    app.add_middleware(CodecCorsMiddleware, settings=settings)
     app.add_middleware(InboxHeadersMiddleware)  # on every /inbox response, refusals too
     app.add_middleware(RequestIdMiddleware)
 
@@ -223,6 +226,7 @@ def create_app(
         return JSONResponse(metadata)
 
     add_operations_routes(app)
+    add_codec_routes(app, settings)
     add_inbox_routes(app, inbox_signin(settings, authenticator, secret))
     # RFC 9728: at the root, and suffixed with the resource's path.
     app.add_route(RESOURCE_METADATA_PATH, resource_metadata, methods=["GET"])
