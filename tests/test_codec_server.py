@@ -6,9 +6,11 @@ one lacking the scope, from another origin or for another namespace, it is refus
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
+import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,7 +21,7 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 
-from mcp_server.runtime.devserver import TemporalDevServer
+from mcp_server.runtime.devserver import TemporalDevServer, temporal_binary
 from mcp_server.runtime.tokens import add_token
 from mcp_server.temporal import codec_server
 from mcp_server.temporal.codec import EncryptionCodec, data_converter
@@ -146,6 +148,37 @@ async def test_the_temporal_cli_decodes_without_an_origin_and_a_wrong_key_is_nam
     )
     assert reply.status_code == codec_server.CODEC_UNDECODABLE, reply.text
     assert "MCP_TASKS_PAYLOAD_KEY" in reply.json()["message"]
+
+
+async def test_temporal_workflow_show_decodes_through_the_endpoint(
+    codec_stack: Stack, temporal: TemporalDevServer, tokens: tuple[Path, str, str]
+) -> None:
+    # The real `temporal` CLI, as the security page documents it.
+    encrypting = await Client.connect(temporal.address, data_converter=data_converter([KEY]))
+    workflow_id = f"codec-cli-{uuid.uuid4()}"
+    handle = await encrypting.start_workflow(
+        "NobodyRunsThis", {"api_key": "k-1"}, id=workflow_id, task_queue="nobody-polls"
+    )
+    endpoint = codec_stack.url.replace("/mcp", codec_server.CODEC_PATH)
+    show = [
+        *(temporal_binary(), "workflow", "show", "--workflow-id", workflow_id),
+        *("--address", temporal.address, "--output", "json", "--codec-endpoint", endpoint),
+    ]
+    try:
+        authorized = [*show, "--codec-auth", f"Bearer {tokens[1]}"]
+        clear = await asyncio.to_thread(
+            subprocess.run, authorized, capture_output=True, text=True, timeout=60
+        )
+        blind = await asyncio.to_thread(
+            subprocess.run, show, capture_output=True, text=True, timeout=60
+        )
+    finally:
+        await handle.terminate()
+    assert clear.returncode == 0, clear.stderr
+    # The CLI's JSON shows payloads as protobuf JSON: the input's data, in base64.
+    input_data = base64.b64encode(b'{"api_key":"k-1"}').decode()
+    assert input_data in clear.stdout
+    assert input_data not in blind.stdout  # no credential: the endpoint refused, nothing decoded
 
 
 async def foreign_payload() -> dict[str, Any]:
