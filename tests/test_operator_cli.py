@@ -233,6 +233,47 @@ async def test_show_prints_the_form_and_the_operator_detail(
     await mcp.cancel_task(task_id)
 
 
+async def test_show_and_list_link_the_task_to_the_teams_web_ui(
+    running: Running, mcp: McpClient
+) -> None:
+    task_id = await waiting_approval(mcp)
+    env = {**running.env, "MCP_TASKS_TEMPORAL_UI_URL": "https://temporal.example.com/"}
+    page = cli(running, "show", task_id, env=env)
+    assert page.returncode == 0, page.stderr
+    run_id = json.loads(cli(running, "show", task_id, "--json", env=env).stdout)["operator"]
+    url = f"https://temporal.example.com/namespaces/default/workflows/{task_id}"
+    assert f"Web UI:         {url}/{run_id['runId']}/history" in page.stdout
+    assert run_id["webUi"] == f"{url}/{run_id['runId']}/history"
+    lines = cli(running, "list", "--status", "input_required", "--json", env=env).stdout
+    mine = [json.loads(line) for line in lines.splitlines() if task_id in line]
+    assert mine and mine[0]["webUi"].startswith(url)
+    table = cli(running, "list", "--status", "input_required", env=env).stdout
+    assert f"  {url}/" in table
+    assert "Web UI" not in cli(running, "show", task_id).stdout  # not configured: no link
+    await mcp.cancel_task(task_id)
+
+
+async def test_a_reader_that_stops_early_gets_no_traceback(
+    running: Running, mcp: McpClient
+) -> None:
+    # `tasks list --json | head -1`: the pipe closes while the CLI still writes.
+    task_id = await waiting_approval(mcp)
+    eventually_listed(running, ("--status", "input_required"), lambda found: task_id in found)
+    listing = subprocess.Popen(
+        [MCP_TASKS, "tasks", "list", "--status", "input_required", "--json"],
+        env=running.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    with listing:
+        assert listing.stdout is not None and listing.stderr is not None
+        listing.stdout.close()  # the reader is gone before the first line
+        errors = listing.stderr.read().decode()
+        assert listing.wait(timeout=CLI_TIMEOUT_S) == 0, errors
+    assert "Traceback" not in errors and "BrokenPipeError" not in errors, errors
+    await mcp.cancel_task(task_id)
+
+
 async def test_answer_with_set_completes_the_task_with_the_decision(
     running: Running, mcp: McpClient
 ) -> None:

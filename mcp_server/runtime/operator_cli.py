@@ -21,6 +21,7 @@ import dataclasses
 import getpass
 import hashlib
 import json
+import os
 import sys
 import uuid
 from datetime import UTC, datetime
@@ -45,6 +46,7 @@ from mcp_server.tasks.listing import (
 from mcp_server.tasks.pending_webhooks import by_endpoint, pending_deliveries
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TemporalTaskStore
+from mcp_server.tasks.ui_links import workflow_url
 from mcp_server.temporal.connection import connect
 from mcp_tasks.logging import principal_key, principal_tag
 from mcp_tasks.settings import Settings
@@ -71,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
     """Run one `tasks` command; its exit code (messages on stderr, one line)."""
     try:
         settings = Settings.from_env().with_(worker_metrics_port=None)
-        return asyncio.run(_run(args, settings))
+        code = asyncio.run(_run(args, settings))
+        sys.stdout.flush()  # here, so a closed pipe is met below and not at exit
+        return code
     except Refusal as err:
         print(f"mcp-tasks: {err}", file=sys.stderr)
         return err.code
@@ -87,6 +91,12 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("\nmcp-tasks: interrupted; nothing was sent", file=sys.stderr)
         return EXIT_REFUSED
+    except BrokenPipeError:
+        # The reader went away (`tasks list --json | head`): it has what it wanted. No
+        # traceback, and nothing more written to the closed pipe, even at exit's flush.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 async def _client(settings: Settings) -> Client:
@@ -127,11 +137,12 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         where = _filter(args, settings)
         where.query()  # a bad value is refused before Temporal is called
         found = await list_tasks(await _client(settings), where, args.limit)
+        link = _link(settings)
         if args.json:
             for task in found:
-                print(views.listed_json(task))
+                print(views.listed_json(task, link))
         elif found:
-            print(views.table(found))
+            print(views.table(found, link))
         else:
             print("no tasks", file=sys.stderr)
         return 0
@@ -148,9 +159,18 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         detail = await task_detail(client, args.task_id)
         if detail is None:
             raise Refusal(EXIT_REFUSED, f"no task {args.task_id} in namespace {client.namespace}")
-        print(views.shown_json(snapshot, detail) if args.json else views.page(snapshot, detail))
+        link = _link(settings)
+        shown = views.shown_json if args.json else views.page
+        print(shown(snapshot, detail, link))
         return 0
     return await _answer(args, settings, store, snapshot)
+
+
+def _link(settings: Settings) -> views.Link:
+    def link(task_id: str, run_id: str | None) -> str | None:
+        return workflow_url(settings.temporal_ui_url, settings.namespace, task_id, run_id)
+
+    return link
 
 
 async def _webhooks(args: argparse.Namespace, settings: Settings) -> int:
