@@ -63,6 +63,7 @@ async def test_scraping_only_the_metrics_port_refreshes_every_gauge_an_alert_rea
         metrics_refresh_s="0.5",
         input_wait_threshold_s="1",
         stalled_after_s="1",
+        temporal_ui_url="https://temporal.example.com/",
     )
     started = time.time()
     try:
@@ -79,7 +80,11 @@ async def test_scraping_only_the_metrics_port_refreshes_every_gauge_an_alert_rea
             ),
             "mcp_tasks_ready 1 and a worker polling, with nothing calling /readyz",
         )
-        info = {"namespace": "default", "task_queue": topology.task_queue}
+        info = {
+            "namespace": "default",
+            "task_queue": topology.task_queue,
+            "temporal_ui_url": "https://temporal.example.com",
+        }
         assert value(first, "mcp_tasks_deployment_info", **info) == 1
         # Another deployment's waiting task in the same namespace (its own task queue, no
         # worker here): this server's gauges must not count it.

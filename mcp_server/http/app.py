@@ -41,6 +41,7 @@ from mcp_server.protocol.errors import INVALID_REQUEST, McpError
 from mcp_server.protocol.events.store import TemporalSubscriptionStore, events_offered
 from mcp_server.protocol.services import build_services, clock, state_secret
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore
+from mcp_server.tasks.ui_links import workflow_url
 from mcp_server.tasks.waiting import WaitingTasks
 from mcp_server.temporal.codec_server import CodecCorsMiddleware, add_codec_routes
 from mcp_server.temporal.connection import connect
@@ -227,7 +228,11 @@ def create_app(
 
     add_operations_routes(app)
     add_codec_routes(app, settings)
-    add_inbox_routes(app, inbox_signin(settings, authenticator, secret))
+
+    def web_ui(task_id: str) -> str | None:
+        return workflow_url(settings.temporal_ui_url, settings.namespace, task_id)
+
+    add_inbox_routes(app, inbox_signin(settings, authenticator, secret), web_ui)
     # RFC 9728: at the root, and suffixed with the resource's path.
     app.add_route(RESOURCE_METADATA_PATH, resource_metadata, methods=["GET"])
     app.add_route(f"{RESOURCE_METADATA_PATH}/mcp", resource_metadata, methods=["GET"])

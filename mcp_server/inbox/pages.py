@@ -139,9 +139,15 @@ def task_forms(
     return f'<section id="forms"><h2>{title}</h2>{error}{body}</section>'
 
 
-def _heading(snapshot: TaskSnapshot) -> str:
+def _heading(snapshot: TaskSnapshot, web_ui: str | None = None) -> str:
+    temporal = (
+        f' · <a class="web-ui" href="{h(web_ui)}" rel="noopener noreferrer">'
+        "Workflow in Temporal's Web UI</a>"
+        if web_ui
+        else ""
+    )
     return (
-        '<nav class="crumbs"><a href="/inbox">← Inbox</a></nav>'
+        f'<nav class="crumbs"><a href="/inbox">← Inbox</a>{temporal}</nav>'
         f'<div class="heading"><h1><span class="tool">{h(snapshot.tool or "task")}</span></h1>'
         f'<span class="id">{h(snapshot.task_id)}</span></div>'
     )
@@ -155,10 +161,12 @@ def task_page(
     who: tuple[str, str | None],
     decided: dict[str, Decision],
     problem: str | None = None,
+    web_ui: str | None = None,
 ) -> str:
-    """`who`: the signed-in user and the sign-out form's token (None: no sign-out)."""
+    """`who`: the signed-in user and the sign-out form's token (None: no sign-out); `web_ui`:
+    the task's workflow in the team's Temporal Web UI, linked from the crumbs."""
     body = (
-        f"{_heading(snapshot)}{task_live(snapshot, now, decided)}"
+        f"{_heading(snapshot, web_ui)}{task_live(snapshot, now, decided)}"
         f"{task_forms(snapshot, csrf, answerable, problem)}"
     )
     live = f"/inbox/events?task={h(snapshot.task_id)}"

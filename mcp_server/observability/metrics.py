@@ -152,8 +152,9 @@ READY = LateGauge(
 DEPLOYMENT = Gauge(
     "mcp_tasks_deployment_info",
     "Always 1: the Temporal namespace and task queue this server serves, for the alerts to "
-    "pick this deployment's temporal_* series out of a shared Prometheus",
-    ["namespace", "task_queue"],
+    "pick this deployment's temporal_* series out of a shared Prometheus, and the team's "
+    "Temporal Web UI (MCP_TASKS_TEMPORAL_UI_URL, empty when unset) for their links",
+    ["namespace", "task_queue", "temporal_ui_url"],
 )
 TEMPORAL_REQUEST_LATENCY = temporal_errors.TEMPORAL_REQUEST_LATENCY
 

@@ -46,7 +46,8 @@ async def operations(
     tools = sorted(t.name for t in registry.tools() if t.task_support != "never")
     gauges = OpenTaskGauges(client, tools, settings, readiness=readiness)
     app.state.gauges = gauges
-    metric_defs.DEPLOYMENT.labels(client.namespace, settings.task_queue).set(1)
+    ui_url = (settings.temporal_ui_url or "").rstrip("/")
+    metric_defs.DEPLOYMENT.labels(client.namespace, settings.task_queue, ui_url).set(1)
     hook = metric_defs.ScrapeHook(asyncio.get_running_loop(), gauges.start)
     REGISTRY.register(hook)
     try:
