@@ -65,7 +65,7 @@ def sdk_runtime(settings: Settings) -> Runtime:
             settings.sdk_metrics_total_suffix,
             settings.sdk_metrics_seconds,
         )
-    except RuntimeError as err:  # the SDK's exporter could not bind: say which setting
+    except (RuntimeError, ValueError) as err:  # the exporter could not bind: name the setting
         raise ConfigError(
             f"MCP_TASKS_WORKER_METRICS_PORT: the Temporal SDK's metrics exporter cannot listen "
             f"on {address} ({err}); another process holds the port (a server given the same "
