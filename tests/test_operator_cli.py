@@ -279,6 +279,25 @@ async def test_a_reader_that_stops_early_gets_no_traceback(
     await mcp.cancel_task(task_id)
 
 
+async def test_an_operators_answer_writes_an_audit_line_and_a_span(
+    running: Running, mcp: McpClient
+) -> None:
+    task_id = await waiting_approval(mcp)
+    env = {**running.env, "MCP_TASKS_LOG_FORMAT": "json", "OTEL_TRACES_EXPORTER": "console"}
+    done = cli(running, "answer", task_id, "--set", "decision=approve", env=env)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    [audit] = [line for line in lines if line.get("event") == "task.update"]
+    assert audit["logger"] == "mcp_server.protocol.audit" and audit["taskId"] == task_id
+    assert audit["by"] == f"operator:{getpass.getuser()}" and audit["outcome"] == "ok"
+    assert audit["keys"] == ["decision"] and audit["method"] == "operator-cli"
+    [span] = [line for line in lines if line.get("name") == "mcp-tasks tasks answer"]
+    assert span["attributes"]["mcp.task.id"] == task_id
+    # The audit line was written inside the span: the two join on the trace id.
+    assert f"0x{audit['trace_id']}" == span["context"]["trace_id"]
+    await mcp.wait_status(task_id, "completed", within=15)
+
+
 async def test_answer_with_set_completes_the_task_with_the_decision(
     running: Running, mcp: McpClient
 ) -> None:

@@ -260,3 +260,23 @@ def annotate(span: Any, request: Any, status: int, message: dict[str, Any]) -> N
         record.trace_id, record.span_id = f"{context.trace_id:032x}", f"{context.span_id:016x}"
     if status >= 500 or outcome in _SERVER_FAULTS:
         span.set_status(Status(StatusCode.ERROR, f"{outcome or status}"))
+
+
+def operator_span(operation: str, task_id: str) -> AbstractContextManager[Any]:
+    """The span of an operator CLI action on a task (`mcp-tasks <operation>`), kind CLIENT:
+    the side door traced as the server's requests are. A no-op while tracing is off."""
+    current = tracer.current()
+    if current is None:
+        return _NOOP
+    return _operator_span(current, operation, task_id)
+
+
+@contextlib.contextmanager
+def _operator_span(current: Any, operation: str, task_id: str) -> Iterator[Any]:
+    from opentelemetry import trace
+
+    with current.start_as_current_span(
+        f"mcp-tasks {operation}", kind=trace.SpanKind.CLIENT
+    ) as span:
+        span.set_attributes({"mcp.task.id": task_id, "mcp.operator": True})
+        yield span
