@@ -317,6 +317,9 @@ class Settings(BaseModel):
     # How long a `/readyz` answer is reused (one Temporal health check per interval, shared by
     # every probe that arrives meanwhile), in seconds.
     ready_cache_s: float = Field(default=2.0, gt=0, le=60)
+    # Log one successful read (tasks/get, tasks/list, tasks/result) request line in this many
+    # (1: every one); errors and other methods are always logged; the line says `sampledOneIn`.
+    log_reads_every: Positive = 1
     # The team's Temporal Web UI (`https://temporal.example.com`): `tasks show`, `tasks list`,
     # the inbox's task page link each task to its workflow there; its origin is the only one
     # the codec endpoint (`/codec`) answers cross-origin.

@@ -48,7 +48,7 @@ from mcp_server.temporal.connection import connect
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks import __version__
 from mcp_tasks.hosts import is_loopback
-from mcp_tasks.logging import use_principal_key
+from mcp_tasks.logging import sample_reads, use_principal_key
 from mcp_tasks.settings import Settings
 from mcp_tasks.webhooks.endpoints import load_endpoints
 
@@ -118,6 +118,7 @@ def create_app(
     authenticator = build_authenticator(settings, registry.scopes())
     secret = state_secret(settings)
     use_principal_key(secret)  # the key of the principals the logs show
+    sample_reads(settings.log_reads_every)
     webhooks = load_endpoints(settings.webhooks_file, resolve_secrets=False)
 
     @asynccontextmanager
