@@ -43,6 +43,7 @@ from activities.webhook_health import EndpointHealth, SuspensionPolicy
 from mcp_tasks import __version__
 from mcp_tasks.contracts.webhooks import (
     DELIVER_ACTIVITY,
+    DELIVERIES_HELP,
     DELIVERIES_METRIC,
     DELIVERY_SECONDS_METRIC,
     GONE_ERROR,
@@ -239,9 +240,7 @@ def _gauge(endpoint: str, suspended: bool) -> None:
 
 def _count(outcome: str, seconds: float) -> None:
     meter = activity.metric_meter()
-    meter.create_counter(DELIVERIES_METRIC, "Webhook delivery attempts by outcome").add(
-        1, {"outcome": outcome}
-    )
+    meter.create_counter(DELIVERIES_METRIC, DELIVERIES_HELP).add(1, {"outcome": outcome})
     meter.create_histogram_float(
         # no unit: the exporter would append it to a name that already says seconds
         DELIVERY_SECONDS_METRIC,

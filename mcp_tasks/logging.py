@@ -211,12 +211,30 @@ def _temporal_ids_as_fields(on: bool) -> None:
     activity.logger.activity_info_on_message = not on
 
 
+# The reads whose successful request lines may be sampled (MCP_TASKS_LOG_READS_EVERY): a
+# client polls them, so they are most of the log's volume, and each one changes nothing.
+SAMPLED_READS = frozenset({"tasks/get", "tasks/list", "tasks/result"})
+_reads = {"every": 1, "seen": 0}
+
+
+def sample_reads(every: int) -> None:
+    """Log one successful read in `every` (1: all); the others are counted in the metrics only.
+    Errors, and every other method, are always logged."""
+    _reads["every"], _reads["seen"] = max(1, every), 0
+
+
 def request_line(fields: dict[str, Any]) -> None:
     """One request, served or refused: INFO, or WARNING for an error of the server (5xx)."""
     status = fields.get("status", 0)
     level = logging.WARNING if isinstance(status, int) and status >= 500 else logging.INFO
     if not log.isEnabledFor(level):
         return
+    every = _reads["every"]
+    if every > 1 and fields.get("outcome") == "ok" and fields.get("method") in SAMPLED_READS:
+        _reads["seen"] += 1
+        if _reads["seen"] % every != 1:
+            return
+        fields = {**fields, "sampledOneIn": every}
     log.log(level, _Text(fields), extra={"fields": fields})
 
 

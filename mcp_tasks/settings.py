@@ -331,6 +331,16 @@ class Settings(BaseModel):
     # How long a `/readyz` answer is reused (one Temporal health check per interval, shared by
     # every probe that arrives meanwhile), in seconds.
     ready_cache_s: float = Field(default=2.0, gt=0, le=60)
+    # Log one successful read (tasks/get, tasks/list, tasks/result) request line in this many
+    # (1: every one); errors and other methods are always logged; the line says `sampledOneIn`.
+    log_reads_every: Positive = 1
+    # The team's Temporal Web UI (`https://temporal.example.com`): `tasks show`, `tasks list`,
+    # the inbox's task page link each task to its workflow there; its origin is the only one
+    # the codec endpoint (`/codec`) answers cross-origin.
+    temporal_ui_url: str | None = None
+    # The scope a credential needs for the codec endpoint (`/codec/decode`, `/codec/encode`,
+    # served with MCP_TASKS_PAYLOAD_KEY set): it reads every payload in the clear.
+    codec_scope: str = Field(default="operator", min_length=1)
 
     # ----- quota (mcp_server/tasks/quota.py) ------------------------------------------------
     # How long a create waits for a worker to answer its quota reservation before it is
@@ -354,7 +364,7 @@ class Settings(BaseModel):
             raise ValueError(problem)
         return names
 
-    @field_validator("public_url")
+    @field_validator("public_url", "temporal_ui_url")
     @classmethod
     def _absolute_http_url(cls, url: str | None) -> str | None:
         parts = urlsplit(url or "")

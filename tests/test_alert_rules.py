@@ -82,11 +82,35 @@ def test_every_alert_links_a_runbook_section_that_exists_and_the_on_call_page_li
     assert "operations/runbooks.md" in nav and "operations/on-call.md" in nav
 
 
-def test_the_temporal_sdk_series_are_filtered_to_our_deployment() -> None:
-    # In a shared Prometheus, an unfiltered temporal_* alert fires on other teams' workers.
+def test_the_temporal_sdk_series_are_ours_by_the_deployment_info_not_hard_coded_names() -> None:
+    # In a shared Prometheus, an unfiltered temporal_* alert fires on other teams' workers; a
+    # hard-coded namespace or queue is dead on any other deployment (alerts_test.yml runs
+    # the rules on `mcp-prod`).
     for rule in alerts():
         expr = str(rule["expr"])
         if "temporal_" in expr.replace("mcp_tasks_temporal", ""):
-            for label in ('service_name="mcp-tasks"', 'namespace="default"',
-                          'task_queue="mcp-tasks"'):  # fmt: skip
-                assert label in expr, (rule["alert"], label)
+            assert "on (namespace, task_queue) group_left" in expr, rule["alert"]
+            assert "mcp_tasks_deployment_info" in expr, rule["alert"]
+            for label in ("service_name=", "namespace=", "task_queue="):
+                assert label not in expr, (rule["alert"], label)
+
+
+def test_every_series_an_alert_reads_has_an_absence_rule() -> None:
+    # An alert on a series that is never exported can never fire: McpTasksMetricsMissing
+    # names each per target, and the promtool cases fire it.
+    rules = {str(rule["alert"]): str(rule["expr"]) for rule in alerts()}
+    missing = rules["McpTasksMetricsMissing"]
+    gauges = {
+        "mcp_tasks_workers_polling",
+        "mcp_tasks_visibility_refreshed_timestamp_seconds",
+        "mcp_tasks_ready",
+        "mcp_tasks_input_waits_over_threshold",
+        "mcp_tasks_stalled_tasks",
+        "mcp_tasks_deployment_info",
+    }
+    for name, expr in rules.items():
+        for gauge in gauges:
+            if re.search(rf"\b{gauge}\b", expr) and name != "McpTasksMetricsMissing":
+                assert f'"metric", "{gauge}"' in missing, (name, gauge)
+    assert '"metric", "mcp_tasks_task_ends_total"' in missing  # the worker's exporter
+    assert 'absent(up{job="mcp-worker"})' in rules["McpTasksNotScraped"]

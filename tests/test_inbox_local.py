@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 from cryptography.hazmat.primitives import serialization
 
-from tests.conftest import Stack
+from tests.conftest import Stack, StackFactory
 from tests.mcp_client import TASKS, McpClient
 from tests.test_security import AUDIENCE, ISSUER, _rsa, mint
 
@@ -188,3 +188,17 @@ async def test_the_list_stream_follows_listed_tasks_with_the_task_watchers(
                 assert await _stream_status(http, f"?task={newer}") == 429
         for task_id in (older, newer):
             await stack.mcp.cancel_task(task_id)
+
+
+async def test_the_task_page_links_its_workflow_in_the_teams_web_ui(
+    fresh_stack: StackFactory,
+) -> None:
+    async with fresh_stack(temporal_ui_url="https://temporal.example.com") as stack:
+        task_id = await stack.mcp.create_task("request_approval", {"message": "Ship it?"})
+        await stack.mcp.wait_status(task_id, "input_required", within=15)
+        async with httpx.AsyncClient(base_url=_base(stack), timeout=15) as http:
+            await http.get("/inbox")
+            page = await http.get(f"/inbox/tasks/{task_id}")
+        await stack.mcp.cancel_task(task_id)
+    url = f"https://temporal.example.com/namespaces/default/workflows/{task_id}"
+    assert f'<a class="web-ui" href="{url}" rel="noopener noreferrer">' in page.text

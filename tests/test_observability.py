@@ -26,7 +26,7 @@ from mcp_server.observability import metrics
 from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.temporal.connection import observed_connection
 from mcp_tasks.identity import ANONYMOUS
-from mcp_tasks.logging import REQUEST_LOGGER, JsonFormatter
+from mcp_tasks.logging import REQUEST_LOGGER, JsonFormatter, request_line, sample_reads
 from mcp_tasks.settings import Settings
 from tests.conftest import Stack, StackFactory
 from tests.mcp_client import McpClient
@@ -328,3 +328,23 @@ def test_the_dashboard_file_is_what_render_panels_writes() -> None:
         assert written == module.dashboard()
     finally:
         del sys.modules["render_panels"]
+
+
+def test_read_lines_can_be_sampled_and_nothing_else_is(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger=REQUEST_LOGGER)
+    sample_reads(3)
+    try:
+        for n in range(6):
+            request_line({"method": "tasks/get", "taskId": f"t{n}", "outcome": "ok", "status": 200})
+        request_line({"method": "tasks/get", "outcome": "-32602", "status": 400})
+        request_line({"method": "tasks/update", "outcome": "ok", "status": 200})
+    finally:
+        sample_reads(1)
+    logged = [r.fields for r in caplog.records if r.name == REQUEST_LOGGER]  # type: ignore[attr-defined]
+    assert [(f["method"], f.get("taskId"), f["outcome"]) for f in logged] == [
+        ("tasks/get", "t0", "ok"),
+        ("tasks/get", "t3", "ok"),
+        ("tasks/get", None, "-32602"),
+        ("tasks/update", None, "ok"),
+    ]
+    assert [f.get("sampledOneIn") for f in logged] == [3, 3, None, None]

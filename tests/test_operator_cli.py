@@ -233,6 +233,71 @@ async def test_show_prints_the_form_and_the_operator_detail(
     await mcp.cancel_task(task_id)
 
 
+async def test_show_and_list_link_the_task_to_the_teams_web_ui(
+    running: Running, mcp: McpClient
+) -> None:
+    task_id = await waiting_approval(mcp)
+    env = {**running.env, "MCP_TASKS_TEMPORAL_UI_URL": "https://temporal.example.com/"}
+    page = cli(running, "show", task_id, env=env)
+    assert page.returncode == 0, page.stderr
+    run_id = json.loads(cli(running, "show", task_id, "--json", env=env).stdout)["operator"]
+    url = f"https://temporal.example.com/namespaces/default/workflows/{task_id}"
+    assert f"Web UI:         {url}/{run_id['runId']}/history" in page.stdout
+    assert run_id["webUi"] == f"{url}/{run_id['runId']}/history"
+    lines = cli(running, "list", "--status", "input_required", "--json", env=env).stdout
+    mine = [json.loads(line) for line in lines.splitlines() if task_id in line]
+    assert mine and mine[0]["webUi"].startswith(url)
+    table = cli(running, "list", "--status", "input_required", env=env).stdout
+    assert f"  {url}/" in table
+    assert "Web UI" not in cli(running, "show", task_id).stdout  # not configured: no link
+    await mcp.cancel_task(task_id)
+
+
+def listed_to_a_closed_pipe(running: Running) -> tuple[int, str]:
+    """`tasks list --json | head -1`: the reader is gone before the first line is written."""
+    listing = subprocess.Popen(
+        [MCP_TASKS, "tasks", "list", "--status", "input_required", "--json"],
+        env=running.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    with listing:
+        assert listing.stdout is not None and listing.stderr is not None
+        listing.stdout.close()
+        errors = listing.stderr.read().decode()
+        return listing.wait(timeout=CLI_TIMEOUT_S), errors
+
+
+async def test_a_reader_that_stops_early_gets_no_traceback(
+    running: Running, mcp: McpClient
+) -> None:
+    task_id = await waiting_approval(mcp)
+    eventually_listed(running, ("--status", "input_required"), lambda found: task_id in found)
+    code, errors = await asyncio.to_thread(listed_to_a_closed_pipe, running)
+    assert code == 0, errors
+    assert "Traceback" not in errors and "BrokenPipeError" not in errors, errors
+    await mcp.cancel_task(task_id)
+
+
+async def test_an_operators_answer_writes_an_audit_line_and_a_span(
+    running: Running, mcp: McpClient
+) -> None:
+    task_id = await waiting_approval(mcp)
+    env = {**running.env, "MCP_TASKS_LOG_FORMAT": "json", "OTEL_TRACES_EXPORTER": "console"}
+    done = cli(running, "answer", task_id, "--set", "decision=approve", env=env)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    [audit] = [line for line in lines if line.get("event") == "task.update"]
+    assert audit["logger"] == "mcp_server.protocol.audit" and audit["taskId"] == task_id
+    assert audit["by"] == f"operator:{getpass.getuser()}" and audit["outcome"] == "ok"
+    assert audit["keys"] == ["decision"] and audit["method"] == "operator-cli"
+    [span] = [line for line in lines if line.get("name") == "mcp-tasks tasks answer"]
+    assert span["attributes"]["mcp.task.id"] == task_id
+    # The audit line was written inside the span: the two join on the trace id.
+    assert f"0x{audit['trace_id']}" == span["context"]["trace_id"]
+    await mcp.wait_status(task_id, "completed", within=15)
+
+
 async def test_answer_with_set_completes_the_task_with_the_decision(
     running: Running, mcp: McpClient
 ) -> None:

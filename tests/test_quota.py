@@ -286,7 +286,11 @@ async def test_with_no_worker_a_create_is_a_503_to_retry_and_starts_nothing(
         reply = await stack.mcp.call_tool("tests_wait_forever")
         assert reply.status == 503 and reply.headers["retry-after"] == "5", reply
         assert reply.error["code"] == errors.INTERNAL_ERROR
-        assert "no worker of task queue" in reply.error["message"]
+        # The worker is named first: Temporal is fine, and on-call must not look there.
+        message = reply.error["message"]
+        assert message.startswith("No worker is running for the tasks: "), message
+        assert f"no worker of task queue {stack.settings.task_queue!r}" in message
+        assert "Temporal answered" in message and "(Temporal) is unavailable" not in message
         await stack.start_worker()
         task_id = await stack.mcp.create_task("tests_wait_forever")
         query = f'TaskQueue="{stack.settings.task_queue}" AND WorkflowType="TestsWaitForever"'

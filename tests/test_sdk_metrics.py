@@ -6,16 +6,20 @@ SDK's Rust core, which only a real runtime runs."""
 
 from __future__ import annotations
 
+import socket
 import urllib.request
 import uuid
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from temporalio.client import Client
 
+from mcp_server.observability.metrics import serve_metrics
+from mcp_server.observability.sdk_metrics import sdk_runtime
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.temporal.connection import observed_connection
 from mcp_server.tools.registry import ToolRegistry
-from mcp_tasks.settings import Settings
+from mcp_tasks.settings import ConfigError, Settings
 from tests.conftest import running_stack
 
 Sample = tuple[str, dict[str, str], float]
@@ -75,6 +79,27 @@ async def test_the_worker_exports_task_ends_and_answer_waits_under_our_own_names
     assert total(at_start, ends, **ours, tool="request_approval", outcome="failed") == 0
     assert total(at_start, "mcp_tasks_webhook_deliveries_total", **ours, outcome="gave_up") == 0
     assert total(after, ends, **ours, tool="request_approval", outcome="completed") == 1
+    # The zeros are the very series the real ends increment (the labels the SDK's meter adds
+    # included): a zero under other labels is another series, whose first increment rate()
+    # cannot see.
+    workflow_type = {t.name: t.workflow for t in registry.tools()}["request_approval"]
+    for samples, expected in ((at_start, 0), (after, 1)):
+        series = [
+            (labels, v)
+            for n, labels, v in samples
+            if n == ends
+            and labels.get("tool") == "request_approval"
+            and labels.get("outcome") == "completed"
+        ]
+        assert len(series) == 1
+        assert series[0][0].get("workflow_type") == workflow_type and series[0][1] == expected
+    zero_deliveries = [
+        labels for n, labels, _ in at_start if n == "mcp_tasks_webhook_deliveries_total"
+    ]
+    assert zero_deliveries and all(
+        labels.get("activity_type" if labels["outcome"] != "gave_up" else "workflow_type")
+        for labels in zero_deliveries
+    )
     assert total(after, ends, **ours, tool="multi_step_job", outcome="error_result") == 1
     assert total(after, ends, **ours, tool="multi_step_job", outcome="cancelled") == 1
     assert total(after, ends, **ours, tool="tests_secret_work", outcome="failed") == 1
@@ -90,3 +115,16 @@ async def test_the_worker_exports_task_ends_and_answer_waits_under_our_own_names
     assert total(after, "temporal_request_latency_seconds_count", service_name="mcp-tasks")
     assert not [s for s in after if s[0].startswith("temporal_") and s[0].endswith("_ms")]
     assert all(labels.get("service_name") == "mcp-tasks" for _, labels, _ in after)
+
+
+def test_a_metrics_port_in_use_is_refused_naming_its_setting() -> None:
+    # One env file for a server and a worker on one host: the second process to bind the port
+    # must say which setting collides, not only "Address already in use".
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ConfigError, match=r"MCP_TASKS_WORKER_METRICS_PORT: .*127\.0\.0\.1:"):
+            sdk_runtime(Settings(worker_metrics_port=port))
+        with pytest.raises(ConfigError, match=r"MCP_TASKS_METRICS_PORT: cannot listen on"):
+            serve_metrics("127.0.0.1", port)

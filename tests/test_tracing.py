@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 import time
 import uuid
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import (
@@ -157,6 +159,29 @@ def test_spans_go_to_the_configured_otlp_endpoint() -> None:
     spans = [s for r in exported.resource_spans for ss in r.scope_spans for s in ss.spans]
     assert [(s.name, s.trace_id.hex()) for s in spans] == [("MCP tools/list", trace_id)]
     assert not tracing.enabled()
+
+
+def test_with_no_collector_the_console_exporter_writes_one_json_span_per_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    try:
+        assert tracing.configure(None, "mcp-tasks-test")  # no endpoint needed
+        trace_id = uuid.uuid4().hex
+        headers = {"traceparent": f"00-{trace_id}-{uuid.uuid4().hex[:16]}-01"}
+        with tracing.server_span(headers, {"method": "tools/list"}):
+            pass
+        tracing.shutdown()
+    finally:
+        tracing.use(None)
+    written = capsys.readouterr()
+    spans = [json.loads(line) for line in written.err.splitlines() if line.startswith("{")]
+    assert [(s["name"], s["context"]["trace_id"]) for s in spans] == [
+        ("MCP tools/list", f"0x{trace_id}")
+    ]
+    assert written.out == ""  # stdout stays the program's
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    assert not tracing.configure("http://127.0.0.1:1", "mcp-tasks-test")
 
 
 @contextlib.contextmanager

@@ -42,6 +42,7 @@ from mcp_tasks.contracts.events import (
 )
 from mcp_tasks.contracts.webhooks import (
     DELIVER_ACTIVITY,
+    DELIVERIES_HELP,
     DELIVERIES_METRIC,
     GONE_ERROR,
     REJECTED_ERROR,
@@ -83,7 +84,7 @@ class WebhookDeliveryWorkflow:
             )
         except ActivityError as err:
             if isinstance(err.cause, TemporalTimeoutError):  # a day of retries went by: lost
-                workflow.metric_meter().create_counter(DELIVERIES_METRIC).add(
+                workflow.metric_meter().create_counter(DELIVERIES_METRIC, DELIVERIES_HELP).add(
                     1, {"outcome": "gave_up"}
                 )
             raise

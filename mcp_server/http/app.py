@@ -46,12 +46,14 @@ from mcp_server.protocol.events.store import (
 )
 from mcp_server.protocol.services import build_services, clock, state_secret
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore
+from mcp_server.tasks.ui_links import workflow_url
 from mcp_server.tasks.waiting import WaitingTasks
+from mcp_server.temporal.codec_server import CodecCorsMiddleware, add_codec_routes
 from mcp_server.temporal.connection import connect
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks import __version__
 from mcp_tasks.hosts import is_loopback
-from mcp_tasks.logging import use_principal_key
+from mcp_tasks.logging import sample_reads, use_principal_key
 from mcp_tasks.settings import Settings
 from mcp_tasks.webhooks.endpoints import load_endpoints
 
@@ -133,6 +135,7 @@ def create_app(
     authenticator = build_authenticator(settings, registry.scopes())
     secret = state_secret(settings)
     use_principal_key(secret)  # the key of the principals the logs show
+    sample_reads(settings.log_reads_every)
     webhooks = load_endpoints(settings.webhooks_file, resolve_secrets=False)
 
     @asynccontextmanager
@@ -193,6 +196,8 @@ def create_app(
     ]
     for middleware, options in shared:
         app.add_middleware(middleware, **options)
+    # The Web UI's cross-origin calls of /codec: checked before the Origin policy refuses them.
+    app.add_middleware(CodecCorsMiddleware, settings=settings)
     app.add_middleware(InboxHeadersMiddleware)  # on every /inbox response, refusals too
     app.add_middleware(RequestIdMiddleware)
 
@@ -243,7 +248,12 @@ def create_app(
         return JSONResponse(metadata)
 
     add_operations_routes(app)
-    add_inbox_routes(app, inbox_signin(settings, authenticator, secret))
+    add_codec_routes(app, settings)
+
+    def web_ui(task_id: str) -> str | None:
+        return workflow_url(settings.temporal_ui_url, settings.namespace, task_id)
+
+    add_inbox_routes(app, inbox_signin(settings, authenticator, secret), web_ui)
     # RFC 9728: at the root, and suffixed with the resource's path.
     app.add_route(RESOURCE_METADATA_PATH, resource_metadata, methods=["GET"])
     app.add_route(f"{RESOURCE_METADATA_PATH}/mcp", resource_metadata, methods=["GET"])

@@ -165,12 +165,19 @@ def task_forms(
     return f'<section id="forms"><h2>{title}</h2>{error}{body}</section>'
 
 
-def _heading(snapshot: TaskSnapshot, about: str = "") -> str:
+def _heading(snapshot: TaskSnapshot, about: str = "", web_ui: str | None = None) -> str:
     """The tool, the taskId and, when known, what the task was asked to do (`about`: its
-    arguments and its tool's description of them, e.g. a deploy's pipeline)."""
+    arguments and its tool's description of them, e.g. a deploy's pipeline); `web_ui`: the
+    task's workflow in the team's Temporal Web UI, linked from the crumbs."""
     line = f'<p class="about">{h(about)}</p>' if about else ""
+    temporal = (
+        f' · <a class="web-ui" href="{h(web_ui)}" rel="noopener noreferrer">'
+        "Workflow in Temporal's Web UI</a>"
+        if web_ui
+        else ""
+    )
     return (
-        '<nav class="crumbs"><a href="/inbox">← Inbox</a></nav>'
+        f'<nav class="crumbs"><a href="/inbox">← Inbox</a>{temporal}</nav>'
         f'<div class="heading"><h1><span class="tool">{h(snapshot.tool or "task")}</span></h1>'
         f'<span class="id">{h(snapshot.task_id)}</span></div>{line}'
     )
@@ -185,10 +192,12 @@ def task_page(
     decided: dict[str, Decision],
     problem: str | None = None,
     about: str = "",
+    web_ui: str | None = None,
 ) -> str:
-    """`who`: the signed-in user and the sign-out form's token (None: no sign-out)."""
+    """`who`: the signed-in user and the sign-out form's token (None: no sign-out); `web_ui`:
+    the task's workflow in the team's Temporal Web UI, linked from the crumbs."""
     body = (
-        f"{_heading(snapshot, about)}{task_live(snapshot, now, decided)}"
+        f"{_heading(snapshot, about, web_ui)}{task_live(snapshot, now, decided)}"
         f"{task_forms(snapshot, csrf, answerable, problem)}"
     )
     live = f"/inbox/events?task={h(snapshot.task_id)}"

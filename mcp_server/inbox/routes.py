@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,10 @@ _SIGN_IN = SIGN_IN_PATH
 
 
 class Inbox:
-    def __init__(self, signin: SignIn) -> None:
+    def __init__(self, signin: SignIn, web_ui: WebUiLink | None = None) -> None:
         self.signin = signin
+        # taskId -> its workflow in the team's Temporal Web UI (MCP_TASKS_TEMPORAL_UI_URL)
+        self.web_ui = web_ui or (lambda task_id: None)
         self._arguments: Arguments | None = None
 
     # ----- helpers -------------------------------------------------------------------------
@@ -194,7 +197,16 @@ class Inbox:
             return html_page(pages.task_live(snapshot, now, decided))
         who = (principal.subject, self._logout_token(session))
         about = await self._about(request, snapshot)
-        body = pages.task_page(snapshot, now, token, mine, who, decided, about=about)
+        body = pages.task_page(
+            snapshot,
+            now,
+            token,
+            mine,
+            who,
+            decided,
+            about=about,
+            web_ui=self.web_ui(snapshot.task_id),
+        )
         return self.signin.finish(request, html_page(body), session, fresh)
 
     async def answer(self, request: Request) -> Response:
@@ -258,6 +270,7 @@ class Inbox:
             {},
             note,
             about=await self._about(request, snapshot),
+            web_ui=self.web_ui(snapshot.task_id),
         )
         return html_page(body, status)
 
@@ -311,8 +324,11 @@ def _answerable(snapshot: TaskSnapshot, principal: Principal) -> frozenset[str]:
     )
 
 
-def add_inbox_routes(app: FastAPI, signin: SignIn) -> None:
-    inbox = Inbox(signin)
+WebUiLink = Callable[[str], str | None]
+
+
+def add_inbox_routes(app: FastAPI, signin: SignIn, web_ui: WebUiLink | None = None) -> None:
+    inbox = Inbox(signin, web_ui)
     app.add_route("/inbox", inbox.home, methods=["GET"])
     app.add_route("/inbox/", inbox.home, methods=["GET"])
     app.add_route("/inbox/fragments/list", inbox.list_fragment, methods=["GET"])

@@ -20,7 +20,9 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client import (
@@ -42,6 +44,7 @@ from mcp_tasks.contracts.webhooks import (
     DELIVERY_SECONDS_METRIC,
     SUSPENDED_METRIC,
 )
+from mcp_tasks.settings import ConfigError
 
 # No `_created` series: half the text of every scrape, and unused here.
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -143,8 +146,15 @@ VISIBILITY_REFRESHED_AT = LateGauge(
 )
 READY = LateGauge(
     "mcp_tasks_ready",
-    "1 when this replica's last /readyz check found it able to serve, 0 when not (absent "
-    "until first probed)",
+    "1 when this replica's last readiness check (the background refresh's, or a /readyz "
+    "probe's) found it able to serve, 0 when not (absent until first checked)",
+)
+DEPLOYMENT = Gauge(
+    "mcp_tasks_deployment_info",
+    "Always 1: the Temporal namespace and task queue this server serves, for the alerts to "
+    "pick this deployment's temporal_* series out of a shared Prometheus, and the team's "
+    "Temporal Web UI (MCP_TASKS_TEMPORAL_UI_URL, empty when unset) for their links",
+    ["namespace", "task_queue", "temporal_ui_url"],
 )
 TEMPORAL_REQUEST_LATENCY = temporal_errors.TEMPORAL_REQUEST_LATENCY
 
@@ -161,6 +171,8 @@ WEBHOOK_OUTCOMES = ("delivered", "failed", "rejected", "gone", "suspended", "gav
 # How task workflows end, by tool, counted once by the worker that ran the end
 # (task_outcomes.py): completed, error_result (completed with isError), failed, cancelled.
 TASK_ENDS = "mcp_tasks_task_ends"
+# One help text wherever it is counted (the SDK's exporter keeps a series per description).
+TASK_ENDS_HELP = "How task workflows ended, by tool and outcome"
 TASK_END_OUTCOMES = ("completed", "error_result", "failed", "cancelled")
 # The time from input_required to the answer that ended the wait, by tool (seconds).
 INPUT_ANSWER_SECONDS = "mcp_tasks_input_answer_wait_seconds"
@@ -243,7 +255,44 @@ def record_request(
 export_zeros()
 
 
-def serve_metrics(host: str, port: int) -> None:
+def serve_metrics(host: str, port: int) -> Callable[[], None]:
     """/metrics on a listener of its own (a daemon thread), without authentication: bind it
-    where only the scraper reaches (the default host is 127.0.0.1)."""
-    start_http_server(port, addr=host)
+    where only the scraper reaches (the default host is 127.0.0.1). Returns how to stop it. A
+    port in use is a ConfigError naming the setting: one env file shared by two processes on
+    one host is the usual cause."""
+    try:
+        server, thread = start_http_server(port, addr=host)
+    except OSError as err:
+        raise ConfigError(
+            f"MCP_TASKS_METRICS_PORT: cannot listen on {host}:{port} ({err.strerror or err}); "
+            "another process (a second server with the same settings?) holds the port: give "
+            "each process its own"
+        ) from err
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+    return stop
+
+
+class ScrapeHook(Collector):
+    """Calls `started()` on `loop` when the registry is first collected, by whichever
+    listener serves it (the main port's /metrics or MCP_TASKS_METRICS_PORT's, a thread of its
+    own): the background refresh must not depend on which port Prometheus scrapes. It exports
+    nothing."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, started: Callable[[], None]) -> None:
+        self._loop, self._started = loop, started
+        self._fired = False
+
+    def describe(self) -> list[Metric]:
+        return []  # so that registering it does not collect it (and fire)
+
+    def collect(self) -> Iterator[Metric]:
+        if not self._fired:
+            self._fired = True
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the server has stopped
+                self._loop.call_soon_threadsafe(self._started)
+        return iter(())

@@ -4,21 +4,25 @@
 - `GET /readyz`: readiness, 200 or 503 with a JSON body naming what is missing (public).
 - `GET /metrics`: Prometheus text, behind the same Host/Origin and authentication as `/mcp`
   (scrape with a token), or on `MCP_TASKS_METRICS_PORT` without authentication.
-- the background refresh of the open-task gauges (observability/visibility.py), started by the
-  first scrape of /metrics: a server nobody scrapes asks Temporal nothing for them.
+- the background refresh of the open-task gauges and of `mcp_tasks_ready`
+  (observability/visibility.py), started by the first scrape of either /metrics (the main
+  port's or MCP_TASKS_METRICS_PORT's): a server nobody scrapes asks Temporal nothing for
+  them, and a server scraped on either port has them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from temporalio.client import Client
 
+from mcp_server.observability import metrics as metric_defs
 from mcp_server.observability.probes import EngineStatus, Readiness, liveness
 from mcp_server.observability.visibility import OpenTaskGauges
 from mcp_server.tools.registry import ToolRegistry
@@ -37,13 +41,19 @@ async def operations(
     if client is None:  # a store without Temporal (tests of the app alone): no probes to run
         yield
         return
-    app.state.readiness = Readiness(client, settings.ready_cache_s, engine=engine)
+    readiness = Readiness(client, settings.ready_cache_s, engine=engine)
+    app.state.readiness = readiness
     tools = sorted(t.name for t in registry.tools() if t.task_support != "never")
-    gauges = OpenTaskGauges(client, tools, settings)
+    gauges = OpenTaskGauges(client, tools, settings, readiness=readiness)
     app.state.gauges = gauges
+    ui_url = (settings.temporal_ui_url or "").rstrip("/")
+    metric_defs.DEPLOYMENT.labels(client.namespace, settings.task_queue, ui_url).set(1)
+    hook = metric_defs.ScrapeHook(asyncio.get_running_loop(), gauges.start)
+    REGISTRY.register(hook)
     try:
         yield
     finally:
+        REGISTRY.unregister(hook)
         await gauges.stop()
 
 
@@ -61,9 +71,8 @@ async def readyz(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
-    gauges: OpenTaskGauges | None = request.app.state.gauges
-    if gauges is not None:
-        gauges.start()  # once; this scrape answers with what the gauges hold now
+    # The first collection starts the background refresh (ScrapeHook); this scrape answers
+    # with what the gauges hold now.
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
 

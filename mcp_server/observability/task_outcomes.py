@@ -34,7 +34,12 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
-from mcp_server.observability.metrics import ACTIVITY_RETRIES_OVER, INPUT_ANSWER_SECONDS, TASK_ENDS
+from mcp_server.observability.metrics import (
+    ACTIVITY_RETRIES_OVER,
+    INPUT_ANSWER_SECONDS,
+    TASK_ENDS,
+    TASK_ENDS_HELP,
+)
 from workflows.task_state import SUBMIT_INPUT_SIGNAL, TaskInput
 from workflows.task_workflow import TaskWorkflow
 
@@ -125,5 +130,5 @@ class _TaskWorkflowOutcomes(WorkflowInboundInterceptor):
 
 
 def _count_end(tool: str, outcome: str) -> None:
-    counter = workflow.metric_meter().create_counter(TASK_ENDS, "How task workflows ended")
+    counter = workflow.metric_meter().create_counter(TASK_ENDS, TASK_ENDS_HELP)
     counter.add(1, {"tool": tool, "outcome": outcome})

@@ -4,6 +4,10 @@ server, the Temporal client, the workflow and its activities.
 - On when `MCP_TASKS_OTLP_ENDPOINT` or the standard `OTEL_EXPORTER_OTLP_ENDPOINT` (or
   `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set: spans go by OTLP/HTTP through a batch processor
   (needs the `otel` extra: opentelemetry-sdk, opentelemetry-exporter-otlp-proto-http).
+- With no collector, `OTEL_TRACES_EXPORTER=console` (OpenTelemetry's own variable) writes each
+  span to stderr as one JSON object per line, next to the logs (which carry the same
+  `trace_id`): a way to see the spans of a request on a laptop or in a container's log.
+  `OTEL_TRACES_EXPORTER=none` turns tracing off even with an endpoint set.
 - Off otherwise: nothing of the OpenTelemetry SDK is imported, `server_span` returns one shared
   no-op context manager, and the Temporal client gets no tracing interceptor.
 - A request joins its client's trace: the W3C `traceparent` (and `tracestate`) HTTP headers,
@@ -28,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
@@ -57,8 +62,20 @@ def endpoint(configured: str | None, env: Mapping[str, str] | None = None) -> st
     return configured or next((source[v] for v in _ENDPOINT_VARIABLES if source.get(v)), None)
 
 
+def exporter_kind(env: Mapping[str, str] | None = None) -> str:
+    """OTEL_TRACES_EXPORTER: `otlp` (the default), `console` or `none`."""
+    source = os.environ if env is None else env
+    return source.get("OTEL_TRACES_EXPORTER", "").strip().lower() or "otlp"
+
+
 def configure(otlp_endpoint: str | None, service_name: str) -> bool:
-    """Turn tracing on for this process when an endpoint is configured; whether it is on."""
+    """Turn tracing on for this process when an endpoint is configured, or the console
+    exporter is asked for; whether it is on."""
+    kind = exporter_kind()
+    if kind == "none":
+        return False
+    if kind == "console":
+        return _configure_console(service_name)
     target = endpoint(otlp_endpoint)
     if target is None:
         return False
@@ -81,6 +98,28 @@ def configure(otlp_endpoint: str | None, service_name: str) -> bool:
     provider.add_span_processor(BatchSpanProcessor(stoppable))  # type: ignore[arg-type]
     use(provider, stoppable)
     log.info("tracing on: spans exported by OTLP/HTTP to %s", target)
+    return True
+
+
+def _configure_console(service_name: str) -> bool:
+    try:
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+    except ImportError as err:
+        raise RuntimeError(
+            "OTEL_TRACES_EXPORTER=console but the OpenTelemetry SDK is not installed: "
+            "pip install 'mcp-tasks-temporal[otel]'"
+        ) from err
+
+    def one_line(span: ReadableSpan) -> str:
+        return str(span.to_json(indent=None)) + "\n"
+
+    exporter = ConsoleSpanExporter(out=sys.stderr, formatter=one_line)
+    provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    use(provider, exporter)
+    log.info("tracing on: spans written to stderr, one JSON object per line")
     return True
 
 
@@ -221,3 +260,23 @@ def annotate(span: Any, request: Any, status: int, message: dict[str, Any]) -> N
         record.trace_id, record.span_id = f"{context.trace_id:032x}", f"{context.span_id:016x}"
     if status >= 500 or outcome in _SERVER_FAULTS:
         span.set_status(Status(StatusCode.ERROR, f"{outcome or status}"))
+
+
+def operator_span(operation: str, task_id: str) -> AbstractContextManager[Any]:
+    """The span of an operator CLI action on a task (`mcp-tasks <operation>`), kind CLIENT:
+    the side door traced as the server's requests are. A no-op while tracing is off."""
+    current = tracer.current()
+    if current is None:
+        return _NOOP
+    return _operator_span(current, operation, task_id)
+
+
+@contextlib.contextmanager
+def _operator_span(current: Any, operation: str, task_id: str) -> Iterator[Any]:
+    from opentelemetry import trace
+
+    with current.start_as_current_span(
+        f"mcp-tasks {operation}", kind=trace.SpanKind.CLIENT
+    ) as span:
+        span.set_attributes({"mcp.task.id": task_id, "mcp.operator": True})
+        yield span

@@ -11,7 +11,13 @@ waiting tasks are listed (their memo says since when they wait, `lastUpdatedAt`)
 of the oldest wait and the waits older than `input_wait_threshold_s`; the working tasks
 started before `stalled_after_s` ago are listed for those whose state has not changed since
 (stalled); each listing reads at most `max_listed` tasks. The workers polling the task queue
-are counted by their pollers' last access (probes.py `pollers`).
+are counted by their pollers' last access (probes.py `pollers`). Every query is limited to
+this deployment's task queue (`TaskQueue=`): another deployment in the same namespace has
+gauges of its own.
+
+Each round also runs the readiness check (probes.py, cached like /readyz), so that
+`mcp_tasks_ready` follows Temporal whether or not anything calls /readyz (a compose stack's
+healthcheck calls /healthz).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from datetime import UTC, datetime, timedelta
 from temporalio.client import Client
 
 from mcp_server.observability import metrics
-from mcp_server.observability.probes import pollers
+from mcp_server.observability.probes import Readiness, pollers
 from mcp_server.tasks.memo import task_state_of
 from mcp_tasks.settings import Settings
 from workflows.task_state import SEARCH_ATTRIBUTE_STATUS, SEARCH_ATTRIBUTE_TOOL
@@ -36,18 +42,24 @@ _RPC_TIMEOUT = timedelta(seconds=5)
 STATUSES = ("working", "input_required")
 
 
-def _query(tool: str, status: str) -> str:
+def _query(tool: str, status: str, task_queue: str) -> str:
     return (
         f'{SEARCH_ATTRIBUTE_TOOL}="{tool}" AND {SEARCH_ATTRIBUTE_STATUS}="{status}" '
-        'AND ExecutionStatus="Running"'
+        f'AND ExecutionStatus="Running" AND TaskQueue="{task_queue}"'
     )
 
 
 class OpenTaskGauges:
     def __init__(
-        self, client: Client, tools: list[str], settings: Settings, max_listed: int = 10_000
+        self,
+        client: Client,
+        tools: list[str],
+        settings: Settings,
+        max_listed: int = 10_000,
+        readiness: Readiness | None = None,
     ) -> None:
         self.client = client
+        self.readiness = readiness
         self.tools = tools
         self.every_s = settings.metrics_refresh_s
         self.task_queue = settings.task_queue
@@ -71,7 +83,7 @@ class OpenTaskGauges:
     async def refresh(self) -> None:
         counts = {
             (tool, status): (await self.client.count_workflows(
-                _query(tool, status), rpc_timeout=_RPC_TIMEOUT)).count
+                _query(tool, status, self.task_queue), rpc_timeout=_RPC_TIMEOUT)).count
             for tool in self.tools for status in STATUSES
         }  # fmt: skip
         waits = await self._ages('AND ExecutionStatus="Running"', "input_required")
@@ -95,7 +107,9 @@ class OpenTaskGauges:
 
     async def _ages(self, condition: str, status: str) -> list[tuple[str, float]]:
         """(tool, seconds since its state last changed) of the running tasks in `status`."""
-        query = f'{SEARCH_ATTRIBUTE_STATUS}="{status}" {condition}'
+        query = (
+            f'{SEARCH_ATTRIBUTE_STATUS}="{status}" AND TaskQueue="{self.task_queue}" {condition}'
+        )
         now = datetime.now(UTC)
         ages: list[tuple[str, float]] = []
         async for execution in self.client.list_workflows(
@@ -114,6 +128,13 @@ class OpenTaskGauges:
     async def run(self) -> None:
         """Refresh until cancelled; a failed refresh is counted and logged, never raised."""
         while True:
+            if self.readiness is not None:
+                try:
+                    await self.readiness.check()  # sets mcp_tasks_ready; logs what failed
+                except asyncio.CancelledError:
+                    raise
+                except Exception as err:
+                    log.warning("readiness not checked: %s", err)
             try:
                 await self.refresh()
                 metrics.VISIBILITY_REFRESHES.labels("ok").inc()

@@ -21,6 +21,8 @@ import dataclasses
 import getpass
 import hashlib
 import json
+import logging
+import os
 import sys
 import uuid
 from datetime import UTC, datetime
@@ -28,6 +30,7 @@ from typing import Any
 
 from temporalio.client import Client
 
+from mcp_server.observability import tracing
 from mcp_server.protocol import state_keys
 from mcp_server.protocol.errors import McpError
 from mcp_server.protocol.limits.per_principal import Limits, PollLimiter
@@ -46,8 +49,10 @@ from mcp_server.tasks.listing import (
 from mcp_server.tasks.pending_webhooks import by_endpoint, pending_deliveries
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TemporalTaskStore
+from mcp_server.tasks.ui_links import workflow_url
 from mcp_server.temporal.connection import connect
 from mcp_server.temporal.setup import ClusterProblem
+from mcp_tasks.logging import configure as configure_logging
 from mcp_tasks.logging import principal_key, principal_tag
 from mcp_tasks.settings import Settings
 from workflows.task_state import SubmitInput
@@ -61,6 +66,7 @@ __all__ = ["EXIT_INVALID", "EXIT_REFUSED", "EXIT_UNREACHABLE", "add_parser", "ru
 # The principal of every answer sent from the terminal: in a domain of its own, so no MCP
 # caller's digest (Principal.digest hashes "principal:...") can be it.
 OPERATOR_DIGEST = hashlib.sha256(b"operator-cli").hexdigest()[:32]
+AUDIT = logging.getLogger("mcp_server.protocol.audit")
 
 
 class Refusal(Exception):
@@ -73,7 +79,18 @@ def run(args: argparse.Namespace) -> int:
     """Run one `tasks` command; its exit code (messages on stderr, one line)."""
     try:
         settings = Settings.from_env().with_(worker_metrics_port=None)
-        return asyncio.run(_run(args, settings))
+        # Logs (its audit lines) on stderr, in the text format unless MCP_TASKS_LOG_FORMAT
+        # says otherwise; spans as the server's, when tracing is configured.
+        configure_logging(
+            settings.log_format or "text", os.environ.get("MCP_TASKS_LOG_LEVEL", "INFO")
+        )
+        tracing.configure(settings.otlp_endpoint, "mcp-tasks-operator-cli")
+        try:
+            code = asyncio.run(_run(args, settings))
+        finally:
+            tracing.shutdown()
+        sys.stdout.flush()  # here, so a closed pipe is met below and not at exit
+        return code
     except Refusal as err:
         print(f"mcp-tasks: {err}", file=sys.stderr)
         return err.code
@@ -89,6 +106,12 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("\nmcp-tasks: interrupted; nothing was sent", file=sys.stderr)
         return EXIT_REFUSED
+    except BrokenPipeError:
+        # The reader went away (`tasks list --json | head`): it has what it wanted. No
+        # traceback, and nothing more written to the closed pipe, even at exit's flush.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 async def _client(settings: Settings) -> Client:
@@ -132,11 +155,12 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         where = _filter(args, settings)
         where.query()  # a bad value is refused before Temporal is called
         found = await list_tasks(await _client(settings), where, args.limit)
+        link = _link(settings)
         if args.json:
             for task in found:
-                print(views.listed_json(task))
+                print(views.listed_json(task, link))
         elif found:
-            print(views.table(found))
+            print(views.table(found, link))
         else:
             print("no tasks", file=sys.stderr)
         return 0
@@ -155,9 +179,18 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         detail = await task_detail(client, args.task_id)
         if detail is None:
             raise Refusal(EXIT_REFUSED, f"no task {args.task_id} in namespace {client.namespace}")
-        print(views.shown_json(snapshot, detail) if args.json else views.page(snapshot, detail))
+        link = _link(settings)
+        shown = views.shown_json if args.json else views.page
+        print(shown(snapshot, detail, link))
         return 0
     return await _answer(args, settings, store, snapshot)
+
+
+def _link(settings: Settings) -> views.Link:
+    def link(task_id: str, run_id: str | None) -> str | None:
+        return workflow_url(settings.temporal_ui_url, settings.namespace, task_id, run_id)
+
+    return link
 
 
 async def _webhooks(args: argparse.Namespace, settings: Settings) -> int:
@@ -245,11 +278,36 @@ async def _answer(
         principal=OPERATOR_DIGEST,
         by=f"operator:{_login()}",
     )
-    await store.submit_input(snapshot.task_id, update)
+    # A span as the server's requests have (its trace reaches the workflow through the
+    # client's tracing interceptor), and the audit line a tasks/update writes.
+    with tracing.operator_span("tasks answer", snapshot.task_id):
+        try:
+            await store.submit_input(snapshot.task_id, update)
+        except TaskError:
+            _audit("task.update", snapshot.task_id, update, [key], "refused")
+            raise
+        _audit("task.update", snapshot.task_id, update, [key], "ok")
     after = await store.get(snapshot.task_id)
     now = f"; the task is {after.status}" if after is not None else ""
     print(f"answered {key!r} of {snapshot.task_id} ({response['action']}){now}")
     return 0
+
+
+def _audit(event: str, task_id: str, update: SubmitInput, keys: list[str], outcome: str) -> None:
+    """An audit line like the server's (protocol/audit.py), on the same logger: the operator's
+    side door is recorded where the front door's changes are."""
+    entry = {
+        "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "event": event,
+        "method": "operator-cli",
+        "requestId": update.request_id,
+        "taskId": task_id,
+        "principal": update.principal,
+        "by": update.by,
+        "keys": keys,
+        "outcome": outcome,
+    }
+    AUDIT.info(json.dumps(entry, separators=(",", ":")))
 
 
 def _login() -> str:

@@ -5,7 +5,7 @@ control character is shown escaped, never sent to the terminal as is."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -54,7 +54,14 @@ def _span(seconds: int) -> str:
     return f"{seconds}s"
 
 
-def listed_json(task: ListedTask) -> str:
+Link = Callable[[str, str | None], str | None]  # (taskId, runId): its Web UI page, if any
+
+
+def _no_link(task_id: str, run_id: str | None) -> str | None:
+    return None
+
+
+def listed_json(task: ListedTask, link: Link = _no_link) -> str:
     snapshot = task.snapshot
     line: dict[str, Any] = {
         "taskId": snapshot.task_id,
@@ -72,11 +79,15 @@ def listed_json(task: ListedTask) -> str:
         line["approvers"] = snapshot.approvers
     if snapshot.progress is not None:  # what the task reported: {"progress": n, "total"?: m}
         line["progress"] = snapshot.progress
+    url = link(snapshot.task_id, task.run_id)
+    if url is not None:
+        line["webUi"] = url
     return json.dumps(line, ensure_ascii=False)
 
 
-def table(tasks: list[ListedTask]) -> str:
-    """AGE: since the task was created; WAITING: since it waits for input ("-" when not)."""
+def table(tasks: list[ListedTask], link: Link = _no_link) -> str:
+    """AGE: since the task was created; WAITING: since it waits for input ("-" when not); each
+    task's Web UI page on a line of its own under it, when MCP_TASKS_TEMPORAL_UI_URL is set."""
     header = ("TASK ID", "TOOL", "STATUS", "AGE", "WAITING", "STATUS MESSAGE")
     rows = [
         (clean(t.snapshot.task_id), clean(t.tool), t.snapshot.status,
@@ -86,13 +97,16 @@ def table(tasks: list[ListedTask]) -> str:
     ]  # fmt: skip
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(5)]
     lines = []
-    for row in [header, *rows]:
+    for number, row in enumerate([header, *rows]):
         cells = [cell.ljust(width) for cell, width in zip(row[:5], widths, strict=True)]
         lines.append("  ".join([*cells, row[5]]).rstrip())
+        url = link(tasks[number - 1].snapshot.task_id, tasks[number - 1].run_id) if number else None
+        if url is not None:
+            lines.append(f"  {url}")
     return "\n".join(lines)
 
 
-def shown_json(snapshot: TaskSnapshot, detail: TaskDetail) -> str:
+def shown_json(snapshot: TaskSnapshot, detail: TaskDetail, link: Link = _no_link) -> str:
     """`tasks show --json`: the tasks/get result and the operator's detail."""
     task = get_task_result(snapshot).model_dump(mode="json", by_alias=True, exclude_none=True)
     operator = {
@@ -111,6 +125,9 @@ def shown_json(snapshot: TaskSnapshot, detail: TaskDetail) -> str:
         "historyLength": detail.history_length,
         "expired": is_expired(snapshot, datetime.now(UTC)),
     }
+    url = link(snapshot.task_id, detail.run_id)
+    if url is not None:
+        operator["webUi"] = url
     return json.dumps({"task": task, "operator": operator}, ensure_ascii=False, indent=2)
 
 
@@ -194,7 +211,7 @@ def _progress_line(snapshot: TaskSnapshot) -> list[str]:
     return [f"  progress:       {clean(label)}"] if label is not None else []
 
 
-def page(snapshot: TaskSnapshot, detail: TaskDetail) -> str:
+def page(snapshot: TaskSnapshot, detail: TaskDetail, link: Link = _no_link) -> str:
     """`tasks show`: the task as tasks/get shows it, then what only an operator sees."""
     interval = snapshot.advertised_poll_interval_ms or snapshot.poll_interval_ms
     lines = [
@@ -229,6 +246,9 @@ def page(snapshot: TaskSnapshot, detail: TaskDetail) -> str:
         f"  execution:      {detail.execution_status}, run {detail.run_id}, "
         f"{detail.history_length} history events",
     ]
+    url = link(snapshot.task_id, detail.run_id)
+    if url is not None:
+        lines.append(f"  Web UI:         {url}")
     if snapshot.steps:
         lines.append("Steps:")
         lines += [step_line(n, step) for n, step in enumerate(snapshot.steps, 1)]

@@ -124,7 +124,11 @@ def build_worker(
     pool = ThreadPoolExecutor(settings.max_concurrent_activities, "mcp-tasks-activity")
     versioning = deployment_config(settings)
     quota_workflows = quota.WORKFLOWS if versioning is None else quota.VERSIONED_WORKFLOWS
-    tools = sorted(tool.name for tool in registry.tools() if tool.task_support != "never")
+    tools = sorted(
+        (tool.name, tool.workflow)
+        for tool in registry.tools()
+        if tool.task_support != "never" and tool.workflow is not None
+    )
     runtime = client.service_client.config.runtime or Runtime.default()
     export_worker_zeros(runtime.metric_meter, client.namespace, settings.task_queue, tools)
     return _PooledWorker(

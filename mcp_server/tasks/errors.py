@@ -50,6 +50,22 @@ class BackendUnavailable(TaskError):
         self.retry_after_s = retry_after_s
 
 
+class NoWorker(BackendUnavailable):
+    """Temporal answered, but no worker of the task queue ran what the create needs (the
+    open-task reservation): the worker is what is down, not Temporal. Said first, so that
+    whoever reads the error (a client, on-call) looks at the workers."""
+
+    def __init__(self, task_queue: str, waited_s: float, retry_after_s: float) -> None:
+        detail = (
+            f"no worker of task queue {task_queue!r} took the open-task reservation within "
+            f"{waited_s:g} s (Temporal answered); no task was started, retry later"
+        )
+        TaskError.__init__(self, f"No worker is running for the tasks: {detail}")
+        self.backend = "worker"
+        self.detail = detail
+        self.retry_after_s = retry_after_s
+
+
 class BackendRefused(TaskError):
     """The backend answered, and refused (any error other than unreachable)."""
 

@@ -8,7 +8,8 @@ Rules implemented:
   together as the next update (one update per principal at a time from a replica): bursts cost
   fewer updates, and Temporal's limit on updates in flight per workflow is never what refuses.
 - An update needs a worker. When none has answered within `wait_s`, the create is refused with
-  `BackendUnavailable` (a 503 with `Retry-After`): no task is started without a slot.
+  `BackendUnavailable` (a 503 with `Retry-After`): no task is started without a slot. When
+  Temporal answers a health check then, it is `NoWorker`, whose message names the worker.
 - A caller that gives up while its reservation is in flight does not leak the slot: a slot
   granted after it left is released at once.
 - `release()` is a signal: it needs no worker, and a failed one is logged only, since the quota
@@ -38,7 +39,7 @@ from temporalio.client import (
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_server.tasks.errors import BackendRefused, BackendUnavailable, TaskError
+from mcp_server.tasks.errors import BackendRefused, BackendUnavailable, NoWorker, TaskError
 from mcp_tasks.contracts.quota import RELEASE_SIGNAL
 from workflows.quota import (
     QUOTA_WORKFLOW,
@@ -58,6 +59,8 @@ WAIT_S = 10.0
 # describes a second while a principal keeps asking at its limit (workflows/quota.py).
 LAZY_SHARE = 8
 RETRY_AFTER_S = 5.0
+# How long the check that tells "no worker" from "no Temporal" waits for Temporal.
+HEALTH_TIMEOUT = timedelta(seconds=2)
 # Besides an unreachable Temporal: Temporal's cap on updates in flight per workflow
 # (RESOURCE_EXHAUSTED) and a quota workflow whose last workflow task failed, which Temporal
 # retries and meanwhile admits no update (FAILED_PRECONDITION): both pass, so retry later.
@@ -165,10 +168,11 @@ class QuotaReservations:
         except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
             if _cancelled_from_outside():
                 raise
+            if await self._temporal_answers():  # then the worker is what is missing
+                raise NoWorker(self._task_queue, self._wait_s, RETRY_AFTER_S) from err
             raise BackendUnavailable(
                 "Temporal",
-                f"no worker of task queue {self._task_queue!r} took the open-task reservation "
-                f"within {self._wait_s:g} s",
+                f"reserve a task slot: no answer within {self._wait_s:g} s",
                 RETRY_AFTER_S,
             ) from err
         except RPCError as err:
@@ -177,6 +181,12 @@ class QuotaReservations:
                     "Temporal", f"reserve a task slot: {err.message}", RETRY_AFTER_S
                 ) from err
             raise BackendRefused("Temporal", "reserve a task slot", err.message) from err
+
+    async def _temporal_answers(self) -> bool:
+        try:
+            return await self._client.service_client.check_health(timeout=HEALTH_TIMEOUT)
+        except Exception:
+            return False
 
     async def _update_with_start(self, owner: str, request: ReserveRequest) -> ReserveAnswer:
         start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(

@@ -13,7 +13,7 @@ from temporalio.client import Client
 from temporalio.service import TLSConfig
 
 from mcp_server.observability import tracing
-from mcp_server.observability.sdk_metrics import sdk_metrics_runtime
+from mcp_server.observability.sdk_metrics import sdk_runtime
 from mcp_server.tasks.temporal_errors import TemporalCallMetrics
 from mcp_server.temporal.codec import data_converter, header_codec_behavior
 from mcp_server.temporal.setup import retention, unreachable
@@ -59,14 +59,12 @@ async def _connect(settings: Settings) -> Client:
 
 def observed_connection(settings: Settings) -> dict[str, Any]:
     """Operations' part of a connection: the RPC-error counter, tracing when it is on, and the
-    runtime that serves the Temporal SDK's Prometheus metrics when a port is set."""
-    options: dict[str, Any] = {
-        "interceptors": [TemporalCallMetrics(), *tracing.client_interceptors()]
+    runtime (sdk_metrics.py) that forwards the SDK core's logs to the process's formatter and
+    serves the SDK's Prometheus metrics when a port is set."""
+    return {
+        "interceptors": [TemporalCallMetrics(), *tracing.client_interceptors()],
+        "runtime": sdk_runtime(settings),
     }
-    runtime = sdk_metrics_runtime(settings)
-    if runtime is not None:
-        options["runtime"] = runtime
-    return options
 
 
 async def set_retention(client: Client, keep: timedelta) -> None:

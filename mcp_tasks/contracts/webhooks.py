@@ -20,6 +20,9 @@ SUSPENDED_ERROR = "WebhookEndpointSuspended"
 # retries went by).
 # The SDK's exporter adds `_total` (MCP_TASKS_SDK_METRICS_TOTAL_SUFFIX).
 DELIVERIES_METRIC = "mcp_tasks_webhook_deliveries"
+# Its help text, the same wherever it is counted: the SDK's exporter keeps a series per
+# description, so a zero declared with another one would be a second series of equal labels.
+DELIVERIES_HELP = "Webhook delivery attempts by outcome"
 # The time of one attempt, by the activity (seconds; declared with no unit: the exporter
 # would append it to a name that already says seconds).
 DELIVERY_SECONDS_METRIC = "mcp_tasks_webhook_delivery_duration_seconds"
