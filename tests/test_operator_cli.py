@@ -298,6 +298,26 @@ async def test_an_operators_answer_writes_an_audit_line_and_a_span(
     await mcp.wait_status(task_id, "completed", within=15)
 
 
+async def test_an_operators_cancel_ends_the_task_with_an_audit_line_and_a_span(
+    running: Running, mcp: McpClient
+) -> None:
+    task_id = await waiting_approval(mcp)
+    env = {**running.env, "MCP_TASKS_LOG_FORMAT": "json", "OTEL_TRACES_EXPORTER": "console"}
+    done = cli(running, "cancel", task_id, env=env)
+    assert done.returncode == 0, done.stderr
+    assert f"cancellation of {task_id} requested" in done.stdout
+    lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    [audit] = [line for line in lines if line.get("event") == "task.cancel"]
+    assert audit["taskId"] == task_id and audit["outcome"] == "ok"
+    assert audit["by"] == f"operator:{getpass.getuser()}" and audit["method"] == "operator-cli"
+    [span] = [line for line in lines if line.get("name") == "mcp-tasks tasks cancel"]
+    assert f"0x{audit['trace_id']}" == span["context"]["trace_id"]
+    assert (await mcp.wait_terminal(task_id, within=20))["status"] == "cancelled"
+    again = cli(running, "cancel", task_id)
+    assert again.returncode == EXIT_REFUSED
+    assert again.stderr.strip() == f"mcp-tasks: task {task_id} is cancelled: nothing to cancel"
+
+
 async def test_answer_with_set_completes_the_task_with_the_decision(
     running: Running, mcp: McpClient
 ) -> None:

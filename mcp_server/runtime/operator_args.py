@@ -139,3 +139,11 @@ def add_parser(commands: Any) -> None:
         help="the form's content as a JSON object (for a request that is not a "
         "form: the whole response)",
     )
+    cancel = sub.add_parser(
+        "cancel",
+        help="cancel a task, as tasks/cancel does",
+        description="The operator cancels through Temporal directly: the MCP server's owner check "
+        "does not apply. The task ends cancelled once its workflow has stopped (a tool may undo "
+        "its work first); an ended task is refused.",
+    )
+    cancel.add_argument("task_id", metavar="ID", help="the taskId (mcp-task-...)")

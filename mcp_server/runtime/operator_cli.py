@@ -1,16 +1,19 @@
-"""`mcp-tasks tasks list|show|answer|webhooks`: operators find, read and answer tasks from a
-terminal (and see the webhook deliveries still retrying, mcp_server/tasks/pending_webhooks.py),
-straight from Temporal (the same MCP_TASKS_* connection settings as `server` and `worker`,
-payload key included), without knowing a taskId in advance and without an MCP client.
+"""`mcp-tasks tasks list|show|answer|cancel|webhooks`: operators find, read, answer and cancel
+tasks from a terminal (and see the webhook deliveries still retrying,
+mcp_server/tasks/pending_webhooks.py), straight from Temporal (the same MCP_TASKS_* connection
+settings as `server` and `worker`, payload key included), without knowing a taskId in advance
+and without an MCP client.
 
 An operator with Temporal access is past every check of the MCP server: `tasks answer` answers
-any task's question, whoever it waits for (approvers do not bind it). It is the Temporal side
-door of the README's Security section, with the answer checked as tasks/update checks it and
-recorded under the operator's own principal (OPERATOR_DIGEST, `by` = "operator:<login>").
+any task's question, whoever it waits for (approvers do not bind it), and `tasks cancel` cancels
+any task as `tasks/cancel` does; each writes an audit line and a span, as the server's do. It is
+the Temporal side door of the README's Security section, with the answer checked as
+tasks/update checks it and recorded under the operator's own principal (OPERATOR_DIGEST, `by` =
+"operator:<login>").
 
-Exit codes: 0 done; EXIT_REFUSED (1) unknown or closed task, unknown key, nothing to answer;
-EXIT_INVALID (2) an invalid answer or filter (and argparse's usage errors); EXIT_UNREACHABLE (3)
-Temporal unreachable or too slow.
+Exit codes: 0 done; EXIT_REFUSED (1) unknown or closed task, unknown key, nothing to answer or
+to cancel; EXIT_INVALID (2) an invalid answer or filter (and argparse's usage errors);
+EXIT_UNREACHABLE (3) Temporal unreachable or too slow.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ from mcp_server.temporal.setup import ClusterProblem
 from mcp_tasks.logging import configure as configure_logging
 from mcp_tasks.logging import principal_key, principal_tag
 from mcp_tasks.settings import Settings
-from workflows.task_state import SubmitInput
+from workflows.task_state import AuditStamp, SubmitInput
 from workflows.task_status import TERMINAL_STATUSES
 
 EXIT_REFUSED = 1
@@ -183,6 +186,8 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         shown = views.shown_json if args.json else views.page
         print(shown(snapshot, detail, link))
         return 0
+    if args.tasks_command == "cancel":
+        return await _cancel(store, snapshot)
     return await _answer(args, settings, store, snapshot)
 
 
@@ -290,6 +295,28 @@ async def _answer(
     after = await store.get(snapshot.task_id)
     now = f"; the task is {after.status}" if after is not None else ""
     print(f"answered {key!r} of {snapshot.task_id} ({response['action']}){now}")
+    return 0
+
+
+async def _cancel(store: TemporalTaskStore, snapshot: TaskSnapshot) -> int:
+    task = snapshot.task_id
+    if snapshot.status in TERMINAL_STATUSES:
+        raise Refusal(EXIT_REFUSED, f"task {task} is {snapshot.status}: nothing to cancel")
+    update = SubmitInput(
+        responses={},
+        request_id=f"operator-cli-{uuid.uuid4().hex}",
+        principal=OPERATOR_DIGEST,
+        by=f"operator:{_login()}",
+    )
+    # The span and the audit line a tasks/cancel has; the stamp in the history says who.
+    with tracing.operator_span("tasks cancel", task):
+        try:
+            await store.cancel(task, AuditStamp(update.principal, update.request_id))
+        except TaskError:
+            _audit("task.cancel", task, update, [], "refused")
+            raise
+        _audit("task.cancel", task, update, [], "ok")
+    print(f"cancellation of {task} requested: it ends cancelled once its workflow has stopped")
     return 0
 
 
