@@ -11,12 +11,14 @@ import time
 import uuid
 from datetime import timedelta
 
+from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 from mcp_server.http.transport import SESSION_HEADER, session_digest
 from mcp_server.protocol.errors import RATE_LIMITED
-from tests.conftest import StackFactory
+from mcp_server.tasks.store import TemporalTaskStore
+from tests.conftest import Stack, StackFactory
 from tests.legacy_client import LegacyClient
 from tests.test_session_stream_limits import session_stream
 from tests.time_skipping import time_skipping_env, worker_of_its_own  # noqa: F401 (fixture)
@@ -92,3 +94,39 @@ async def test_an_idle_session_list_ends_in_minutes_not_a_day(
         described = await handle.describe()
     assert described.close_time is not None and described.start_time is not None
     assert described.close_time - described.start_time <= timedelta(minutes=15)
+
+
+async def session_with_a_task(stack: Stack) -> tuple[str, str]:
+    """A new 2025-11-25 session of the stack's principal that created one task: its digest and
+    the task's id."""
+    client = LegacyClient(stack.http, stack.url)
+    await client.initialize()
+    created = await client.request(
+        "tools/call",
+        {"name": "slow_compute", "arguments": {"seconds": 0.1, "label": "s"}, "task": {}},
+    )
+    return session_digest(client.headers()[SESSION_HEADER]), created.result["task"]["taskId"]
+
+
+async def test_a_principal_holds_a_bounded_number_of_open_session_lists(
+    fresh_stack: StackFactory,
+) -> None:
+    """Attack: one principal opens many sessions that each create a task, each task opening a
+    list; past the bound the least recently used list closes, and no task is refused."""
+    async with fresh_stack(session_lists_per_principal=2) as stack:
+        sessions = [await session_with_a_task(stack) for _ in range(5)]
+        statuses = []
+        for session, _ in sessions:
+            handle = stack.client.get_workflow_handle(
+                session_tasks_workflow_id(stack.settings.task_queue, session)
+            )
+            statuses.append((await handle.describe()).status)
+        running = WorkflowExecutionStatus.RUNNING
+        assert statuses[3:] == [running, running]
+        assert statuses[:3] == [WorkflowExecutionStatus.TERMINATED] * 3
+        # A closed list still names its task to a stream that reads it afterwards.
+        store = TemporalTaskStore(stack.client, stack.settings.task_queue)
+        first_session, first_task = sessions[0]
+        async with asyncio.timeout(20):
+            ids, _ = await store.session_tasks(first_session, b"")
+        assert ids == [first_task]

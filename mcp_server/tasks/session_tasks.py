@@ -12,11 +12,20 @@ Rules implemented:
   whose run has closed (after `MAX_TASKS`, or idle: workflows/session_tasks.py), is looked at
   again after `ABSENT_POLL`; the cursor of a closed run names it, so a reader follows the next
   run from its start and never reads the closed one twice.
+- Each principal holds at most `per_principal` open lists on this replica: the list its task
+  opens past that closes the principal's list least recently added to (terminated: a stream
+  still reads its tasks, and the session's next task opens a new run). Not a refusal: a host
+  may run many sessions under one principal (a gateway, the conformance suite), and a closed
+  list loses nothing. A list no task was added to for `IDLE_CLOSE` has closed itself and is
+  no longer counted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
+from collections import OrderedDict
 from datetime import timedelta
 
 from temporalio.api.common.v1 import WorkflowExecution
@@ -26,7 +35,9 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_server.tasks.errors import from_rpc_error
+from mcp_tasks.logging import principal_tag
 from workflows.session_tasks import (
+    IDLE_CLOSE,
     SESSION_TASKS_WORKFLOW,
     TASK_CREATED_SIGNAL,
     SessionTaskCreated,
@@ -34,23 +45,51 @@ from workflows.session_tasks import (
 )
 
 ABSENT_POLL = timedelta(seconds=2)
+PER_PRINCIPAL = 100
+CLOSED_BY_CAP = "closed: its principal opened more session task lists than allowed"
 _CLOSED = b"closed:"
+
+log = logging.getLogger(__name__)
 
 
 class SessionTaskLists:
     def __init__(
-        self, client: Client, task_queue: str, timeout: timedelta, long_poll: timedelta
+        self,
+        client: Client,
+        task_queue: str,
+        timeout: timedelta,
+        long_poll: timedelta,
+        per_principal: int = PER_PRINCIPAL,
     ) -> None:
         self._client = client
         self._task_queue = task_queue
         self._timeout = timeout
         self._long_poll = long_poll
+        self._per_principal = per_principal
+        # principal -> session -> when this replica last added a task to its list (monotonic),
+        # least recently added first.
+        self._open: dict[str, OrderedDict[str, float]] = {}
 
     def _id(self, session: str) -> str:
         return session_tasks_workflow_id(self._task_queue, session)
 
-    async def add(self, session: str, task_id: str) -> None:
-        """Record that `session` created `task_id`."""
+    def open_lists(self, owner: str) -> int:
+        """How many session lists `owner` holds open through this replica."""
+        count = len(self._lists_of(owner))
+        if not count:
+            self._open.pop(owner, None)
+        return count
+
+    def _lists_of(self, owner: str) -> OrderedDict[str, float]:
+        lists = self._open.setdefault(owner, OrderedDict())
+        idle_since = time.monotonic() - IDLE_CLOSE.total_seconds()
+        while lists and next(iter(lists.values())) < idle_since:
+            lists.popitem(last=False)  # idle that long: the list has closed itself
+        return lists
+
+    async def add(self, owner: str, session: str, task_id: str) -> None:
+        """Record that `session`, of principal `owner`, created `task_id`; past the
+        principal's bound, close its list least recently added to (see the module)."""
         try:
             await self._client.start_workflow(
                 SESSION_TASKS_WORKFLOW,
@@ -64,6 +103,27 @@ class SessionTaskLists:
             )
         except RPCError as err:
             raise from_rpc_error(err, "record the session's task") from err
+        lists = self._lists_of(owner)
+        lists[session] = time.monotonic()
+        lists.move_to_end(session)
+        while len(lists) > self._per_principal:
+            oldest, _ = lists.popitem(last=False)
+            await self._close(owner, oldest)
+
+    async def _close(self, owner: str, session: str) -> None:
+        """Close a session's list for its principal's bound: a failure is logged (the list
+        still closes itself once idle)."""
+        log.warning(
+            "principal %s holds more than %d session task lists: closing the least recent",
+            principal_tag(owner),
+            self._per_principal,
+        )
+        handle = self._client.get_workflow_handle(self._id(session))
+        try:
+            await handle.terminate(reason=CLOSED_BY_CAP, rpc_timeout=self._timeout)
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile: as good
+                log.warning("a session task list could not be closed: %s", err.message)
 
     async def _run_id(self, session: str) -> str | None:
         """The newest run of the session's list (None: there is none)."""
