@@ -9,9 +9,13 @@ Rules implemented:
   long-poll timeout (20 s).
 - A reader never opens a list: a session that created no task leaves nothing in Temporal
   (an `initialize` and a GET stream cost no workflow). A list that does not exist yet, or
-  whose run has closed (after `MAX_TASKS`, or idle: workflows/session_tasks.py), is looked at
-  again after `ABSENT_POLL`; the cursor of a closed run names it, so a reader follows the next
-  run from its start and never reads the closed one twice.
+  whose run has closed (after `MAX_TASKS`, idle: workflows/session_tasks.py, or for its
+  principal's bound), is read again as soon as this replica adds a task to it (an in-process
+  wake, set by `add`), and otherwise after `ABSENT_POLL`: a task another replica adds reaches
+  such a reader within `ABSENT_POLL`, and a reader with nothing to follow costs Temporal one
+  call per `ABSENT_POLL` (120 an hour), where a long-poll would hold a call open all along.
+  The cursor of a closed run names it, so a reader follows the next run from its start and
+  never reads the closed one twice.
 - Each principal holds at most `per_principal` open lists on this replica: the list its task
   opens past that closes the principal's list least recently added to (terminated: a stream
   still reads its tasks, and the session's next task opens a new run). Not a refusal: a host
@@ -23,6 +27,7 @@ Rules implemented:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import OrderedDict
@@ -44,7 +49,7 @@ from workflows.session_tasks import (
     session_tasks_workflow_id,
 )
 
-ABSENT_POLL = timedelta(seconds=2)
+ABSENT_POLL = timedelta(seconds=30)
 PER_PRINCIPAL = 100
 CLOSED_BY_CAP = "closed: its principal opened more session task lists than allowed"
 _CLOSED = b"closed:"
@@ -69,6 +74,8 @@ class SessionTaskLists:
         # principal -> session -> when this replica last added a task to its list (monotonic),
         # least recently added first.
         self._open: dict[str, OrderedDict[str, float]] = {}
+        # session -> the wakes of this replica's readers waiting for its list to (re)open.
+        self._readers: dict[str, set[asyncio.Event]] = {}
 
     def _id(self, session: str) -> str:
         return session_tasks_workflow_id(self._task_queue, session)
@@ -103,6 +110,8 @@ class SessionTaskLists:
             )
         except RPCError as err:
             raise from_rpc_error(err, "record the session's task") from err
+        for wake in self._readers.get(session, ()):
+            wake.set()
         lists = self._lists_of(owner)
         lists[session] = time.monotonic()
         lists.move_to_end(session)
@@ -137,8 +146,11 @@ class SessionTaskLists:
             raise from_rpc_error(err, "follow the session's tasks") from err
         return described.run_id
 
-    async def _absent(self, cursor: bytes) -> tuple[list[str], bytes]:
-        await asyncio.sleep(ABSENT_POLL.total_seconds())
+    async def _absent(self, wake: asyncio.Event, cursor: bytes) -> tuple[list[str], bytes]:
+        """Nothing to read at `cursor` yet: back after this replica's next task for the
+        session (`wake`), or after `ABSENT_POLL` for one another replica added."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wake.wait(), ABSENT_POLL.total_seconds())
         return [], cursor
 
     async def read(self, session: str, cursor: bytes) -> tuple[list[str], bytes]:
@@ -146,11 +158,25 @@ class SessionTaskLists:
 
         A cursor names the run it reads (`<run id> <history page token>`), or the run read
         to its end (`closed:<run id>`); b"" is the newest run from its start."""
+        # Listening before Temporal is asked: a task added meanwhile is not missed.
+        wake = asyncio.Event()
+        readers = self._readers.setdefault(session, set())
+        readers.add(wake)
+        try:
+            return await self._read(session, cursor, wake)
+        finally:
+            readers.discard(wake)
+            if not readers:
+                self._readers.pop(session, None)
+
+    async def _read(
+        self, session: str, cursor: bytes, wake: asyncio.Event
+    ) -> tuple[list[str], bytes]:
         run_id, _, token = cursor.partition(b" ")
         if cursor.startswith(_CLOSED):  # the run read last has closed: a newer one yet?
             newest = await self._run_id(session)
             if newest is None or newest.encode() == cursor[len(_CLOSED) :]:
-                return await self._absent(cursor)
+                return await self._absent(wake, cursor)
             run_id, token = newest.encode(), b""
         request = GetWorkflowExecutionHistoryRequest(
             namespace=self._client.namespace,
@@ -165,7 +191,7 @@ class SessionTaskLists:
         except RPCError as err:
             if err.status != RPCStatusCode.NOT_FOUND:
                 raise from_rpc_error(err, "follow the session's tasks") from err
-            return await self._absent(b"")  # no task yet: nothing is opened for a reader
+            return await self._absent(wake, b"")  # no task yet: nothing is opened for a reader
         task_ids: list[str] = []
         for event in response.history.events:
             if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
