@@ -80,13 +80,6 @@ class SessionTaskLists:
     def _id(self, session: str) -> str:
         return session_tasks_workflow_id(self._task_queue, session)
 
-    def open_lists(self, owner: str) -> int:
-        """How many session lists `owner` holds open through this replica."""
-        count = len(self._lists_of(owner))
-        if not count:
-            self._open.pop(owner, None)
-        return count
-
     def _lists_of(self, owner: str) -> OrderedDict[str, float]:
         lists = self._open.setdefault(owner, OrderedDict())
         idle_since = time.monotonic() - IDLE_CLOSE.total_seconds()
