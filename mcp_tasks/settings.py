@@ -200,6 +200,9 @@ class Settings(BaseModel):
     initialize_rate_per_minute: NonNegative = 60
     # Per principal: the burst of 2025-11-25 `initialize`.
     initialize_burst: Positive = 60
+    # Per principal and replica: 2025-11-25 session task lists held open; the list a task
+    # opens past it closes the principal's least recently used one (nothing is refused).
+    session_lists_per_principal: Positive = 100
     # Worker sizing: workflows kept in the worker's cache (0: no cache).
     max_cached_workflows: NonNegative = 1000
     # Worker sizing: activities one worker runs at once.

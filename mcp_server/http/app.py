@@ -152,6 +152,7 @@ def create_app(
                 local_client=local_client,
                 quota_lazy_release=settings.quota_lazy_release,
                 quota_wait_s=settings.quota_worker_wait_s,
+                session_lists_per_principal=settings.session_lists_per_principal,
             )
         subscriptions = (
             TemporalSubscriptionStore(temporal, settings.task_queue)

@@ -78,6 +78,7 @@ from mcp_server.tasks.quota import WAIT_S as QUOTA_WAIT_S
 from mcp_server.tasks.quota import QuotaExceeded, QuotaReservations
 from mcp_server.tasks.quota_prefetch import PrefetchedSlots
 from mcp_server.tasks.sequence import Sequences
+from mcp_server.tasks.session_tasks import PER_PRINCIPAL as SESSION_LISTS_PER_PRINCIPAL
 from mcp_server.tasks.session_tasks import SessionTaskLists
 from mcp_server.tasks.snapshots import (
     TaskSnapshot,
@@ -173,6 +174,7 @@ class TemporalTaskStore:
         local_client: Callable[[], Client | None] | None = None,
         quota_lazy_release: bool = True,
         quota_wait_s: float = QUOTA_WAIT_S,
+        session_lists_per_principal: int = SESSION_LISTS_PER_PRINCIPAL,
     ) -> None:
         self._client = client
         self._local_client = local_client
@@ -188,7 +190,9 @@ class TemporalTaskStore:
         self._deletions = Deletions(client)
         self.not_found = NotFoundDeadline()
         self._sequences = Sequences(client, RPC_TIMEOUT)
-        self._sessions = SessionTaskLists(client, task_queue, RPC_TIMEOUT, LONG_POLL_TIMEOUT)
+        self._sessions = SessionTaskLists(
+            client, task_queue, RPC_TIMEOUT, LONG_POLL_TIMEOUT, session_lists_per_principal
+        )
 
     async def close(self) -> None:
         """Give back the open-task slots this replica reserved ahead (a stopping server):
@@ -311,7 +315,7 @@ class TemporalTaskStore:
         follows on any replica. The task has started: a failure here is logged, not raised
         (the task's questions still reach tasks/result and tasks/get)."""
         try:
-            await self._sessions.add(task.session, task.task_id)
+            await self._sessions.add(task.owner, task.session, task.task_id)
         except TaskError as err:
             log.warning("task %s is not on its session's list: %s", task.task_id, err)
 
