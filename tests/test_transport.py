@@ -30,12 +30,15 @@ async def raw_post(
     )
 
 
-async def test_discover_advertises_the_tasks_extension_and_not_the_legacy_slot(
+async def test_discover_advertises_the_tasks_and_steering_extensions_and_not_the_legacy_slot(
     asgi_mcp: McpClient,
 ) -> None:
     result = (await asgi_mcp.rpc("server/discover", capabilities=NO_CAPABILITIES)).result
     assert result["supportedVersions"] == [VERSION]
-    assert result["capabilities"]["extensions"] == {"io.modelcontextprotocol/tasks": {}}
+    assert result["capabilities"]["extensions"] == {
+        "io.modelcontextprotocol/tasks": {},
+        "mcp-tasks-temporal/steering": {},
+    }
     assert "tasks" not in result["capabilities"]
     assert result["ttlMs"] > 0 and result["cacheScope"] == "public"
     assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "mcp-tasks-temporal"
