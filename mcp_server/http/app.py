@@ -132,6 +132,8 @@ def create_app(
                 local_client=local_client,
                 quota_lazy_release=settings.quota_lazy_release,
                 quota_wait_s=settings.quota_worker_wait_s,
+                followed_max=settings.max_followed_tasks,
+                followed_max_bytes=settings.max_followed_mib * 1024 * 1024,
             )
         subscriptions = (
             TemporalSubscriptionStore(temporal, settings.task_queue)
