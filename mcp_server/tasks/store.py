@@ -510,7 +510,12 @@ class TemporalTaskStore:
                     cancel_requested = True
                 elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
                     attributes = event.workflow_execution_signaled_event_attributes
-                    if attributes.signal_name == SUBMIT_INPUT_SIGNAL:
+                    if attributes.signal_name == CANCEL_REQUESTED_SIGNAL:
+                        # Sent just before the cancellation request (cancel), which Temporal
+                        # holds back from the history while a workflow task is running: this
+                        # signal is then the only sign of it in the history yet.
+                        cancel_requested = True
+                    elif attributes.signal_name == SUBMIT_INPUT_SIGNAL:
                         (update,) = await self._client.data_converter.decode(
                             attributes.input.payloads, [SubmitInput]
                         )
