@@ -180,10 +180,10 @@ async def _phases(options: argparse.Namespace, phases: set[str], clients: Client
         results["parked"] = parked
     if "polling" in phases:
         progress.set("polling: following the tasks, then not (two stacks of their own)", 0)
+        sizes = options.polling_clients, options.polling_tasks
         results["polling"] = await floor_polling.polling(
-            options.polling_clients, options.polling_tasks, options.polling_seconds,
-            options.polling_changes,
-        )  # fmt: skip
+            *sizes, options.polling_seconds, options.polling_changes
+        )
 
 
 def command() -> str:
@@ -223,8 +223,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--polling-clients", type=int, default=20)
     p.add_argument("--polling-tasks", type=int, default=10, help="parked approvals per client")
     p.add_argument("--polling-seconds", type=float, default=40, help="the window measured")
-    p.add_argument("--polling-changes", type=int, default=40,
-                   help="answers signalled elsewhere, timed to tasks/get")  # fmt: skip
+    changes_help = "answers signalled elsewhere, timed to tasks/get"
+    p.add_argument("--polling-changes", type=int, default=40, help=changes_help)
     p.add_argument("--timeout", type=float, default=3600, metavar="SECONDS",
                    help="the longest wait for all tasks to park")  # fmt: skip
     p.add_argument("--out", type=Path, default=Path("bench-results"))

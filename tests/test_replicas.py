@@ -101,6 +101,10 @@ async def test_a_client_alternating_between_two_servers_sees_one_task(
             }
 
 
+def answered(task: dict[str, Any]) -> bool:
+    return "approve" not in task.get("inputRequests", {})
+
+
 async def followed_reads(http: httpx.AsyncClient, server: McpClient) -> float:
     """The server's tasks/get answered from a task it follows (mcp_tasks_task_reads_total)."""
     text = (await http.get(server.url.replace("/mcp", "/metrics"))).text
@@ -118,8 +122,8 @@ async def test_an_answer_on_one_server_reaches_tasks_get_on_the_other_within_the
     with replicas(temporal.address, tmp_path) as running:
         async with httpx.AsyncClient(timeout=30) as http:
             a, b = await two_of_each(running, http)
-            task_id = await a.create_task("multi_step_job", job("seen", step_seconds=60,
-                                                                require_approval=True))  # fmt: skip
+            parked = job("seen", step_seconds=60, require_approval=True)
+            task_id = await a.create_task("multi_step_job", parked)
             await b.wait_status(task_id, "input_required", within=30)
             await b.wait_status(task_id, "input_required")  # read again: B follows it now
             before = await followed_reads(http, b)
@@ -127,10 +131,7 @@ async def test_an_answer_on_one_server_reaches_tasks_get_on_the_other_within_the
             assert await followed_reads(http, b) == before + 1  # answered without Temporal
             assert (await a.update_task(task_id, APPROVE)).status == 200
             # B learns of the answer from its own long-poll of the task's history.
-            seen = await b.wait_for(
-                task_id, lambda t: "approve" not in t.get("inputRequests", {}),
-                within=CHANGE_BOUND_S, poll=0.02,
-            )  # fmt: skip
+            seen = await b.wait_for(task_id, answered, within=CHANGE_BOUND_S, poll=0.02)
             assert seen["status"] == "working"
             assert (await b.cancel_task(task_id)).status == 200
             # Cancel-then-get on one server, of a task it follows, parked at its question.

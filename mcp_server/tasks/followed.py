@@ -55,7 +55,9 @@ History = Callable[[str, str, bytes], Awaitable[tuple[int, bytes | None] | None]
 # Temporal answers an empty history long-poll after 20 s: following a task costs 3 calls a
 # minute, so it pays for a task read more often than that.
 FOLLOW_GAP_S = 20.0
-IDLE_S = 45.0
+# A little over the gap: a task polled every 20-25 s stays followed, which costs about what its
+# describes would, rather than being let go and followed again by turns.
+IDLE_S = 25.0
 # A long-poll unanswered for longer than Temporal's own timeout plus a margin: Temporal may be
 # hung, and the copy is not answered any more.
 VOUCHED_S = 25.0
