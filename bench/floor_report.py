@@ -245,6 +245,9 @@ compare. An RSS target is checked against the process's peak over the whole run 
 every 0.5 s). MiB are 2^20 bytes, MB 10^6.
 """
 MARK = re.compile(r"^<!-- bench-run parked=(\d+) -->$", re.MULTILINE)
+# What follows this line on the page is kept as it is: runs of other tools (bench/load.py)
+# with their own commands.
+KEPT = "<!-- kept: not written by make bench -->"
 
 
 def _client_note(kind: str) -> str:
@@ -280,9 +283,11 @@ def section(results: dict[str, Any], command: str) -> str:
 
 def document(results: dict[str, Any], command: str, existing: str = "") -> str:
     """docs/benchmarks.md: `existing`'s sections with this run's size replaced by this run."""
+    existing, _, kept = existing.partition(KEPT)
     parts = MARK.split(existing)
     sections = {int(size): f"<!-- bench-run parked={size} -->{text}".rstrip() + "\n"
                 for size, text in zip(parts[1::2], parts[2::2], strict=True)}  # fmt: skip
     new = section(results, command)
     sections[int(MARK.search(new).group(1))] = new  # type: ignore[union-attr]
-    return "\n".join([HEADER, *(sections[size] for size in sorted(sections))])
+    page = "\n".join([HEADER, *(sections[size] for size in sorted(sections))])
+    return f"{page}\n{KEPT}{kept}" if kept else page
