@@ -9,7 +9,7 @@ its tasks with tasks/get, sleeping the pollIntervalMs of the last answer, as a h
 `WARM_UP_S` (a host polls from its task's creation), then for `seconds`, the window measured.
 Measured: tasks/get made and their p50/p99; Temporal's frontend requests in that window by
 operation (its own `service_requests` counter): DescribeWorkflowExecution per
-tasks/get, and GetWorkflowExecutionHistory (the long-polls that follow the tasks).
+tasks/get, and PollWorkflowExecutionHistory (the long-polls that follow the tasks).
 
 Then, with the tasks followed, how soon a change made elsewhere reaches tasks/get: an answer
 signalled straight to Temporal (as another replica's tasks/update would), then tasks/get every
@@ -33,7 +33,8 @@ from workflows.task_state import SUBMIT_INPUT_SIGNAL, SubmitInput
 
 APPROVE = {"action": "accept", "content": {"decision": "approve"}}
 DESCRIBE = "frontend:DescribeWorkflowExecution"
-HISTORY = "frontend:GetWorkflowExecutionHistory"
+# Temporal counts a history read that waits for new events under its own operation.
+HISTORY = "frontend:PollWorkflowExecutionHistory"
 WARM_UP_S = 6.0  # longer than request_approval's pollIntervalMs (5 s)
 
 

@@ -131,7 +131,9 @@ def _polling_rows(polling: dict[str, Any]) -> list[Row]:
             _verdict(ratio <= 0.1),
         ),
         (
-            f"{name}: Temporal frontend requests per `tasks/get`, all operations",
+            f"{name}: Temporal frontend requests per `tasks/get`, all operations (the "
+            f"followed tasks' {ours['history long-polls']:,} history long-polls, and the worker's "
+            "own polls, as in both)",
             f"{ours['frontend requests per tasks/get']:g}",
             f"not following: {before['frontend requests per tasks/get']:g}",
             "—",
