@@ -5,8 +5,9 @@ without (MCP_TASKS_MAX_FOLLOWED_TASKS=0: every tasks/get a `describe()`), in the
 For each setting, a stack of three processes (bench/unit_costs.py: a Temporal dev server with
 its Prometheus metrics on, `mcp-tasks worker`, `mcp-tasks server`, the demo toolset) parks
 `clients` x `tasks_per_client` approvals (`request_approval`), then every client polls each of
-its tasks with tasks/get, sleeping the pollIntervalMs of the last answer, as a host does: for
-`WARM_UP_S` (a host polls from its task's creation), then for `seconds`, the window measured.
+its tasks with tasks/get, sleeping the pollIntervalMs of the last answer, as a host does, out
+of step with the others (first polls spread over one interval): for `WARM_UP_S` (a host polls
+from its task's creation), then for `seconds`, the window measured.
 Measured: tasks/get made and their p50/p99; Temporal's frontend requests in that window by
 operation (its own `service_requests` counter): DescribeWorkflowExecution per
 tasks/get, and PollWorkflowExecutionHistory (the long-polls that follow the tasks).
@@ -35,7 +36,8 @@ APPROVE = {"action": "accept", "content": {"decision": "approve"}}
 DESCRIBE = "frontend:DescribeWorkflowExecution"
 # Temporal counts a history read that waits for new events under its own operation.
 HISTORY = "frontend:PollWorkflowExecutionHistory"
-WARM_UP_S = 6.0  # longer than request_approval's pollIntervalMs (5 s)
+SPREAD_S = 5.0  # request_approval's pollIntervalMs
+WARM_UP_S = 6.0  # a little longer: every host has polled once before the window opens
 
 
 def _p50_p99(samples: list[float]) -> list[float]:
@@ -43,11 +45,22 @@ def _p50_p99(samples: list[float]) -> list[float]:
     return [figures["p50_ms"], figures["p99_ms"]]
 
 
-async def _poll(client: LoadClient, task_id: str, until: float, latencies: list[float]) -> None:
+async def _poll(
+    client: LoadClient,
+    task_id: str,
+    first: float,
+    since: float,
+    until: float,
+    latencies: list[float],
+) -> None:
+    """Poll from `first` until `until`, at the task's pollIntervalMs; the latency of each poll
+    made from `since` on goes into `latencies`."""
+    await asyncio.sleep(max(0.0, first - time.perf_counter()))
     while True:
         started = time.perf_counter()
         task = await client.rpc("tasks/get", {"taskId": task_id}, task_id)
-        latencies.append(time.perf_counter() - started)
+        if started >= since:
+            latencies.append(time.perf_counter() - started)
         pause = task.get("pollIntervalMs", 1000) / 1000
         if time.perf_counter() + pause >= until:
             return
@@ -100,15 +113,22 @@ async def _one_setting(
             client = LoadClient(running.url, running.token, Stats(), http)
             ids = await _park(client, clients * per_client)
             # The hosts have been polling since their tasks were created: the window opens
-            # once each has polled for one interval (the replica's first reads of a task are
-            # describes either way), and measures the polls that follow.
-            warm = time.perf_counter() + WARM_UP_S
-            await asyncio.gather(*(_poll(client, task_id, warm, []) for task_id in ids))
-            before = await counters(http, running.metrics)
-            began = time.perf_counter()
-            latencies: list[float] = []
+            # once each has polled (the replica's first reads of a task are describes either
+            # way), and measures the polls that follow.
+            # Hosts poll out of step with each other: their first polls are spread evenly over
+            # one interval (`SPREAD_S`), and each keeps its own pace from there.
+            now = time.perf_counter()
+            began = now + WARM_UP_S
             until = began + seconds
-            await asyncio.gather(*(_poll(client, task_id, until, latencies) for task_id in ids))
+            latencies: list[float] = []
+            polls = [
+                _poll(client, task_id, now + SPREAD_S * i / len(ids), began, until, latencies)
+                for i, task_id in enumerate(ids)
+            ]
+            polling = asyncio.gather(*polls)
+            await asyncio.sleep(max(0.0, began - time.perf_counter()))
+            before = await counters(http, running.metrics)
+            await polling
             elapsed = time.perf_counter() - began
             after = await counters(http, running.metrics)
             gets = len(latencies)
