@@ -26,6 +26,9 @@ connects the raw `temporalio` client to the same Temporal (bench/floor_raw.py). 
   on a random sample at 1 and 16 clients against `describe()` (bench/floor_parked.py); then
   the raw floor parks its own `--raw-parked` approvals (raw `start_workflow` of the same
   workflow by as many creators) on the same Temporal, and the rates are compared;
+- polling: hosts polling parked approvals at pollIntervalMs, on a stack whose replica follows
+  the tasks (the default) and on one that does not, Temporal's frontend metrics counting the
+  describes (bench/floor_polling.py: two three-process stacks of its own, one after the other);
 
 then reads every task it created, which must be in its expected state (lost or wrong: must be
 0; exit code 1 otherwise). A progress line goes to stderr every 10 s. Written: the JSON and the
@@ -48,7 +51,14 @@ from typing import Any
 
 import httpx
 
-from bench import floor_listen, floor_ops, floor_parked, floor_question, floor_report
+from bench import (
+    floor_listen,
+    floor_ops,
+    floor_parked,
+    floor_polling,
+    floor_question,
+    floor_report,
+)
 from bench.floor_clients import Clients, Ledger, Progress
 from bench.floor_raw import RawFloor
 from bench.floor_stack import TOPOLOGIES, floor_stack
@@ -56,7 +66,7 @@ from bench.load import Poster, sample_peaks
 from bench.raw_http import RawHttp
 from bench.run import memory
 
-PHASES = ("create", "get", "lifecycle", "cancel", "listen", "question", "parked")
+PHASES = ("create", "get", "lifecycle", "cancel", "listen", "question", "parked", "polling")
 NOTES = {
     "dev": "one `mcp-tasks dev`: HTTP server and worker in one process, Temporal its child",
     "split": "Temporal, `mcp-tasks server` and `mcp-tasks worker` as three processes",
@@ -187,6 +197,12 @@ async def _phases(options: argparse.Namespace, phases: set[str], clients: Client
                 raw, min(options.raw_parked, options.parked), progress, options.timeout
             )
         results["parked"] = parked
+    if "polling" in phases:
+        progress.set("polling: following the tasks, then not (two stacks of their own)", 0)
+        sizes = options.polling_clients, options.polling_tasks
+        results["polling"] = await floor_polling.polling(
+            *sizes, options.polling_seconds, options.polling_changes
+        )
 
 
 def command() -> str:
@@ -230,6 +246,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--raw-parked", type=int, default=10_000,
                    help="approvals the raw floor parks (at most --parked; 0: none)")  # fmt: skip
     p.add_argument("--parked-reads", type=int, default=2000, help="per level and side")
+    p.add_argument("--polling-clients", type=int, default=20)
+    p.add_argument("--polling-tasks", type=int, default=10, help="parked approvals per client")
+    p.add_argument("--polling-seconds", type=float, default=40, help="the window measured")
+    changes_help = "answers signalled elsewhere, timed to tasks/get"
+    p.add_argument("--polling-changes", type=int, default=40, help=changes_help)
     p.add_argument("--timeout", type=float, default=3600, metavar="SECONDS",
                    help="the longest wait for all tasks to park")  # fmt: skip
     p.add_argument("--out", type=Path, default=Path("bench-results"))

@@ -67,7 +67,7 @@ class Stack:
 
 
 @asynccontextmanager
-async def stack(data_dir: Path) -> AsyncIterator[Stack]:
+async def stack(data_dir: Path, extra_env: dict[str, str] | None = None) -> AsyncIterator[Stack]:
     temporal = MeteredTemporal(data_dir / "temporal", port=free_port())
     (data_dir / "temporal").mkdir()
     temporal.start()
@@ -80,7 +80,7 @@ async def stack(data_dir: Path) -> AsyncIterator[Stack]:
            "MCP_TASKS_PORT": str(port), "MCP_TASKS_AUTH": "tokens",
            "MCP_TASKS_TOKENS_FILE": str(tokens), "MCP_TASKS_TOOLSET": "demo",
            "MCP_TASKS_PIPELINES_DIR": os.path.join(root, "pipelines"),
-           "PYTHONPATH": root}  # fmt: skip
+           "PYTHONPATH": root, **(extra_env or {})}  # fmt: skip
     async with split_stack(temporal, data_dir, env) as split:
         client = await Client.connect(temporal.address)
         pids = {"temporal": split.temporal_pid, "worker": split.worker.pid,

@@ -178,6 +178,12 @@ class Settings(BaseModel):
     max_listen_task_ids: Positive = 100
     # Tasks watched at once per replica (each watcher holds one long-poll on Temporal).
     max_watched_tasks: Positive = 500
+    # Running tasks a replica follows to answer their polls without reading Temporal
+    # (mcp_server/tasks/followed.py; each holds one history long-poll: 180 calls an hour when
+    # quiet); 0: every tasks/get reads Temporal.
+    max_followed_tasks: NonNegative = 2000
+    # The memo kept for them per replica, in MiB; beyond, the least recently read is let go.
+    max_followed_mib: Positive = 64
     # Per principal: `tasks/update` and `task_respond` per minute (a token bucket; 0: no
     # limit).
     update_rate_per_minute: NonNegative = 600

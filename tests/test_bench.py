@@ -18,8 +18,9 @@ pytestmark = pytest.mark.slow
 
 TINY = ["--creates", "8", "--reads", "16", "--rounds", "2", "--lifecycle-clients", "2",
         "--lifecycle-tasks", "1", "--cancels", "2", "--listen-rounds", "2", "--idle-streams", "3",
-        "--idle-seconds", "1", "--question-rounds", "2", "--parked", "12",
-        "--parked-reads", "8"]  # fmt: skip
+        "--idle-seconds", "1", "--question-rounds", "2", "--parked", "12", "--parked-reads", "8",
+        "--polling-clients", "2", "--polling-tasks", "2", "--polling-seconds", "6",
+        "--polling-changes", "2"]  # fmt: skip
 
 
 def test_a_tiny_run_writes_its_results_and_loses_nothing(
@@ -52,6 +53,11 @@ def test_a_tiny_run_writes_its_results_and_loses_nothing(
     assert results["parked"]["raw"]["count"] == 12
     assert results["parked"]["raw"]["never_parked"] == 0
     assert set(results["parked_rss_mib"]) == set(results["idle_rss_mib"])
+    polling = results["polling"]
+    for setting in ("following", "not following"):
+        assert polling[setting]["tasks/get"] >= 4, polling
+        assert polling[setting]["describes per tasks/get"] >= 0, polling
+    assert len(polling["following"]["a change made elsewhere seen by tasks/get p50/p99 ms"]) == 2
     assert all(code == 0 for code in results["exit_codes"].values()), results["exit_codes"]
     table = written.with_suffix(".md").read_text()
     assert "| lost or wrong tasks (of 83 created) | 0 |" in table
@@ -64,6 +70,11 @@ def test_a_tiny_run_writes_its_results_and_loses_nothing(
     again = floor_report.document(results, "the same size again", both)
     assert again.count("## 12 parked approvals") == 1 and "`the same size again`" in again
     assert "--creates 8" not in again and "## 100,000 parked approvals" in again
+    # What the page keeps below its runs (the load runs) stays.
+    kept = f"{again}\n{floor_report.KEPT}\n## Load\n\nby hand\n"
+    third = floor_report.document(results, "a third run", kept)
+    assert third.endswith(f"{floor_report.KEPT}\n## Load\n\nby hand\n")
+    assert third.count("## 12 parked approvals") == 1 and "`a third run`" in third
     assert "written to" in capsys.readouterr().out
 
 

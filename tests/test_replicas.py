@@ -1,5 +1,7 @@
 """Two `mcp-tasks server` and two `mcp-tasks worker` processes on one Temporal: a client that
-alternates between the servers sees one task, in both protocol eras; kill -9 of one server and
+alternates between the servers sees one task, in both protocol eras; an answer taken by one
+server reaches tasks/get on the other, which follows the task, within the documented bound;
+kill -9 of one server and
 one worker mid-flight loses nothing; the open-task quota is one quota across servers."""
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from mcp_server.protocol.errors import QUOTA_EXCEEDED
 from mcp_server.runtime.devserver import TemporalDevServer
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient
 from tests.replicas import Replicas, kill, replicas
+from tests.test_followed_reads import CHANGE_BOUND_S
 
 pytestmark = pytest.mark.slow
 
@@ -95,6 +99,50 @@ async def test_a_client_alternating_between_two_servers_sees_one_task(
             assert asked["params"]["_meta"]["io.modelcontextprotocol/related-task"] == {
                 "taskId": later
             }
+
+
+def answered(task: dict[str, Any]) -> bool:
+    return "approve" not in task.get("inputRequests", {})
+
+
+async def followed_reads(http: httpx.AsyncClient, server: McpClient) -> float:
+    """The server's tasks/get answered from a task it follows (mcp_tasks_task_reads_total)."""
+    text = (await http.get(server.url.replace("/mcp", "/metrics"))).text
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "mcp_tasks_task_reads_total" and sample.labels["source"] == "followed"
+    )
+
+
+async def test_an_answer_on_one_server_reaches_tasks_get_on_the_other_within_the_bound(
+    temporal: TemporalDevServer, tmp_path: Path
+) -> None:
+    with replicas(temporal.address, tmp_path) as running:
+        async with httpx.AsyncClient(timeout=30) as http:
+            a, b = await two_of_each(running, http)
+            parked = job("seen", step_seconds=60, require_approval=True)
+            task_id = await a.create_task("multi_step_job", parked)
+            await b.wait_status(task_id, "input_required", within=30)
+            await b.wait_status(task_id, "input_required")  # read again: B follows it now
+            before = await followed_reads(http, b)
+            assert (await b.poll_task(task_id)).result["status"] == "input_required"
+            assert await followed_reads(http, b) == before + 1  # answered without Temporal
+            assert (await a.update_task(task_id, APPROVE)).status == 200
+            # B learns of the answer from its own long-poll of the task's history.
+            seen = await b.wait_for(task_id, answered, within=CHANGE_BOUND_S, poll=0.02)
+            assert seen["status"] == "working"
+            assert (await b.cancel_task(task_id)).status == 200
+            # Cancel-then-get on one server, of a task it follows, parked at its question.
+            other = await a.create_task("multi_step_job", job("cancel", require_approval=True))
+            await b.wait_status(other, "input_required", within=30)
+            await b.wait_status(other, "input_required")
+            assert (await b.cancel_task(other)).status == 200
+            cancelling = (await b.poll_task(other)).result
+            assert cancelling["status"] == "cancelled" or (
+                cancelling["statusMessage"].startswith("Cancellation requested")
+            )
 
 
 async def test_kill_9_of_one_server_and_one_worker_mid_flight_loses_nothing(

@@ -153,6 +153,8 @@ def create_app(
                 quota_lazy_release=settings.quota_lazy_release,
                 quota_wait_s=settings.quota_worker_wait_s,
                 session_lists_per_principal=settings.session_lists_per_principal,
+                followed_max=settings.max_followed_tasks,
+                followed_max_bytes=settings.max_followed_mib * 1024 * 1024,
             )
         subscriptions = (
             TemporalSubscriptionStore(temporal, settings.task_queue)

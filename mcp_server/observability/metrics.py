@@ -37,7 +37,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from mcp_server.protocol.dispatch import LEGACY_TABLE
-from mcp_server.tasks import temporal_errors
+from mcp_server.tasks import followed, temporal_errors
 from mcp_tasks.contracts.webhooks import (
     DELIVERIES_METRIC,
     DELIVERY_SECONDS_BUCKETS,
@@ -157,6 +157,9 @@ DEPLOYMENT = Gauge(
     ["namespace", "task_queue", "temporal_ui_url"],
 )
 TEMPORAL_REQUEST_LATENCY = temporal_errors.TEMPORAL_REQUEST_LATENCY
+# Defined by the task layer, which counts them (tasks/followed.py): task reads by source; the
+# share of `temporal` is the Temporal reads per tasks/get.
+TASK_READS = followed.TASK_READS
 
 # The worker's own metrics: webhook delivery attempts (activities/webhooks.py), recorded through
 # the Temporal SDK's meter and so served with the SDK's metrics on the worker's port

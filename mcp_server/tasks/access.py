@@ -11,8 +11,9 @@ Rules implemented:
   slow backend; such a read costs about two lookups of someone else's task). Without it, the
   time of the answer tells a missing task from someone else's: Temporal answers NOT_FOUND
   0.7-1.5 ms sooner than it describes a task.
-- The usual time is learnt from found lookups of running tasks only, which every store reads
-  afresh (a closed task may come from a cache). Never from "not found" answers: a foreign
+- The usual time is learnt from found lookups of running tasks read afresh only (a closed
+  task may come from a cache, a running one from the reads a replica follows, followed.py:
+  neither tells Temporal's pace). Never from "not found" answers: a foreign
   lookup is slower than a missing one, so learning from them would move the next deadline
   by the kind of the last lookup, and time would tell it again.
 - The deadline is kept to within microseconds, without threads: asyncio wakes a sleeper up to
@@ -102,7 +103,7 @@ async def _find(
     if len(task_id) <= MAX_TASK_ID_LENGTH and task_id.isprintable():
         snapshot = await store.get(task_id, owner=owner, identity=identity)
         if snapshot is not None and not is_expired(snapshot, clock()):
-            if snapshot.status not in TERMINAL_STATUSES:
+            if snapshot.status not in TERMINAL_STATUSES and not snapshot.cached:
                 deadline.learn(time.perf_counter() - started)
             return snapshot
     await wait_until(deadline.after(started))

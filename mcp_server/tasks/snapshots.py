@@ -68,6 +68,9 @@ class TaskSnapshot:
     # How far its history had come when it was read (sequence.py): a later read never has a
     # smaller one. 0 when not read from the history (a listing, a task just created).
     sequence: int = 0
+    # Answered from a read kept by this replica (followed.py), not read from Temporal now: task
+    # access learns Temporal's pace from the others only (access.py).
+    cached: bool = field(default=False, compare=False)
 
 
 def progress_label(progress: dict[str, float] | None) -> str | None:

@@ -11,6 +11,8 @@ Mapping (README "How a task maps onto Temporal"):
   history, so a `tasks/get` right after `tasks/update` never lists an answered key, even when
   no worker is alive; that tail is read only when `describe()` shows a pending workflow task
   (what a signal or a cancellation request schedules), so a quiet task costs one RPC.
+- get of a running task this replica follows (followed.py, its own history long-poll per
+  task) and that has not changed since its last read: no call at all, as for a closed task.
 - wait_for_events: one long-poll of the history (`GetWorkflowExecutionHistory` with
   `wait_new_event`), which returns when the task's history grows: what listen streams follow.
 - submit_input: a signal (durable with no worker alive, survives server restarts).
@@ -70,6 +72,7 @@ from mcp_server.tasks.errors import (
     from_rpc_error,
 )
 from mcp_server.tasks.expiry import Deletions
+from mcp_server.tasks.followed import TASK_READS, FollowedTasks
 from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.memo import task_state_of
 from mcp_server.tasks.not_found import NotFoundDeadline
@@ -105,7 +108,7 @@ from workflows.task_state import (
     TaskState,
     iso_timestamp,
 )
-from workflows.task_status import running_status
+from workflows.task_status import TERMINAL_STATUSES, running_status
 
 log = logging.getLogger("mcp_server.tasks.store")
 INITIAL_STATUS_MESSAGE = "Queued"
@@ -123,8 +126,9 @@ _TERMINAL_CACHE_SIZE = 4096
 class TaskStore(Protocol):
     """Where tasks live. Every method raises only `TaskError`s (errors.py).
 
-    `get` compares the owner before reading anything else, and reads a task that is still
-    running afresh each time: task access (access.py) learns the backend's pace from those.
+    `get` compares the owner before reading anything else, and marks a snapshot it did not
+    read from the backend now `cached`: task access (access.py) learns the backend's pace from
+    the others.
     """
 
     # When a "not found" may be answered, learnt from this store's reads (access.py).
@@ -175,6 +179,8 @@ class TemporalTaskStore:
         quota_lazy_release: bool = True,
         quota_wait_s: float = QUOTA_WAIT_S,
         session_lists_per_principal: int = SESSION_LISTS_PER_PRINCIPAL,
+        followed_max: int = 0,
+        followed_max_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self._client = client
         self._local_client = local_client
@@ -193,10 +199,14 @@ class TemporalTaskStore:
         self._sessions = SessionTaskLists(
             client, task_queue, RPC_TIMEOUT, LONG_POLL_TIMEOUT, session_lists_per_principal
         )
+        # Running tasks read without a call while their history stays the same (followed.py);
+        # 0: every read goes to Temporal.
+        self.followed = FollowedTasks(self._run_events, followed_max, followed_max_bytes)
 
     async def close(self) -> None:
         """Give back the open-task slots this replica reserved ahead (a stopping server):
         bounded, since a Temporal that is gone cannot take them (its reclaim will)."""
+        await self.followed.close()
         self._ahead.release_all()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(RPC_TIMEOUT.total_seconds()):
@@ -383,9 +393,18 @@ class TemporalTaskStore:
             owner is None or may_read(cached.owner, cached.approvers, owner, identity)
         ):
             if not is_expired(cached, self._clock()):
+                TASK_READS.labels("terminal").inc()
                 return cached  # anyone else takes the same describe() as for a missing task
             # Expired: read afresh, to delete it (or find the new run of its idempotency key).
             self._terminal.pop(task_id, None)
+        followed = self.followed.answer(task_id)
+        if followed is not None and (
+            owner is None or may_read(followed.owner, followed.approvers, owner, identity)
+        ):
+            TASK_READS.labels("followed").inc()
+            return followed  # as for the terminal cache: anyone else reads Temporal
+        mark = self.followed.mark()
+        TASK_READS.labels("temporal").inc()
         description = await self._describe(task_id)
         if description is None:
             return None
@@ -395,7 +414,19 @@ class TemporalTaskStore:
         ):
             return None  # not an MCP task (another workflow of the namespace), or not theirs
         if description.status == WorkflowExecutionStatus.RUNNING:
-            return await self.running_snapshot(task_id, description, state)
+            snapshot = await self.running_snapshot(task_id, description, state)
+            if snapshot.status in TERMINAL_STATUSES:
+                return snapshot  # it ended between two reads (running_snapshot)
+            raw = description.raw_description
+            memo = raw.workflow_execution_info.memo.fields.get(MEMO_KEY)
+            return self.followed.keep(
+                snapshot,
+                description.run_id,
+                description.history_length,
+                memo.ByteSize() if memo is not None else 0,
+                quiet=not raw.HasField("pending_workflow_task") and not raw.pending_activities,
+                mark=mark,
+            )
         snapshot = await self._closed(task_id, description, state)
         if is_expired(snapshot, self._clock()):
             self._deletions.request(task_id, description.run_id)  # gone from Temporal too
@@ -486,7 +517,12 @@ class TemporalTaskStore:
                     cancel_requested = True
                 elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
                     attributes = event.workflow_execution_signaled_event_attributes
-                    if attributes.signal_name == SUBMIT_INPUT_SIGNAL:
+                    if attributes.signal_name == CANCEL_REQUESTED_SIGNAL:
+                        # Sent just before the cancellation request (cancel), which Temporal
+                        # holds back from the history while a workflow task is running: this
+                        # signal is then the only sign of it in the history yet.
+                        cancel_requested = True
+                    elif attributes.signal_name == SUBMIT_INPUT_SIGNAL:
                         (update,) = await self._client.data_converter.decode(
                             attributes.input.payloads, [SubmitInput]
                         )
@@ -548,7 +584,34 @@ class TemporalTaskStore:
             if err.status == RPCStatusCode.NOT_FOUND:
                 return None
             raise from_rpc_error(err, "follow the task history") from err
+        if response.history.events:
+            # The watcher reads the task next: not the copy this replica follows (which may
+            # not have heard of these events yet).
+            self.followed.changed(task_id)
         return len(response.history.events), response.next_page_token or None
+
+    async def _run_events(
+        self, task_id: str, run_id: str, cursor: bytes
+    ) -> tuple[int, bytes | None] | None:
+        """The history long-poll of one run, for followed.py: the id of the last event after
+        `cursor` (0: none came), the cursor after it (None: the run closed); None: no such
+        run."""
+        request = GetWorkflowExecutionHistoryRequest(
+            namespace=self._client.namespace,
+            execution=WorkflowExecution(workflow_id=task_id, run_id=run_id),
+            next_page_token=cursor,
+            wait_new_event=True,
+        )
+        try:
+            response = await self._client.workflow_service.get_workflow_execution_history(
+                request, timeout=LONG_POLL_TIMEOUT
+            )
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return None
+            raise from_rpc_error(err, "follow the task history") from err
+        events = response.history.events
+        return (events[-1].event_id if events else 0), response.next_page_token or None
 
     # ----- update and cancel -------------------------------------------------------------
 
@@ -560,6 +623,9 @@ class TemporalTaskStore:
         except RPCError as err:
             if err.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile: nothing to answer
                 raise from_rpc_error(err, "deliver the answers") from err
+        finally:
+            # Also when the signal failed: it may have reached Temporal all the same.
+            self.followed.changed(task_id)
 
     async def steer(self, task_id: str, signal: str, payload: SteerInput | AuditStamp) -> None:
         """Send a steering signal (workflows/steering.py: a steer message, a pause, a resume)
@@ -571,6 +637,9 @@ class TemporalTaskStore:
         except RPCError as err:
             if err.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile: nothing to steer
                 raise from_rpc_error(err, "steer the task") from err
+        finally:
+            # As for an answer: the caller's next tasks/get reads Temporal (a pause shows).
+            self.followed.changed(task_id)
 
     async def count_open(self, owner: str) -> int:
         """`owner`'s running tasks in the visibility store, which lags: not the quota (that is
@@ -627,3 +696,5 @@ class TemporalTaskStore:
         except RPCError as err:
             if err.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile: the ack stands
                 raise from_rpc_error(err, "cancel the task") from err
+        finally:
+            self.followed.changed(task_id)

@@ -63,8 +63,9 @@ async def contract_queue(temporal_client: Client, registry: ToolRegistry) -> Asy
 async def temporal_store(
     temporal_client: Client, contract_queue: str, clock: SettableClock
 ) -> AsyncIterator[TemporalTaskStore]:
-    """The Temporal store, a fresh one per test (its caches and clock are the test's)."""
-    temporal = TemporalTaskStore(temporal_client, contract_queue, clock)
+    """The Temporal store, a fresh one per test (its caches and clock are the test's),
+    following the running tasks it reads again, as a server's does (tasks/followed.py)."""
+    temporal = TemporalTaskStore(temporal_client, contract_queue, clock, followed_max=100)
     yield temporal
     await temporal.close()
 

@@ -1,0 +1,245 @@
+"""Running tasks this replica follows, so that a `tasks/get` of a task that has not changed is
+answered without a call to Temporal (docs/concepts/temporal-mapping.md, "Reads a replica
+follows").
+
+Rules implemented:
+- What is kept is a read made as before (store.py: `describe()`, the memo, the history's tail),
+  the only source of truth; it is answered again until the task's history grows.
+- Following a task is one history long-poll of the run that was read (the call listen's watchers
+  make, watchers.py): it returns when an event is added, or empty after Temporal's long-poll
+  timeout (20 s). An event past the read's history length marks the copy stale, and the next
+  read goes to Temporal. A quiet task costs 3 calls a minute (180 an hour), however often it
+  is polled; each change costs one more read, by the next poll.
+- Following pays only for a task polled more often than once per long-poll timeout: a task is
+  followed from its second read within `FOLLOW_GAP_S` of the first (one polled less often costs
+  one `describe()` per poll, as before, which is less), and let go once nobody has read it for
+  `IDLE_S` (checked whenever the long-poll answers: within IDLE_S + 20 s).
+- Only a quiet read is kept: no pending workflow task (a signal, a cancellation request or a
+  timer the workflow has not processed: the store then reads the history's tail, as before)
+  and no pending activity (its attempt and progress change with no event in the history).
+- Never an older state after a newer one: a read that began before a change was seen (`mark`,
+  then `changed`) is answered but not kept as fresh, and a read with a smaller sequence
+  (sequence.py) than the copy is answered with the copy.
+- tasks/update and tasks/cancel on this replica mark the task changed once their signal or
+  cancellation is in Temporal (`changed`), so the caller's next read goes to Temporal; another
+  replica sees the change when its long-poll answers. Listen's watchers, after their own
+  long-poll saw events, mark it too, before they read (store.wait_for_events).
+- Bounded: at most `max_tasks` followed and `max_bytes` of memo kept; beyond either, the task
+  read least recently is let go. A task not followed is read as before.
+- A long-poll that fails (Temporal unreachable, the task deleted) lets the task go, and one not
+  answered within `VOUCHED_S` (a Temporal that hangs) no longer vouches for the copy: the next
+  read goes to Temporal, and answers or fails as it did without this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+
+from prometheus_client import Counter
+
+from mcp_server.tasks.errors import TaskError
+from mcp_server.tasks.snapshots import TaskSnapshot
+
+log = logging.getLogger("mcp_server.tasks.followed")
+
+# The events of one run after `cursor`, waited for: (the id of the last one, 0 for none; the
+# cursor after them, None once the run's history is complete), or None: no such run.
+History = Callable[[str, str, bytes], Awaitable[tuple[int, bytes | None] | None]]
+
+# Temporal answers an empty history long-poll after 20 s: following a task costs 3 calls a
+# minute, so it pays for a task read more often than that.
+FOLLOW_GAP_S = 20.0
+# A little over the gap: a task polled every 20-25 s stays followed, which costs about what its
+# describes would, rather than being let go and followed again by turns.
+IDLE_S = 25.0
+# A long-poll unanswered for longer than Temporal's own timeout plus a margin: Temporal may be
+# hung, and the copy is not answered any more.
+VOUCHED_S = 25.0
+_MIN_EMPTY_POLL_S = 1.0
+# Tasks read once (when), to follow them at their second read; and tasks changed recently.
+_REMEMBERED = 8192
+_ENTRY_BYTES = 2048  # a snapshot's Python objects beyond its memo, roughly
+
+# Defined here, where the store counts them; listed in observability/metrics.py.
+TASK_READS = Counter(
+    "mcp_tasks_task_reads",
+    "Task reads (tasks/get, task lookups, listen's reads) by source: followed (a task this "
+    "replica follows, no Temporal call), terminal (the closed-task cache), temporal (a "
+    "describe() of the workflow)",
+    ["source"],
+)
+READ_SOURCES = ("followed", "terminal", "temporal")
+for _source in READ_SOURCES:
+    TASK_READS.labels(_source)
+
+
+@dataclass(eq=False)
+class _Followed:
+    task_id: str
+    run_id: str
+    length: int  # the history length of the kept read, in its run
+    snapshot: TaskSnapshot  # the newest read answered, marked `cached`
+    fresh: bool
+    size: int
+    read_at: float
+    vouched_at: float  # when the long-poll in flight was sent
+    job: asyncio.Task[None] | None = None
+
+
+class FollowedTasks:
+    """The tasks this replica follows, by taskId (the rules are the module's)."""
+
+    def __init__(
+        self,
+        history: History,
+        max_tasks: int,
+        max_bytes: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._history = history
+        self.max_tasks = max_tasks
+        self.max_bytes = max_bytes
+        self._clock = clock
+        self._followed: OrderedDict[str, _Followed] = OrderedDict()
+        self._bytes = 0
+        self._tick = 0
+        self._changed: OrderedDict[str, int] = OrderedDict()
+        self._forgotten_tick = 0  # the newest change no longer in `_changed`
+        self._read_once: OrderedDict[str, float] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._followed)
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+    def answer(self, task_id: str) -> TaskSnapshot | None:
+        """The kept read of a followed task that has not changed since, or None: read it."""
+        entry = self._followed.get(task_id)
+        if entry is None or not entry.fresh:
+            return None
+        now = self._clock()
+        if now - entry.vouched_at > VOUCHED_S:
+            return None
+        entry.read_at = now
+        self._followed.move_to_end(task_id)
+        return entry.snapshot
+
+    def mark(self) -> int:
+        """Taken before reading Temporal, and given back to `keep`."""
+        return self._tick
+
+    def changed(self, task_id: str) -> None:
+        """The task changed (or may have): its next read goes to Temporal."""
+        self._tick += 1
+        self._changed[task_id] = self._tick
+        self._changed.move_to_end(task_id)
+        if len(self._changed) > _REMEMBERED:
+            _, tick = self._changed.popitem(last=False)
+            self._forgotten_tick = max(self._forgotten_tick, tick)
+        entry = self._followed.get(task_id)
+        if entry is not None:
+            entry.fresh = False
+
+    def _changed_since(self, task_id: str, mark: int) -> bool:
+        return self._forgotten_tick > mark or self._changed.get(task_id, 0) > mark
+
+    def keep(
+        self,
+        snapshot: TaskSnapshot,
+        run_id: str,
+        length: int,
+        memo_bytes: int,
+        quiet: bool,
+        mark: int,
+    ) -> TaskSnapshot:
+        """What to answer for `snapshot`, the read of a running task begun at `mark` (run
+        `run_id`, `length` events, quiet or not); kept when the task is followed."""
+        task_id = snapshot.task_id
+        entry = self._followed.get(task_id)
+        if entry is not None and entry.snapshot.sequence > snapshot.sequence:
+            return entry.snapshot  # a read that was overtaken: the newer one stands
+        if self.max_tasks <= 0:
+            return snapshot
+        now = self._clock()
+        if entry is not None and entry.run_id != run_id:  # it continued as new
+            self._let_go(entry)
+            entry = None
+        fresh = quiet and not self._changed_since(task_id, mark)
+        size = memo_bytes + _ENTRY_BYTES
+        kept = replace(snapshot, cached=True)
+        if entry is None:
+            first = self._read_once.pop(task_id, None)
+            if not quiet or first is None or now - first > FOLLOW_GAP_S:
+                self._read_once[task_id] = now
+                if len(self._read_once) > _REMEMBERED:
+                    self._read_once.popitem(last=False)
+                return snapshot
+            entry = _Followed(task_id, run_id, length, kept, fresh, size, now, now)
+            self._followed[task_id] = entry
+            self._bytes += size
+            entry.job = asyncio.create_task(self._follow(entry), name=f"follow {task_id}")
+        else:
+            self._bytes += size - entry.size
+            entry.length, entry.snapshot, entry.fresh, entry.size = length, kept, fresh, size
+            entry.read_at = now
+            self._followed.move_to_end(task_id)
+        while self._followed and (
+            len(self._followed) > self.max_tasks or self._bytes > self.max_bytes
+        ):
+            self._let_go(next(iter(self._followed.values())))
+        return snapshot
+
+    def _let_go(self, entry: _Followed) -> None:
+        if self._followed.get(entry.task_id) is not entry:
+            return
+        del self._followed[entry.task_id]
+        self._bytes -= entry.size
+        # Read again soon (a task that continued as new), it is followed again at once.
+        self._read_once[entry.task_id] = entry.read_at
+        if entry.job is not None and entry.job is not asyncio.current_task():
+            entry.job.cancel()
+
+    async def _follow(self, entry: _Followed) -> None:
+        task_id, cursor = entry.task_id, b""
+        try:
+            while True:
+                asked = entry.vouched_at = self._clock()
+                answer = await self._history(task_id, entry.run_id, cursor)
+                if answer is None:
+                    break  # deleted
+                last, after = answer
+                if last > entry.length or after is None:
+                    self.changed(task_id)
+                if after is None:
+                    break  # the run closed: the task ended, or goes on in a new run
+                if self._clock() - entry.read_at > IDLE_S:
+                    break
+                if not last:
+                    # An empty answer at once (Temporal should wait) must not spin.
+                    await asyncio.sleep(max(0.0, _MIN_EMPTY_POLL_S - (self._clock() - asked)))
+                cursor = after
+        except TaskError as err:
+            log.info("stopped following %s: %s", task_id, err)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("stopped following %s", task_id)
+        self._let_go(entry)
+
+    async def close(self) -> None:
+        jobs = [entry.job for entry in self._followed.values() if entry.job is not None]
+        self._followed.clear()
+        self._bytes = 0
+        for job in jobs:
+            job.cancel()
+        for job in jobs:
+            with contextlib.suppress(asyncio.CancelledError):
+                await job
