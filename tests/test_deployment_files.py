@@ -158,8 +158,8 @@ def test_the_documented_tools_override_mounts_the_tools_on_server_and_worker(
 ) -> None:
     """docs/operations/deploy.md's docker-compose.override.yml, validated with the file."""
     page = (COMPOSE.parent / "docs" / "operations" / "deploy.md").read_text()
-    block = re.search(r"```yaml\n(.*?)```", page, re.S)
-    assert block, "the deploy page has no override block"
+    block = re.search(r"```yaml\n(\s*# docker-compose.override.yml\n.*?)```", page, re.S)
+    assert block, "the deploy page has no docker-compose.override.yml block"
     override = tmp_path / "docker-compose.override.yml"
     override.write_text(textwrap.dedent(block.group(1)))
     command = ["docker-compose", "-f", str(COMPOSE), "-f", str(override), "config"]

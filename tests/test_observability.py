@@ -194,7 +194,12 @@ def request_lines() -> Iterator[list[logging.LogRecord]]:
 
     class Keep(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            seen.append(record)
+            # A copy as emitted: a root handler that a test of this process configured keys the
+            # principal of the same record object afterwards (mcp_tasks.logging.KeyedPrincipals).
+            kept = logging.makeLogRecord(record.__dict__)
+            if isinstance(fields := getattr(record, "fields", None), dict):
+                kept.fields = dict(fields)
+            seen.append(kept)
 
     handler, logger = Keep(), logging.getLogger(REQUEST_LOGGER)
     level = logger.level

@@ -418,12 +418,12 @@ class TemporalTaskStore:
             if snapshot.status in TERMINAL_STATUSES:
                 return snapshot  # it ended between two reads (running_snapshot)
             raw = description.raw_description
-            memo = raw.workflow_execution_info.memo.fields.get(MEMO_KEY)
             return self.followed.keep(
                 snapshot,
                 description.run_id,
                 description.history_length,
-                memo.ByteSize() if memo is not None else 0,
+                # What the kept read weighs: the memo it came from, as Temporal encoded it.
+                raw.workflow_execution_info.memo.ByteSize(),
                 quiet=not raw.HasField("pending_workflow_task") and not raw.pending_activities,
                 mark=mark,
             )
