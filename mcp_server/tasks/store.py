@@ -44,6 +44,7 @@ from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import (
     GetWorkflowExecutionHistoryRequest,
+    GetWorkflowExecutionHistoryResponse,
     GetWorkflowExecutionHistoryReverseRequest,
 )
 from temporalio.client import (
@@ -570,20 +571,9 @@ class TemporalTaskStore:
         Temporal's long-poll timed out with nothing new, a None cursor once the history is
         complete (that run closed; a task that continued as new goes on in a newer run, which
         b"" starts reading). None: no such workflow."""
-        request = GetWorkflowExecutionHistoryRequest(
-            namespace=self._client.namespace,
-            execution=WorkflowExecution(workflow_id=task_id),
-            next_page_token=cursor,
-            wait_new_event=True,
-        )
-        try:
-            response = await self._client.workflow_service.get_workflow_execution_history(
-                request, timeout=LONG_POLL_TIMEOUT
-            )
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                return None
-            raise from_rpc_error(err, "follow the task history") from err
+        response = await self._history_long_poll(task_id, "", cursor)
+        if response is None:
+            return None
         if response.history.events:
             # The watcher reads the task next: not the copy this replica follows (which may
             # not have heard of these events yet).
@@ -596,6 +586,17 @@ class TemporalTaskStore:
         """The history long-poll of one run, for followed.py: the id of the last event after
         `cursor` (0: none came), the cursor after it (None: the run closed); None: no such
         run."""
+        response = await self._history_long_poll(task_id, run_id, cursor)
+        if response is None:
+            return None
+        events = response.history.events
+        return (events[-1].event_id if events else 0), response.next_page_token or None
+
+    async def _history_long_poll(
+        self, task_id: str, run_id: str, cursor: bytes
+    ) -> GetWorkflowExecutionHistoryResponse | None:
+        """One long-poll of the history after `cursor`, of run `run_id` ("": the latest run):
+        what the watchers and the followed reads each wait on. None: no such workflow or run."""
         request = GetWorkflowExecutionHistoryRequest(
             namespace=self._client.namespace,
             execution=WorkflowExecution(workflow_id=task_id, run_id=run_id),
@@ -603,15 +604,13 @@ class TemporalTaskStore:
             wait_new_event=True,
         )
         try:
-            response = await self._client.workflow_service.get_workflow_execution_history(
+            return await self._client.workflow_service.get_workflow_execution_history(
                 request, timeout=LONG_POLL_TIMEOUT
             )
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
                 return None
             raise from_rpc_error(err, "follow the task history") from err
-        events = response.history.events
-        return (events[-1].event_id if events else 0), response.next_page_token or None
 
     # ----- update and cancel -------------------------------------------------------------
 
