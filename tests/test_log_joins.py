@@ -178,7 +178,18 @@ def test_the_operator_finds_a_names_logged_value_under_each_state_secret_key(
     monkeypatch.setenv("MCP_TASKS_STATE_SECRET", f"{new},{old}")
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers(dest="command"))
-    assert run(parser.parse_args(["tasks", "principal", "alice"])) == 0
+    # run() configures the process's logging, as the command does at its start: the root
+    # handlers it installs (their principal filter keys every later record) go with the test.
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        assert run(parser.parse_args(["tasks", "principal", "alice"])) == 0
+    finally:
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        for handler in handlers:
+            root.addHandler(handler)
+        root.setLevel(level)
     digest = owner_digest("alice")
     assert capsys.readouterr().out.split() == [
         "McpOwner", digest,
