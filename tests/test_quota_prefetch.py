@@ -41,6 +41,13 @@ async def wait_for_updates(client: Client, workflow_id: str, n: int) -> None:
         await asyncio.sleep(0.05)
 
 
+# What the counting tests give a reservation to be answered: on a loaded machine the server's
+# 10 s may pass, and a create abandoned after its slot was granted gives the slot back
+# asynchronously (one more update; a retry may meet the limit before the release lands), which
+# is not what these tests count.
+PATIENT = {"quota_worker_wait_s": 120.0}
+
+
 async def creates_retrying_503(mcp: McpClient, n: int) -> tuple[list[str], list[Reply]]:
     """`n` concurrent creates, each retried after a 503 as a client does (on a loaded machine
     a reservation may wait longer than the server's 10 s for a worker): the task ids, and
@@ -62,7 +69,7 @@ async def creates_retrying_503(mcp: McpClient, n: int) -> tuple[list[str], list[
 async def test_far_from_the_limit_creates_take_slots_reserved_ahead_and_send_no_update(
     fresh_stack: StackFactory, temporal_client: Client
 ) -> None:
-    async with fresh_stack(max_open_tasks_per_principal=1000) as stack:
+    async with fresh_stack(max_open_tasks_per_principal=1000, **PATIENT) as stack:
         first = await stack.mcp.create_task("tests_wait_forever")
         # Its own reservation, then one refill of BATCH slots in the background.
         await wait_for_updates(temporal_client, quota_id(stack), 2)
@@ -82,7 +89,7 @@ async def test_slots_reserved_ahead_count_toward_the_limit_which_stays_exact(
     fresh_stack: StackFactory, temporal_client: Client
 ) -> None:
     limit = 40  # the first answer leaves 39 free: enough headroom for one batch, not two
-    async with fresh_stack(max_open_tasks_per_principal=limit) as stack:
+    async with fresh_stack(max_open_tasks_per_principal=limit, **PATIENT) as stack:
         first = await stack.mcp.create_task("tests_wait_forever")
         await wait_for_updates(temporal_client, quota_id(stack), 2)
         created, refused = await creates_retrying_503(stack.mcp, 60)
