@@ -615,29 +615,25 @@ class TemporalTaskStore:
     # ----- update and cancel -------------------------------------------------------------
 
     async def submit_input(self, task_id: str, update: SubmitInput) -> None:
-        try:
-            await self._client.get_workflow_handle(task_id).signal(
-                SUBMIT_INPUT_SIGNAL, update, rpc_timeout=RPC_TIMEOUT
-            )
-        except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile: nothing to answer
-                raise from_rpc_error(err, "deliver the answers") from err
-        finally:
-            # Also when the signal failed: it may have reached Temporal all the same.
-            self.followed.changed(task_id)
+        await self._signal(task_id, SUBMIT_INPUT_SIGNAL, update, "deliver the answers")
 
     async def steer(self, task_id: str, signal: str, payload: SteerInput | AuditStamp) -> None:
         """Send a steering signal (workflows/steering.py: a steer message, a pause, a resume)
         to the task: durable with no worker alive, as an answer is."""
+        await self._signal(task_id, signal, payload, "steer the task")
+
+    async def _signal(self, task_id: str, signal: str, payload: object, doing: str) -> None:
+        """Signal the task; a task closed meanwhile has nothing to take in (not an error).
+        Either way the caller's next tasks/get reads Temporal, also when the signal failed: it
+        may have reached Temporal all the same."""
         try:
             await self._client.get_workflow_handle(task_id).signal(
                 signal, payload, rpc_timeout=RPC_TIMEOUT
             )
         except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile: nothing to steer
-                raise from_rpc_error(err, "steer the task") from err
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise from_rpc_error(err, doing) from err
         finally:
-            # As for an answer: the caller's next tasks/get reads Temporal (a pause shows).
             self.followed.changed(task_id)
 
     async def count_open(self, owner: str) -> int:
