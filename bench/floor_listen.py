@@ -35,7 +35,7 @@ from bench.floor_ops import APPROVAL, PARKED, sweep_until_parked, warm_up
 from bench.floor_raw import RAW_OWNER, RawFloor
 from bench.load import LoadClient
 from bench.run import META, cpu_seconds, percentiles
-from workflows.task_state import SUBMIT_INPUT_SIGNAL, SubmitInput
+from mcp_tasks.contracts.task_state import SUBMIT_INPUT_SIGNAL, SubmitInput
 
 APPROVE = {"decision": {"action": "accept", "content": {"decision": "approve"}}}
 LISTEN = "subscriptions/listen"

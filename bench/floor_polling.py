@@ -30,7 +30,7 @@ import httpx
 from bench.load import LoadClient, Stats
 from bench.run import percentiles
 from bench.unit_costs import counters, stack
-from workflows.task_state import SUBMIT_INPUT_SIGNAL, SubmitInput
+from mcp_tasks.contracts.task_state import SUBMIT_INPUT_SIGNAL, SubmitInput
 
 APPROVE = {"action": "accept", "content": {"decision": "approve"}}
 DESCRIBE = "frontend:DescribeWorkflowExecution"

@@ -34,7 +34,7 @@ from bench.run import META
 from mcp_server.protocol.wire import iso_now
 from mcp_server.tasks.store import INITIAL_STATUS_MESSAGE, initial_search_attributes, new_task_id
 from mcp_server.tools.loading import load_toolsets
-from workflows.task_state import (
+from mcp_tasks.contracts.task_state import (
     MEMO_KEY,
     TaskInput,
     TaskState,

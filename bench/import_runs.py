@@ -28,9 +28,9 @@ from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.runtime.worker import build_worker
 from mcp_server.tasks.store import TemporalTaskStore, new_task_id
 from mcp_server.tools.loading import load_toolsets
+from mcp_tasks.contracts.task_state import TaskInput, iso_timestamp
 from mcp_tasks.settings import Settings
 from workflows.secret_interceptor import SecretsInterceptor
-from workflows.task_state import TaskInput, iso_timestamp
 
 
 async def _histories(client: Client, task_id: str) -> list[WorkflowHistory]:

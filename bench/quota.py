@@ -35,8 +35,8 @@ from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.tasks.quota import QuotaReservations
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.temporal.connection import connect
+from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTE_OWNER
 from mcp_tasks.settings import Settings
-from workflows.task_state import SEARCH_ATTRIBUTE_OWNER
 
 QUEUE = "bench-quota"
 PARKED_QUEUE = "bench-quota-parked"  # polled by no worker: its workflows stay running

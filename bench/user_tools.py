@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_server.tools.registry import Tool, ToolRegistry
+from mcp_tasks.contracts.task_state import TaskInput
 from workflows.results import text_result
-from workflows.task_state import TaskInput
 from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
 
 USER_APPROVAL = "bench_user_approval"

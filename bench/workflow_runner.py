@@ -32,8 +32,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.runtime.worker import PASSED_THROUGH, workflow_runner
 from mcp_server.tools.loading import load_toolsets
+from mcp_tasks.contracts.task_state import MEMO_KEY, TaskInput, TaskState, iso_timestamp
 from mcp_tasks.settings import Settings
-from workflows.task_state import MEMO_KEY, TaskInput, TaskState, iso_timestamp
 
 WORKFLOWS_ONLY = SandboxRestrictions.default.with_passthrough_modules(*PASSED_THROUGH)
 RUNNERS: dict[str, WorkflowRunner] = {

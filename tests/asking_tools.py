@@ -8,8 +8,8 @@ import json
 from typing import Any
 
 from mcp_server.tools.registry import Tool, ToolRegistry
+from mcp_tasks.contracts.task_state import TaskInput
 from workflows.results import text_result
-from workflows.task_state import TaskInput
 from workflows.task_workflow import TaskWorkflow, task_workflow
 
 

@@ -8,9 +8,9 @@ from typing import Any
 from temporalio.exceptions import ApplicationError
 
 from mcp_server.tools.registry import Tool, ToolRegistry
+from mcp_tasks.contracts.task_state import TaskInput
 from workflows.input_limits import INPUT_TOO_LARGE_ERROR
 from workflows.results import text_result
-from workflows.task_state import TaskInput
 from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
 
 OK = {"ok": {"type": "boolean"}}

@@ -8,8 +8,8 @@ from typing import Any
 
 from temporalio import workflow
 
+from mcp_tasks.contracts.task_state import TaskInput
 from workflows.results import text_result
-from workflows.task_state import TaskInput
 from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
 
 STEERED_TASK_QUEUE = "tests-steered-team-worker"

@@ -16,14 +16,14 @@ from mcp_tasks.contracts.approvers import (
     invalid_approvers,
     outstanding_ids,
 )
-from mcp_tasks.identity import Principal
-from workflows.task_state import (
+from mcp_tasks.contracts.task_state import (
     SEARCH_ATTRIBUTE_TYPES,
     SEARCH_ATTRIBUTES,
     SubmitInput,
     TaskInput,
     TaskState,
 )
+from mcp_tasks.identity import Principal
 
 TASK = TaskInput(
     "mcp-task-1", "deploy", {}, "2026-08-01T10:30:00.123Z", None, 500, "owner-digest",

@@ -17,10 +17,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.exposed import probe_child
 from mcp_tasks.contracts.interactive import PAUSE_SIGNAL, RESUME_SIGNAL, STEER_SIGNAL
+from mcp_tasks.contracts.task_state import MEMO_KEY, SUBMIT_INPUT_SIGNAL, SubmitInput, TaskState
 from tests.interactive_children import AskBadly, AskTwice, AskWithTimeout, Steered
 from tests.time_skipping import task_input, worker_of_its_own
 from workflows.exposed import ExposedWorkflow
-from workflows.task_state import MEMO_KEY, SUBMIT_INPUT_SIGNAL, SubmitInput, TaskState
 
 CHILDREN = [AskTwice, AskBadly, AskWithTimeout, Steered]
 YES = {"action": "accept", "content": {"approve": True}}

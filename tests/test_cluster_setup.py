@@ -38,9 +38,9 @@ from mcp_server.temporal.setup import (
     require_ready,
 )
 from mcp_server.tools.loading import load_toolsets
+from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTES
 from mcp_tasks.settings import Settings
 from tests.dev_process import MCP_TASKS
-from workflows.task_state import SEARCH_ATTRIBUTES
 
 
 async def a_namespace(client: Client, retention_hours: int) -> str:

@@ -40,11 +40,11 @@ from mcp_tasks.contracts.events import (
     SubscriptionsInput,
     VerifyInput,
 )
+from mcp_tasks.contracts.task_state import TaskInput, TaskState
 from tests.conftest import StackFactory
 from tests.event_receiver import EventReceiver
 from tests.test_events import alice_hook, certificate, events_stack, subscribe  # noqa: F401
 from workflows.event_subscriptions import EventSubscriptionsWorkflow
-from workflows.task_state import TaskInput, TaskState
 
 
 def _token(codec: RequestStateCodec) -> str:

@@ -33,6 +33,7 @@ from mcp_tasks.contracts.events import (
     SubscribeResult,
     SubscriptionsInput,
 )
+from mcp_tasks.contracts.task_state import iso_timestamp
 from tests.conftest import StackFactory
 from tests.event_receiver import EventReceiver
 from tests.jwks_server import JwksServer
@@ -48,7 +49,6 @@ from tests.test_events import (  # noqa: F401 (fixtures)
 )
 from tests.test_jwks_refresh import authenticator, bearer, endpoint, key  # noqa: F401
 from workflows.event_subscriptions import HANDSHAKES_PER_DESTINATION, EventSubscriptionsWorkflow
-from workflows.task_state import iso_timestamp
 
 
 async def subscriptions(caller: McpClient) -> list[dict[str, Any]]:

@@ -27,10 +27,10 @@ import httpx
 import pytest
 
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
+from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTE_TYPES, SEARCH_ATTRIBUTES
 from tests.crash_topology import McpTasksProcess
 from tests.dev_process import MCP_TASKS
 from tests.mcp_client import McpClient
-from workflows.task_state import SEARCH_ATTRIBUTE_TYPES, SEARCH_ATTRIBUTES
 
 pytestmark = pytest.mark.slow
 

@@ -27,11 +27,11 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from mcp_server.protocol.wire import META_TASK_PROGRESS
 from mcp_server.runtime.devserver import free_port
 from mcp_server.runtime.tokens import add_token
+from mcp_tasks.contracts.task_state import MEMO_KEY
 from tests.dev_process import MCP_TASKS, DevProcess, alive, reaped
 from tests.inbox_stack import CHROMIUM, chromium
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient
-from workflows.task_state import MEMO_KEY
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 

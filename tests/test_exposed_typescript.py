@@ -30,12 +30,12 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from mcp_server.inbox.forms import FIELD_PREFIX
 from mcp_server.runtime.devserver import free_port
 from mcp_server.tools.exposed import load
+from mcp_tasks.contracts.task_state import MEMO_KEY
 from mcp_tasks.settings import ConfigError
 from tests.dev_process import MCP_TASKS, DevProcess, alive, client_for, reaped
 from tests.inbox_stack import CHROMIUM, chromium
 from tests.interactive_page import SCHEMA_FILE
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, McpClient
-from workflows.task_state import MEMO_KEY
 
 REPO = Path(__file__).parent.parent
 EXAMPLE = REPO / "examples" / "exposed-typescript"

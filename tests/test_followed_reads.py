@@ -24,12 +24,12 @@ from mcp_server.tasks.not_found import NOT_FOUND_FLOOR_S
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.contracts.task_state import SubmitInput
 from mcp_tasks.identity import Principal
 from mcp_tasks.settings import Settings
 from tests.contract.test_task_store_contract import ACCEPT, STAMP, a_task, status_of, until
 from tests.test_security import shortest_not_found
 from tests.test_task_errors import Relay
-from workflows.task_state import SubmitInput
 
 # The bound docs/concepts/temporal-mapping.md states for a change made elsewhere to reach a
 # followed read (measured by `make bench`'s polling phase; this leaves room for a loaded CI).

@@ -1,5 +1,6 @@
 """One typed contract between the workflows and the server: the task state in the memo is built
-only by `TaskState.to_memo()` and read only by `TaskState.from_memo()` (workflows/task_state.py).
+only by `TaskState.to_memo()` and read only by `TaskState.from_memo()`
+(mcp_tasks/contracts/task_state.py).
 
 A static check over the code that ships (mcp_server, workflows, activities): every memo write
 (`upsert_memo(...)`, `start_workflow(..., memo=...)`) and every memo read (`memo_value(...)`)

@@ -17,9 +17,9 @@ from temporalio.client import Client
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
 from mcp_server.runtime.devserver import free_port
+from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTE_STATUS, SEARCH_ATTRIBUTE_TOOL
 from tests.crash_topology import Topology
 from tests.mcp_client import McpClient
-from workflows.task_state import SEARCH_ATTRIBUTE_STATUS, SEARCH_ATTRIBUTE_TOOL
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 

@@ -34,11 +34,11 @@ from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.listing import WAITING_SINCE_KEY
 from mcp_server.tasks.store import initial_search_attributes
 from mcp_server.temporal.connection import connect
+from mcp_tasks.contracts.task_state import MEMO_KEY, TaskInput, TaskState, iso_timestamp
 from mcp_tasks.identity import Principal
 from mcp_tasks.settings import Settings
 from tests.dev_process import MCP_TASKS, DevProcess, client_for, reaped
 from tests.mcp_client import TASKS, McpClient
-from workflows.task_state import MEMO_KEY, TaskInput, TaskState, iso_timestamp
 
 pytestmark = pytest.mark.slow
 CLI_TIMEOUT_S = 60

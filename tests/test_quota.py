@@ -25,6 +25,7 @@ from mcp_server.protocol import errors
 from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.contracts.quota import RELEASE_SIGNAL
+from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTES
 from mcp_tasks.identity import ANONYMOUS
 from tests.conftest import Stack, StackFactory, running_stack
 from tests.legacy_client import LegacyClient
@@ -42,7 +43,6 @@ from workflows.quota import (
     ReserveRequest,
     quota_workflow_id,
 )
-from workflows.task_state import SEARCH_ATTRIBUTES
 
 ACCEPT = {"action": "accept", "content": {"confirm": True}}
 

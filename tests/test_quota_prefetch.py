@@ -15,6 +15,7 @@ from temporalio.client import Client
 from mcp_server.tasks.quota import QuotaExceeded, QuotaReservations
 from mcp_server.tasks.quota_prefetch import BATCH, PrefetchedSlots
 from mcp_server.tasks.store import TemporalTaskStore, new_task_id
+from mcp_tasks.contracts.task_state import TaskInput, iso_timestamp
 from tests.conftest import StackFactory
 from tests.mcp_client import McpClient, Reply
 from tests.test_quota import (
@@ -24,7 +25,6 @@ from tests.test_quota import (
     quota_id,
     running,
 )
-from workflows.task_state import TaskInput, iso_timestamp
 
 
 async def updates_of(client: Client, workflow_id: str) -> int:

@@ -15,7 +15,7 @@ from prometheus_client import REGISTRY
 from temporalio.client import Client
 
 from mcp_server.observability.probes import READY_CACHE_S, Readiness
-from workflows.task_state import SEARCH_ATTRIBUTES
+from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTES
 
 ADDRESS = "10.20.30.40:7233"
 

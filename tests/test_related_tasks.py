@@ -18,9 +18,9 @@ from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.listing import TaskDetail
 from mcp_server.tasks.snapshots import snapshot_of
 from mcp_server.tasks.store import new_task_id
+from mcp_tasks.contracts.task_state import TaskInput, TaskState
 from tests.asgi_stack import AsgiStack, AsgiStackFactory
 from tests.mcp_client import TASKS_AND_ELICITATION, VERSION, McpClient
-from workflows.task_state import TaskInput, TaskState
 
 RELATED = "io.modelcontextprotocol/relatedTaskIds"
 

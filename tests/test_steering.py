@@ -23,6 +23,14 @@ from mcp_server.protocol import errors
 from mcp_server.protocol.client_view import STEERING_EXTENSION
 from mcp_server.tools.exposed import load
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.contracts.task_state import (
+    STATE_QUERY,
+    SUBMIT_INPUT_SIGNAL,
+    AuditStamp,
+    SubmitInput,
+    TaskInput,
+    TaskState,
+)
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, McpClient
 from tests.steered_workflows import (
     STEERED_TASK_QUEUE,
@@ -31,14 +39,6 @@ from tests.steered_workflows import (
     SteeredRollout,
 )
 from workflows.steering import PAUSE_SIGNAL, RESUME_SIGNAL, STEER_SIGNAL, SteerInput
-from workflows.task_state import (
-    STATE_QUERY,
-    SUBMIT_INPUT_SIGNAL,
-    AuditStamp,
-    SubmitInput,
-    TaskInput,
-    TaskState,
-)
 
 STEERING: dict[str, Any] = {
     **TASKS_AND_ELICITATION,

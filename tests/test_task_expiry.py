@@ -14,10 +14,10 @@ from temporalio.service import RPCError, RPCStatusCode
 from mcp_server.protocol import errors
 from mcp_server.tasks.expiry import run_sweeper
 from mcp_server.tasks.ttl import closed_expired
+from mcp_tasks.contracts.task_state import parse_timestamp
 from tests.conftest import StackFactory
 from tests.fixture_tools import SHORT_TTL_MS
 from tests.mcp_client import McpClient
-from workflows.task_state import parse_timestamp
 
 
 async def gone_from_temporal(client: Client, task_id: str, within: float) -> bool:

@@ -23,8 +23,8 @@ from mcp_server.runtime.operator_views import listed_json, page, shown_json
 from mcp_server.tasks.listing import ListedTask, TaskDetail
 from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of
 from mcp_tasks.contracts.events import EVENT_NAMES
+from mcp_tasks.contracts.task_state import TaskInput, TaskState
 from tests.wire_schemas import assert_valid
-from workflows.task_state import TaskInput, TaskState
 from workflows.webhooks import task_view
 
 

@@ -14,6 +14,8 @@ from temporalio.worker import Replayer, WorkflowReplayResult
 
 from mcp_server.runtime.worker import workflow_runner
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.contracts import task_state
+from mcp_tasks.contracts.task_state import TaskInput, TaskState
 from workflows import (
     conformance,
     deploy,
@@ -23,9 +25,7 @@ from workflows import (
     quota,
     request_approval,
     session_tasks,
-    task_state,
 )
-from workflows.task_state import TaskInput, TaskState
 
 HISTORIES = Path(__file__).parent / "histories"
 

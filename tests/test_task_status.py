@@ -1,4 +1,4 @@
-"""The task state machine (workflows/task_status.py), table by table, and its docs page
+"""The task state machine (mcp_tasks/contracts/task_status.py), table by table, and its docs page
 (docs/concepts/state-machine.md) held to it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import WorkflowExecutionStatus
 
-from workflows.task_status import (
+from mcp_tasks.contracts.task_status import (
     ANSWERS_PENDING_MESSAGE,
     INBOX_LABELS,
     OPEN_STATUSES,

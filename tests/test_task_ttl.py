@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.ttl import MAX_CLOSED_GRACE_MS, is_expired, kept_for, ttl_after_close
-from workflows.task_status import TaskStatus
+from mcp_tasks.contracts.task_status import TaskStatus
 
 CREATED = datetime(2026, 8, 1, 10, 30, tzinfo=UTC)
 HOUR_MS = 3_600_000

@@ -20,11 +20,11 @@ from mcp_server.protocol.wire import parse_iso
 from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.tasks.description import describe
 from mcp_server.tasks.store import TemporalTaskStore
+from mcp_tasks.contracts.task_state import MEMO_KEY, TaskState
 from tests.asgi_stack import AsgiStack
 from tests.conftest import Stack, StackFactory
 from tests.fixture_tools import SHORT_TTL_MS
 from tests.mcp_client import NO_CAPABILITIES, TASKS, McpClient
-from workflows.task_state import MEMO_KEY, TaskState
 
 ACCEPT = {"action": "accept", "content": {"confirm": True}}
 ENVELOPE_KEYS = {"taskId", "status", "result", "error", "inputRequests"}

@@ -26,9 +26,9 @@ from temporalio.service import RPCError
 from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.runtime.worker import build_worker, deployment_config
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.contracts.task_state import MEMO_KEY, TaskInput, TaskState, iso_timestamp
 from mcp_tasks.settings import ConfigError, Settings
 from workflows.quota import QUOTA_WORKFLOW, QuotaInput
-from workflows.task_state import MEMO_KEY, TaskInput, TaskState, iso_timestamp
 
 
 def test_the_shutdown_grace_is_a_setting_with_a_default_that_lets_steps_finish() -> None:

@@ -28,7 +28,7 @@ from temporalio.common import SearchAttributeKey
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from workflows.task_state import SEARCH_ATTRIBUTE_TYPES, SEARCH_ATTRIBUTES, TaskInput
+from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTE_TYPES, SEARCH_ATTRIBUTES, TaskInput
 
 TIME_SKIPPING_CONFIG = "frontend.WorkflowTimeSkippingEnabled=true"
 

@@ -9,8 +9,8 @@ from typing import Any
 from temporalio import workflow
 
 from mcp_server.tools.registry import Tool, ToolRegistry
+from mcp_tasks.contracts.task_state import TaskInput
 from workflows.results import text_result
-from workflows.task_state import TaskInput
 from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
 
 TYPE = "TestsUpgradeApproval"

@@ -37,9 +37,9 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 from temporalio.workflow import ActivityCancellationType
 
+from mcp_tasks.contracts.task_state import TaskInput, iso_timestamp
 from workflows.deploy_timeline import timeline
 from workflows.results import text_result
-from workflows.task_state import TaskInput, iso_timestamp
 from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
 
 with workflow.unsafe.imports_passed_through():

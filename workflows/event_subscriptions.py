@@ -64,8 +64,8 @@ from mcp_tasks.contracts.events import (
     UnsubscribeInput,
     VerifyInput,
 )
+from mcp_tasks.contracts.task_state import iso_timestamp
 from workflows.event_delivery import EventDeliveryWorkflow
-from workflows.task_state import iso_timestamp
 
 ROTATION_GRACE = timedelta(minutes=5)
 # After a failed handshake, the same URL is not challenged again for this long (the same

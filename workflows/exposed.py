@@ -37,10 +37,10 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError, ChildWorkflowError, is_cancelled_exception
 
+from mcp_tasks.contracts.task_state import TaskInput
 from workflows.child_questions import ChildQuestions
 from workflows.child_steering import ChildSteering
 from workflows.results import text_result
-from workflows.task_state import TaskInput
 from workflows.task_workflow import task_workflow
 
 with workflow.unsafe.imports_passed_through():

@@ -52,7 +52,7 @@ from mcp_tasks.contracts.quota import (
     HeldTasks,
     ReleaseSlot,
 )
-from workflows.task_state import TaskInput, iso_timestamp, parse_timestamp
+from mcp_tasks.contracts.task_state import TaskInput, iso_timestamp, parse_timestamp
 
 QUOTA_WORKFLOW = "McpQuota"
 RESERVE_UPDATE = "mcp.quota.reserve"

@@ -39,12 +39,7 @@ from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError, FailureError, is_cancelled_exception
 
 from mcp_tasks.contracts.approvers import describe_approvers, outstanding_ids
-from workflows.input_limits import refuse_oversized
-from workflows.quota import releasing_slot
-from workflows.redaction import Redactor
-from workflows.results import bounded
-from workflows.steering import PAUSE_SIGNAL, RESUME_SIGNAL, STEER_SIGNAL, SteerInput, SteerMessage
-from workflows.task_state import (
+from mcp_tasks.contracts.task_state import (
     CANCEL_REQUESTED_SIGNAL,
     MEMO_KEY,
     PROTOCOL_ERROR_TYPE,
@@ -59,7 +54,12 @@ from workflows.task_state import (
     TaskState,
     iso_timestamp,
 )
-from workflows.task_status import TaskStatus, published_status
+from mcp_tasks.contracts.task_status import TaskStatus, published_status
+from workflows.input_limits import refuse_oversized
+from workflows.quota import releasing_slot
+from workflows.redaction import Redactor
+from workflows.results import bounded
+from workflows.steering import PAUSE_SIGNAL, RESUME_SIGNAL, STEER_SIGNAL, SteerInput, SteerMessage
 from workflows.webhooks import Notifications, failure_message
 
 STATUS_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_STATUS)

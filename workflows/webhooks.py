@@ -40,6 +40,8 @@ from mcp_tasks.contracts.events import (
     TaskEvent,
     subscriptions_workflow_id,
 )
+from mcp_tasks.contracts.task_state import TaskState, iso_timestamp
+from mcp_tasks.contracts.task_status import TaskStatus
 from mcp_tasks.contracts.webhooks import (
     DELIVER_ACTIVITY,
     DELIVERIES_HELP,
@@ -49,8 +51,6 @@ from mcp_tasks.contracts.webhooks import (
     UNKNOWN_ENDPOINT_ERROR,
     WebhookDelivery,
 )
-from workflows.task_state import TaskState, iso_timestamp
-from workflows.task_status import TaskStatus
 
 # Guards the commands notifications add (a marker, child starts): only tasks that name
 # endpoints ever reach it, and their histories all have the marker.

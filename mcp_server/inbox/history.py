@@ -26,7 +26,7 @@ from temporalio.service import RPCError
 
 from mcp_server.tasks.errors import from_rpc_error
 from mcp_server.tasks.store import RPC_TIMEOUT
-from workflows.task_state import SUBMIT_INPUT_SIGNAL, SubmitInput, TaskInput
+from mcp_tasks.contracts.task_state import SUBMIT_INPUT_SIGNAL, SubmitInput, TaskInput
 
 MAX_PAGES = 10
 PAGE_SIZE = 500

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_server.tasks.snapshots import TaskSnapshot
-from workflows.task_status import INBOX_LABELS
+from mcp_tasks.contracts.task_status import INBOX_LABELS
 
 # request_approval's structured `decision` (workflows/request_approval.py) -> (label, tone).
 _DECISIONS = {

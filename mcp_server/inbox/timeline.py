@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from mcp_server.inbox.html import duration, h, join, parse_time
-from workflows.task_state import STEP_STATUSES
+from mcp_tasks.contracts.task_state import STEP_STATUSES
 
 
 def _css(status: str) -> str:

@@ -38,7 +38,7 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
 from mcp_server.observability import metrics
-from workflows.task_state import SEARCH_ATTRIBUTES
+from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTES
 
 _RPC_TIMEOUT = timedelta(seconds=2)
 READY_CACHE_S = 2.0  # the default of MCP_TASKS_READY_CACHE_S

@@ -40,7 +40,7 @@ from mcp_server.observability.metrics import (
     TASK_ENDS,
     TASK_ENDS_HELP,
 )
-from workflows.task_state import SUBMIT_INPUT_SIGNAL, TaskInput
+from mcp_tasks.contracts.task_state import SUBMIT_INPUT_SIGNAL, TaskInput
 from workflows.task_workflow import TaskWorkflow
 
 

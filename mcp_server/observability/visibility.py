@@ -34,8 +34,8 @@ from temporalio.client import Client
 from mcp_server.observability import metrics
 from mcp_server.observability.probes import Readiness, pollers
 from mcp_server.tasks.memo import task_state_of
+from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTE_STATUS, SEARCH_ATTRIBUTE_TOOL
 from mcp_tasks.settings import Settings
-from workflows.task_state import SEARCH_ATTRIBUTE_STATUS, SEARCH_ATTRIBUTE_TOOL
 
 log = logging.getLogger("mcp_server.observability.visibility")
 _RPC_TIMEOUT = timedelta(seconds=5)

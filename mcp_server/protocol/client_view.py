@@ -22,7 +22,7 @@ from typing import Any
 from mcp_server.protocol import capabilities
 from mcp_server.protocol.capabilities import Declared
 from mcp_server.tasks.snapshots import TaskSnapshot
-from workflows.task_status import OPEN_STATUSES
+from mcp_tasks.contracts.task_status import OPEN_STATUSES
 
 STEERING_EXTENSION = "mcp-tasks-temporal/steering"
 STEERING_CAPABILITY: dict[str, Any] = {"extensions": {STEERING_EXTENSION: {}}}

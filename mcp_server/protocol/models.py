@@ -35,8 +35,8 @@ from mcp_server.protocol.wire import (
     META_RELATED_TASK_IDS,
     META_SERVER_INFO,
 )
+from mcp_tasks.contracts.task_status import TaskStatus
 from workflows.steering import MAX_STEER_CHARS
-from workflows.task_status import TaskStatus
 
 M = TypeVar("M", bound=BaseModel)
 JsonObject = dict[str, Any]

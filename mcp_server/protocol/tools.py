@@ -45,7 +45,7 @@ from mcp_server.protocol.wire import TASKS_CAPABILITY, iso_now
 from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.store import new_task_id
 from mcp_server.tools.registry import Tool, ToolCall
-from workflows.task_state import TaskInput
+from mcp_tasks.contracts.task_state import TaskInput
 
 # A 2026-07-28 request's opt-in to log messages (deprecated, still honoured): the least severe
 # level it wants.

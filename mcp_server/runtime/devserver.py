@@ -46,7 +46,7 @@ from mcp_server.runtime.engine_process import (
     temporal_binary,
     terminate,
 )
-from workflows.task_state import SEARCH_ATTRIBUTE_TYPES, SEARCH_ATTRIBUTES
+from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTE_TYPES, SEARCH_ATTRIBUTES
 
 __all__ = ["LOCK_FILE", "RECORD_FILE", "ServerRecord", "Synchronous", "TemporalDevServer",
            "free_port", "port_is_free", "temporal_binary"]  # fmt: skip

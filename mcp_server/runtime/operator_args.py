@@ -6,7 +6,7 @@ import argparse
 from datetime import timedelta
 from typing import Any
 
-from workflows.task_status import TASK_STATUSES
+from mcp_tasks.contracts.task_status import TASK_STATUSES
 
 _SIDE_DOOR = (
     "The operator reads and answers through Temporal directly: the MCP server's checks (owner, "

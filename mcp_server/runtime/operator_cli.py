@@ -55,11 +55,11 @@ from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tasks.ui_links import workflow_url
 from mcp_server.temporal.connection import connect
 from mcp_server.temporal.setup import ClusterProblem
+from mcp_tasks.contracts.task_state import AuditStamp, SubmitInput
+from mcp_tasks.contracts.task_status import TERMINAL_STATUSES
 from mcp_tasks.logging import configure as configure_logging
 from mcp_tasks.logging import principal_key, principal_tag
 from mcp_tasks.settings import Settings
-from workflows.task_state import AuditStamp, SubmitInput
-from workflows.task_status import TERMINAL_STATUSES
 
 EXIT_REFUSED = 1
 EXIT_INVALID = 2

@@ -14,7 +14,7 @@ from mcp_server.protocol.v2026.views import get_task_result
 from mcp_server.tasks.listing import ListedTask, TaskDetail
 from mcp_server.tasks.snapshots import TaskSnapshot, progress_label
 from mcp_server.tasks.ttl import is_expired
-from workflows.task_state import parse_timestamp
+from mcp_tasks.contracts.task_state import parse_timestamp
 
 MESSAGE_WIDTH = 60
 

@@ -21,8 +21,8 @@ from mcp_server.temporal.setup import (
     retention_warning,
 )
 from mcp_server.tools.loading import load_toolsets
+from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTE_TYPES
 from mcp_tasks.settings import Settings
-from workflows.task_state import SEARCH_ATTRIBUTE_TYPES
 
 
 async def run_setup(settings: Settings) -> int:

@@ -40,8 +40,8 @@ from mcp_server.tasks.errors import TaskNotFound
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tasks.ttl import is_expired
+from mcp_tasks.contracts.task_status import TERMINAL_STATUSES
 from mcp_tasks.identity import Identity
-from workflows.task_status import TERMINAL_STATUSES
 
 MAX_TASK_ID_LENGTH = 256
 # Longer than asyncio's worst lateness on an idle loop (1 ms plus scheduling), so the sleep

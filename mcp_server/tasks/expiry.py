@@ -30,7 +30,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from mcp_server.tasks.memo import task_state_of
 from mcp_server.tasks.snapshots import snapshot_of
 from mcp_server.tasks.ttl import closed_expired, is_expired
-from workflows.task_state import SEARCH_ATTRIBUTE_TOOL, iso_timestamp
+from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTE_TOOL, iso_timestamp
 
 log = logging.getLogger("mcp_server.tasks.expiry")
 

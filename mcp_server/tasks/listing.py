@@ -30,8 +30,7 @@ from mcp_server.tasks.errors import BackendRefused, from_rpc_error
 from mcp_server.tasks.snapshots import TaskSnapshot, listed_snapshot
 from mcp_server.tasks.store import RPC_TIMEOUT
 from mcp_tasks.contracts.approvers import PRINCIPAL_PREFIX, SCOPE_PREFIX
-from mcp_tasks.identity import Principal
-from workflows.task_state import (
+from mcp_tasks.contracts.task_state import (
     MEMO_KEY,
     SEARCH_ATTRIBUTE_APPROVERS,
     SEARCH_ATTRIBUTE_OWNER,
@@ -43,7 +42,8 @@ from workflows.task_state import (
     iso_timestamp,
     parse_timestamp,
 )
-from workflows.task_status import TASK_STATUSES
+from mcp_tasks.contracts.task_status import TASK_STATUSES
+from mcp_tasks.identity import Principal
 
 # Where a status lives: the search attribute while the task runs, the execution once it closed
 # (a failed workflow never upserts "failed").

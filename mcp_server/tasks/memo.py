@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from workflows.task_state import MEMO_KEY, TaskState
+from mcp_tasks.contracts.task_state import MEMO_KEY, TaskState
 
 log = logging.getLogger("mcp_server.tasks.memo")
 

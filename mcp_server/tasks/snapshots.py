@@ -23,9 +23,9 @@ from temporalio.exceptions import ApplicationError, TerminatedError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 from mcp_server.tasks.errors import TaskFailure
+from mcp_tasks.contracts.task_state import PROTOCOL_ERROR_TYPE, TaskState
+from mcp_tasks.contracts.task_status import TaskStatus, listed_status
 from workflows.child_questions import progress_text
-from workflows.task_state import PROTOCOL_ERROR_TYPE, TaskState
-from workflows.task_status import TaskStatus, listed_status
 
 if TYPE_CHECKING:
     from mcp_server.tasks.description import Description

@@ -92,11 +92,7 @@ from mcp_server.tasks.snapshots import (
     with_activity_progress,
 )
 from mcp_server.tasks.ttl import is_expired, ttl_after_close
-from mcp_tasks.identity import Identity
-from mcp_tasks.tracer import temporal_span
-from workflows.quota import RELEASE_BY_LOCAL_ACTIVITY, RELEASE_LAZILY
-from workflows.steering import SteerInput
-from workflows.task_state import (
+from mcp_tasks.contracts.task_state import (
     CANCEL_REQUESTED_SIGNAL,
     MEMO_KEY,
     SEARCH_ATTRIBUTE_OWNER,
@@ -109,7 +105,11 @@ from workflows.task_state import (
     TaskState,
     iso_timestamp,
 )
-from workflows.task_status import TERMINAL_STATUSES, running_status
+from mcp_tasks.contracts.task_status import TERMINAL_STATUSES, running_status
+from mcp_tasks.identity import Identity
+from mcp_tasks.tracer import temporal_span
+from workflows.quota import RELEASE_BY_LOCAL_ACTIVITY, RELEASE_LAZILY
+from workflows.steering import SteerInput
 
 log = logging.getLogger("mcp_server.tasks.store")
 INITIAL_STATUS_MESSAGE = "Queued"

@@ -18,8 +18,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from workflows.task_state import parse_timestamp
-from workflows.task_status import TERMINAL_STATUSES
+from mcp_tasks.contracts.task_state import parse_timestamp
+from mcp_tasks.contracts.task_status import TERMINAL_STATUSES
 
 if TYPE_CHECKING:  # only a type here: the tool registry imports this module, and stays light
     from mcp_server.tasks.snapshots import TaskSnapshot

@@ -28,7 +28,7 @@ from mcp_server.tasks.errors import from_rpc_error
 from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of
 from mcp_server.tasks.store import RPC_TIMEOUT
 from mcp_tasks.contracts.approvers import outstanding_ids
-from workflows.task_state import (
+from mcp_tasks.contracts.task_state import (
     MEMO_KEY,
     SEARCH_ATTRIBUTE_APPROVERS,
     SEARCH_ATTRIBUTE_OWNER,

@@ -33,8 +33,8 @@ from mcp_server.tasks.errors import TaskError
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tasks.ttl import is_expired
+from mcp_tasks.contracts.task_status import TERMINAL_STATUSES
 from mcp_tasks.token_buckets import TokenBucket
-from workflows.task_status import TERMINAL_STATUSES
 
 log = logging.getLogger("mcp_server.tasks.watchers")
 

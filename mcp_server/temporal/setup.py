@@ -23,7 +23,7 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from workflows.task_state import SEARCH_ATTRIBUTE_TYPES, SEARCH_ATTRIBUTES
+from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTE_TYPES, SEARCH_ATTRIBUTES
 
 log = logging.getLogger("mcp_server.temporal")
 

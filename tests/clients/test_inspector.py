@@ -24,10 +24,10 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTE_TOOL
 from tests.clients.node_runner import NodeRun, NodeSession
 from tests.clients.pipelines import gated_pipeline
 from tests.conftest import Stack
-from workflows.task_state import SEARCH_ATTRIBUTE_TOOL
 
 pytestmark = pytest.mark.clients
 

@@ -26,11 +26,11 @@ from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore, new_task_id
 from mcp_server.tasks.ttl import is_expired
 from mcp_server.tools.registry import ToolRegistry
+from mcp_tasks.contracts.task_state import AuditStamp, SubmitInput, TaskInput, iso_timestamp
 from mcp_tasks.settings import Settings
 from tests.fakes.clock import SettableClock
 from tests.fakes.memory_store import MemoryTaskStore
 from workflows.steering import PAUSE_SIGNAL, RESUME_SIGNAL, STEER_SIGNAL, SteerInput
-from workflows.task_state import AuditStamp, SubmitInput, TaskInput, iso_timestamp
 
 ELICIT: dict[str, Any] = {"elicitation": {}}
 ACCEPT = {"action": "accept", "content": {"confirm": True}}

@@ -33,11 +33,17 @@ from mcp_server.tasks.poll_interval import DEFAULT_MAX_MS, advertised_ms
 from mcp_server.tasks.quota import QuotaExceeded
 from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of
 from mcp_server.tasks.ttl import is_expired, ttl_after_close
+from mcp_tasks.contracts.task_state import (
+    AuditStamp,
+    SubmitInput,
+    TaskInput,
+    TaskState,
+    iso_timestamp,
+)
+from mcp_tasks.contracts.task_status import TaskStatus
 from mcp_tasks.identity import Identity
 from tests.fakes.task_runner import SCRIPTS, Script, ScriptFailed
 from workflows.steering import PAUSE_SIGNAL, SteerInput
-from workflows.task_state import AuditStamp, SubmitInput, TaskInput, TaskState, iso_timestamp
-from workflows.task_status import TaskStatus
 
 INITIAL_STATUS_MESSAGE = "Queued"
 LONG_POLL_S = 20.0

@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from mcp_server.tasks.errors import TaskFailure
+from mcp_tasks.contracts.task_state import TaskInput
 from workflows.results import text_result
-from workflows.task_state import TaskInput
 from workflows.task_workflow import elicitation
 
 

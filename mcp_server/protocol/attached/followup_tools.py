@@ -38,8 +38,8 @@ from mcp_server.tasks.access import find_task
 from mcp_server.tasks.errors import TaskError
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tools.registry import Tool, ToolCall
+from mcp_tasks.contracts.task_status import TERMINAL_STATUSES
 from workflows.steering import MAX_STEER_CHARS
-from workflows.task_status import TERMINAL_STATUSES
 
 _TASK_ID = {"type": "string", "minLength": 1, "description": "The taskId the tool call named"}
 NOT_FOUND = "No such task: it never existed, has passed its retention, or belongs to someone else."

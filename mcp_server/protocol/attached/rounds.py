@@ -38,8 +38,8 @@ from mcp_server.protocol.v2026 import mrtr, tasks
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tools.registry import InputRequests, Tool
-from workflows.task_state import TaskInput
-from workflows.task_status import TERMINAL_STATUSES
+from mcp_tasks.contracts.task_state import TaskInput
+from mcp_tasks.contracts.task_status import TERMINAL_STATUSES
 
 
 def follow_up_result(tool: str, snapshot: TaskSnapshot, problem: str = "") -> core.CallToolResult:

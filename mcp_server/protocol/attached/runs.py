@@ -49,8 +49,8 @@ from mcp_server.tasks.errors import TaskFailed
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.watchers import Follower
 from mcp_server.tools.registry import Logger, ProgressReporter
-from workflows.task_state import TaskInput
-from workflows.task_status import TERMINAL_STATUSES
+from mcp_tasks.contracts.task_state import TaskInput
+from mcp_tasks.contracts.task_status import TERMINAL_STATUSES
 
 # Log levels from least to most severe (RFC 5424 order, as the LoggingLevel type lists them).
 LOG_LEVELS: tuple[str, ...] = get_args(core.LoggingLevel)

@@ -52,10 +52,10 @@ from mcp_server.protocol.limits.rates import rate_limited
 from mcp_server.protocol.models import CompleteResult, PaginatedParams, parse_params
 from mcp_server.tasks.access import find_task
 from mcp_tasks.contracts.events import HANDSHAKE_LIMITED, SubscribeInput
+from mcp_tasks.contracts.task_state import iso_timestamp
 from mcp_tasks.webhooks.callback_url import callback_url_problem, destination_of
 from mcp_tasks.webhooks.signature import SecretError, whsec_key
 from workflows.event_subscriptions import HANDSHAKES_PER_DESTINATION
-from workflows.task_state import iso_timestamp
 
 ECHO_CHARS = 64
 HANDSHAKE_RETRY_MS = 60_000

@@ -35,7 +35,7 @@ from mcp_server.protocol.v2025.views import cancel_task_result, get_task_result,
 from mcp_server.protocol.v2026 import tasks
 from mcp_server.protocol.v2026.views import RELATED_TASK
 from mcp_server.protocol.wire import HANDSHAKE_VERSIONS, TASKS_EXTENSION
-from workflows.task_status import can_move
+from mcp_tasks.contracts.task_status import can_move
 
 TASKS_PAGE_SIZE = 50
 

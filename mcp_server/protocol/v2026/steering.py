@@ -41,9 +41,9 @@ from mcp_server.protocol.models import CompleteResult, GetTaskResult, SteerTaskP
 from mcp_server.protocol.v2026.tasks import lookup
 from mcp_server.protocol.v2026.views import get_task_result
 from mcp_server.tasks.snapshots import TaskSnapshot
+from mcp_tasks.contracts.task_state import AuditStamp
+from mcp_tasks.contracts.task_status import TERMINAL_STATUSES
 from workflows.steering import PAUSE_SIGNAL, RESUME_SIGNAL, STEER_SIGNAL, SteerInput
-from workflows.task_state import AuditStamp
-from workflows.task_status import TERMINAL_STATUSES
 
 PREFIX = "mcp-tasks-temporal"
 STEER_METHOD = f"{PREFIX}/steer"

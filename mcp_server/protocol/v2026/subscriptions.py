@@ -61,7 +61,7 @@ from mcp_server.protocol.v2026.views import detailed_task, progress_meta
 from mcp_server.protocol.wire import META_SERVER_INFO, META_TASK_SEQUENCE, TASKS_CAPABILITY
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.snapshots import TaskSnapshot
-from workflows.task_status import TERMINAL_STATUSES
+from mcp_tasks.contracts.task_status import TERMINAL_STATUSES
 
 LISTEN_METHOD = "subscriptions/listen"
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"

@@ -35,8 +35,8 @@ from mcp_server.tasks.access import require_task
 from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_tasks.contracts.approvers import describe_approvers
-from workflows.task_state import AuditStamp, SubmitInput
-from workflows.task_status import TERMINAL_STATUSES
+from mcp_tasks.contracts.task_state import AuditStamp, SubmitInput
+from mcp_tasks.contracts.task_status import TERMINAL_STATUSES
 
 
 async def lookup(ctx: RequestContext, services: Services, task_id: str) -> TaskSnapshot:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from workflows.task_status import TASK_STATUSES, TaskStatus
+from mcp_tasks.contracts.task_status import TASK_STATUSES, TaskStatus
 
 MEMO_KEY = "mcp"
 MEMO_VERSION = 1
