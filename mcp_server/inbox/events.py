@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from mcp_server.inbox.list_page import list_version
@@ -31,9 +30,9 @@ from mcp_server.inbox.pages import forms_version, task_version
 from mcp_server.protocol.errors import McpError
 from mcp_server.protocol.limits.listen import Lease, Listening
 from mcp_server.tasks.errors import TaskError
+from mcp_server.tasks.following import Updates
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.waiting import Waiting
-from mcp_server.tasks.watchers import Follower
 
 log = logging.getLogger("mcp_server.inbox.events")
 RELIST_S = 3.0
@@ -51,52 +50,24 @@ def _opening() -> bytes:
     return f"retry: {RETRY_MS}\n\n".encode()
 
 
-async def _until(events: list[asyncio.Event], within_s: float) -> None:
-    """Return once any of `events` is set, or after `within_s` seconds."""
-    waits = [asyncio.ensure_future(event.wait()) for event in events]
-    try:
-        await asyncio.wait(waits, timeout=within_s, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for wait in waits:
-            wait.cancel()
-
-
-class _Followed:
-    """The listed tasks a list stream follows with the replica's task watchers (at most
-    `MAX_FOLLOWED`, and only while the replica may watch more): any change wakes the stream,
-    which then re-lists at once instead of at its next round."""
-
-    def __init__(self, listening: Listening, wake: asyncio.Event) -> None:
-        self.listening = listening
-        self.wake = wake
-        self.followers: dict[str, Follower] = {}
-
-    def update(self, waiting: list[Waiting]) -> None:
-        wanted = {w.task_id: w for w in waiting[:MAX_FOLLOWED]}
-        for task_id in [t for t, f in self.followers.items() if t not in wanted or f.done]:
-            self.followers.pop(task_id).leave()
-        for task_id, listed in wanted.items():
-            if task_id in self.followers:
-                continue
-            try:
-                self.listening.check_room([task_id])
-            except McpError:
-                return  # the replica watches all it may: this stream re-lists on its rounds
-            follower = self.listening.watchers.follow(listed.snapshot, self.wake)
-            follower.take()  # what the list already shows
-            self.followers[task_id] = follower
-
-    def drain(self) -> None:
-        for follower in self.followers.values():
-            follower.take()
-
-    def close(self) -> None:
-        for follower in self.followers.values():
-            follower.leave()
-        self.followers.clear()
+def _follow_listed(listening: Listening, updates: Updates, waiting: list[Waiting]) -> None:
+    """Follow the first `MAX_FOLLOWED` listed tasks, while the replica may watch more: any change
+    of one gives the stream a round, which re-lists at once instead of at its next tick."""
+    wanted = {w.task_id: w for w in waiting[:MAX_FOLLOWED]}
+    for task_id in [t for t in updates.tasks if t not in wanted]:
+        updates.drop(task_id)
+    for task_id, listed in wanted.items():
+        if task_id in updates.tasks:
+            continue
+        try:
+            listening.check_room([task_id])
+        except McpError:
+            return  # the replica watches all it may: this stream re-lists on its ticks
+        updates.add(listed.snapshot)  # what the list already shows
 
 
 SIGNED_OUT = event("end", {"reason": "signed-out"})
+KEEPALIVE = b": keepalive\n\n"
 
 
 async def list_stream(
@@ -106,36 +77,30 @@ async def list_stream(
     closing: asyncio.Event,
     signed_in: Callable[[], bool],
 ) -> AsyncIterator[bytes]:
-    wake = asyncio.Event()
-    followed = _Followed(listening, wake)
     try:
         yield _opening()
         shown: str | None = None
-        quiet_since = time.monotonic()
-        ends = time.monotonic() + MAX_STREAM_S
-        while time.monotonic() < ends and not closing.is_set():
-            if not signed_in():  # revoked since the stream opened: it lists nothing more
-                yield SIGNED_OUT
-                return
-            try:
-                waiting = await relist()
-            except (TaskError, McpError) as err:  # Temporal unreachable: try again next round
-                log.warning("inbox list stream: %s", err)
-                await _until([closing], RELIST_S)
-                continue
-            followed.update(waiting)
-            version = list_version(waiting)
-            if version != shown:
-                shown, quiet_since = version, time.monotonic()
-                yield event("list", {"version": version})
-            elif time.monotonic() - quiet_since >= KEEPALIVE_S:
-                quiet_since = time.monotonic()
-                yield b": keepalive\n\n"
-            await _until([closing, wake], RELIST_S)
-            wake.clear()
-            followed.drain()
+        async with listening.watchers.following(
+            within_s=MAX_STREAM_S, tick_s=RELIST_S, quiet_s=KEEPALIVE_S, stop=closing
+        ) as updates:
+            async for news in updates:
+                if not signed_in():  # revoked since the stream opened: it lists nothing more
+                    yield SIGNED_OUT
+                    return
+                try:
+                    waiting = await relist()
+                except (TaskError, McpError) as err:  # Temporal unreachable: try again next round
+                    log.warning("inbox list stream: %s", err)
+                    continue
+                _follow_listed(listening, updates, waiting)
+                version = list_version(waiting)
+                if version != shown:
+                    shown = version
+                    updates.spoke()
+                    yield event("list", {"version": version})
+                elif news.quiet:
+                    yield KEEPALIVE
     finally:
-        followed.close()
         lease.release()
 
 
@@ -151,32 +116,25 @@ async def task_stream(
     closing: asyncio.Event,
     signed_in: Callable[[], bool],
 ) -> AsyncIterator[bytes]:
-    wake = asyncio.Event()
-    follower = listening.watchers.follow(snapshot, wake)
+    task_id = snapshot.task_id
     try:
         yield _opening()
-        ends = time.monotonic() + MAX_STREAM_S
-        quiet_since = time.monotonic()
-        while True:
-            if not signed_in():  # revoked since the stream opened: it shows nothing more
-                yield SIGNED_OUT
-                return
-            latest = follower.take()
-            if latest is not None:
-                quiet_since = time.monotonic()
-                yield _task_event(latest)
-            if follower.done:
-                yield event("end", {"reason": follower.ended or "terminal"})
-                return
-            left = ends - time.monotonic()
-            if left <= 0 or closing.is_set():
-                return
-            # Woken by a change, or every RELIST_S to see whether the session still stands.
-            await _until([wake, closing], min(RELIST_S, left))
-            if time.monotonic() - quiet_since >= KEEPALIVE_S and not wake.is_set():
-                quiet_since = time.monotonic()
-                yield b": keepalive\n\n"
-            wake.clear()
+        # A round on each change, and every RELIST_S to see whether the session still stands.
+        async with listening.watchers.following(
+            [snapshot], within_s=MAX_STREAM_S, tick_s=RELIST_S, quiet_s=KEEPALIVE_S, stop=closing
+        ) as updates:
+            async for news in updates:
+                if not signed_in():  # revoked since the stream opened: it shows nothing more
+                    yield SIGNED_OUT
+                    return
+                latest = news.changed.get(task_id)
+                if latest is not None:
+                    updates.spoke()
+                    yield _task_event(latest)
+                if task_id not in updates.tasks:  # terminal, or gone
+                    yield event("end", {"reason": news.ended.get(task_id, "terminal")})
+                    return
+                if news.quiet and latest is None:
+                    yield KEEPALIVE
     finally:
-        follower.leave()
         lease.release()

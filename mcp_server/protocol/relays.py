@@ -8,9 +8,12 @@ of the protocol reaches it through the Services.
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+# Wakes a follow (tasks/following.py: `Updates.nudge`).
+Nudge = Callable[[], None]
 
 
 class RefusedAnswers:
@@ -21,15 +24,15 @@ class RefusedAnswers:
         # relaying call of this process watches are kept, so nothing accumulates for tasks
         # nobody re-asks.
         self._pending: dict[str, dict[str, str]] = {}
-        # The calls relaying each task's questions: the event each waits on.
-        self._watched: dict[str, list[asyncio.Event]] = {}
+        # The calls relaying each task's questions: how to wake each.
+        self._watched: dict[str, list[Nudge]] = {}
 
-    def watch(self, task_id: str, wake: asyncio.Event) -> None:
-        """A call of this process relays `task_id`'s questions from now on; a refusal sets
+    def watch(self, task_id: str, wake: Nudge) -> None:
+        """A call of this process relays `task_id`'s questions from now on; a refusal calls
         `wake`."""
         self._watched.setdefault(task_id, []).append(wake)
 
-    def unwatch(self, task_id: str, wake: asyncio.Event) -> None:
+    def unwatch(self, task_id: str, wake: Nudge) -> None:
         """That call ended: forget the task's refusals once no call watches it."""
         wakes = self._watched.get(task_id, [])
         if wake in wakes:
@@ -44,7 +47,7 @@ class RefusedAnswers:
         if task_id in self._watched:
             self._pending.setdefault(task_id, {})[key] = problem
             for wake in self._watched[task_id]:
-                wake.set()
+                wake()
 
     def take(self, task_id: str) -> dict[str, str]:
         """The refusals recorded for `task_id` since the last look, by key (then forgotten)."""
@@ -59,8 +62,8 @@ class Relays:
     # The questions each session's GET stream of this process has sent, per (session, taskId):
     # a tasks/result call of that session that starts later does not send them again.
     sent_on_session_stream: dict[tuple[str, str], set[str]] = field(default_factory=dict)
-    # The wake events of this process's session GET streams: set when a relaying call stops,
-    # since a question it left open is theirs again.
-    session_streams: set[asyncio.Event] = field(default_factory=set)
+    # How to wake this process's session GET streams: called when a relaying call stops, since
+    # a question it left open is theirs again.
+    session_streams: set[Nudge] = field(default_factory=set)
     # Answers a task refused, for the call that asked them (attached/refused_answers.py).
     refused: RefusedAnswers = field(default_factory=RefusedAnswers)

@@ -17,6 +17,8 @@ Rules implemented:
   sequence.py) starts with its own read, which the watcher then keeps.
 - The watcher stops when its last follower leaves, or once its task is terminal, gone (deleted,
   or past its TTL) or unreadable (Temporal failed): its followers are told and wake up.
+- Consumers follow tasks through `TaskWatchers.following` (following.py: an async iterator of
+  rounds), never through a follower's wake event.
 """
 
 from __future__ import annotations
@@ -24,12 +26,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
 
 from mcp_server.tasks.errors import TaskError
+from mcp_server.tasks.following import End, MonotonicTimer, Timer, Updates
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tasks.ttl import is_expired
@@ -40,7 +42,6 @@ log = logging.getLogger("mcp_server.tasks.watchers")
 
 _DEFAULT_POLL_MS = 1000
 _MIN_EMPTY_POLL_S = 1.0
-End = Literal["gone", "failed"]
 
 
 @dataclass(eq=False)
@@ -157,10 +158,17 @@ class TaskWatchers:
     """The watchers of this replica, by taskId."""
 
     def __init__(
-        self, store: TaskStore, clock: Callable[[], datetime], rate_factor: int, burst: int
+        self,
+        store: TaskStore,
+        clock: Callable[[], datetime],
+        rate_factor: int,
+        burst: int,
+        timer: Timer | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
+        # What a follow's deadlines, ticks and keep-alives are measured in (following.py).
+        self.timer: Timer = timer or MonotonicTimer()
         self.rate_factor = rate_factor
         self.burst = burst
         self._watchers: dict[str, _Watcher] = {}
@@ -170,6 +178,27 @@ class TaskWatchers:
 
     def watching(self, task_id: str) -> bool:
         return task_id in self._watchers
+
+    def following(
+        self,
+        snapshots: Iterable[TaskSnapshot] = (),
+        *,
+        within_s: float | None = None,
+        tick_s: float | None = None,
+        quiet_s: float | None = None,
+        stop: asyncio.Event | None = None,
+    ) -> Updates:
+        """Follow these tasks (each a read the caller may see), and any added later, as an
+        async iterator of rounds (following.py), in an `async with` block that releases them."""
+        return Updates(
+            self.follow,
+            self.timer,
+            snapshots,
+            within_s=within_s,
+            tick_s=tick_s,
+            quiet_s=quiet_s,
+            stop=stop,
+        )
 
     def follow(self, snapshot: TaskSnapshot, wake: asyncio.Event) -> Follower:
         """Follow a task the caller may read (its owner's snapshot, just read): the follower

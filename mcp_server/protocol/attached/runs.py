@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
+from collections.abc import Callable, Iterator
 from typing import Any, get_args
 
 import mcp_types as core
@@ -46,8 +46,8 @@ from mcp_server.protocol.v2026.views import RELATED_TASK, tool_result
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.errors import TaskFailed
+from mcp_server.tasks.following import End
 from mcp_server.tasks.snapshots import TaskSnapshot
-from mcp_server.tasks.watchers import Follower
 from mcp_server.tools.registry import Logger, ProgressReporter
 from mcp_tasks.contracts.task_state import TaskInput
 from mcp_tasks.contracts.task_status import TERMINAL_STATUSES
@@ -217,59 +217,88 @@ async def follow(
     The task is read once here (the access check of tasks/get), then followed through the
     replica's watcher of it (tasks/watchers.py, shared with listen streams and the inbox): one
     history long-poll, a re-read only after new events, nothing while the task is quiet."""
-    deadline = None if wait_s is None else time.monotonic() + wait_s
-    can_ask = not ctx.modern and ctx.streaming
-    report = progress_reporter(ctx)
-    relays = services.relays
-    sent_before = relays.sent_on_session_stream.get((ctx.session or "", task_id), set())
-    asked: set[str] = set(sent_before) if ctx.session else set()
-    last_sent: object = None
-    relay = ProgressRelay()
-    wake = asyncio.Event()
     snapshot = await _read(ctx, services, task_id)
-    follower = services.listening.watchers.follow(snapshot, wake)
-    relays.relaying[task_id] += 1
-    if refusals is not None:
-        relays.refused.watch(task_id, wake)
-    try:
-        while True:
-            newer = follower.take()
-            if newer is not None:
-                snapshot = newer
-            elif follower.done:  # no watcher feeds it any more, and it was not terminal
-                follower = await _follow_again(ctx, services, task_id, follower, wake)
-                continue
-            if snapshot.status in TERMINAL_STATUSES:
-                return snapshot
-            if snapshot.status_message and progress_mark(snapshot) != last_sent:
-                last_sent = progress_mark(snapshot)
-                if (relayed := relay.next(snapshot)) is not None:
-                    await report(*relayed, snapshot.status_message)
-            if can_ask and refusals is not None:
-                for key, problem in relays.refused.take(task_id).items():
-                    if key in asked and refusals.add(key, problem):
-                        asked.discard(key)  # ask it again, saying what was wrong
-                if until_stuck and refusals.exhausted:
-                    return snapshot  # the follow-up result names the problem
-            if can_ask and snapshot.status == "input_required":
-                await ask(ctx, snapshot, asked, refusals)
-            if until_stuck and _stuck(ctx, snapshot):
-                return snapshot
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                return snapshot
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), remaining)
-            wake.clear()
-    finally:
-        follower.leave()
-        if refusals is not None:
-            relays.refused.unwatch(task_id, wake)
-        relays.relaying[task_id] -= 1
-        if not relays.relaying[task_id]:
-            del relays.relaying[task_id]
-            for stream in relays.session_streams:  # a question it left open is theirs again
-                stream.set()
+    relayer = _Relayer(ctx, services, task_id, until_stuck, refusals)
+    watchers = services.listening.watchers
+    async with watchers.following([snapshot], within_s=wait_s) as updates:
+        with relayer.relaying(updates.nudge):
+            async for news in updates:
+                snapshot = news.changed.get(task_id, snapshot)
+                if (ended := news.ended.get(task_id)) is not None:  # and it was not terminal
+                    snapshot = updates.add(await _read_again(ctx, services, task_id, ended))
+                if snapshot.status in TERMINAL_STATUSES or await relayer.relay(snapshot):
+                    return snapshot
+    return snapshot
+
+
+class _Relayer:
+    """What one follow relays to its client: progress, and the task's questions where the
+    client can be asked them (again, once an answer was refused)."""
+
+    def __init__(
+        self,
+        ctx: RequestContext,
+        services: Services,
+        task_id: str,
+        until_stuck: bool,
+        refusals: Refusals | None,
+    ) -> None:
+        self.ctx = ctx
+        self.relays = services.relays
+        self.task_id = task_id
+        self.until_stuck = until_stuck
+        self.refusals = refusals
+        self.can_ask = not ctx.modern and ctx.streaming
+        self.report = progress_reporter(ctx)
+        sent_before = self.relays.sent_on_session_stream.get((ctx.session or "", task_id), set())
+        self.asked: set[str] = set(sent_before) if ctx.session else set()
+        self.last_sent: object = None
+        self.progress = ProgressRelay()
+
+    @contextlib.contextmanager
+    def relaying(self, nudge: Callable[[], None]) -> Iterator[None]:
+        """While the follow runs: the session's GET stream leaves the task's questions to it,
+        and a refused answer nudges it; once it ends, a question it left open is theirs again."""
+        relays, task_id = self.relays, self.task_id
+        relays.relaying[task_id] += 1
+        if self.refusals is not None:
+            relays.refused.watch(task_id, nudge)
+        try:
+            yield
+        finally:
+            if self.refusals is not None:
+                relays.refused.unwatch(task_id, nudge)
+            relays.relaying[task_id] -= 1
+            if not relays.relaying[task_id]:
+                del relays.relaying[task_id]
+                for wake in relays.session_streams:
+                    wake()
+
+    async def relay(self, snapshot: TaskSnapshot) -> bool:
+        """Relay what is new in `snapshot`; True when the follow should stop here."""
+        await self._report(snapshot)
+        if self._refused_too_often():
+            return True  # the follow-up result names the problem
+        if self.can_ask and snapshot.status == "input_required":
+            await ask(self.ctx, snapshot, self.asked, self.refusals)
+        return self.until_stuck and _stuck(self.ctx, snapshot)
+
+    def _refused_too_often(self) -> bool:
+        """Take the answers refused since the last look (each question is asked again, saying
+        what was wrong); True when an attached call should stop asking."""
+        refusals = self.refusals
+        if not self.can_ask or refusals is None:
+            return False
+        for key, problem in self.relays.refused.take(self.task_id).items():
+            if key in self.asked and refusals.add(key, problem):
+                self.asked.discard(key)
+        return self.until_stuck and refusals.exhausted
+
+    async def _report(self, snapshot: TaskSnapshot) -> None:
+        if snapshot.status_message and progress_mark(snapshot) != self.last_sent:
+            self.last_sent = progress_mark(snapshot)
+            if (relayed := self.progress.next(snapshot)) is not None:
+                await self.report(*relayed, snapshot.status_message)
 
 
 async def _read(ctx: RequestContext, services: Services, task_id: str) -> TaskSnapshot:
@@ -282,17 +311,16 @@ async def _read(ctx: RequestContext, services: Services, task_id: str) -> TaskSn
     return snapshot
 
 
-async def _follow_again(
-    ctx: RequestContext, services: Services, task_id: str, ended: Follower, wake: asyncio.Event
-) -> Follower:
+async def _read_again(
+    ctx: RequestContext, services: Services, task_id: str, ended: End
+) -> TaskSnapshot:
     """The watcher of a task stopped before the task ended: "not found" when the task is gone
     (deleted, or past its TTL); after a failed read (Temporal), read it here again, a second
-    later (raising what Temporal raises), and follow it anew."""
-    if ended.ended == "gone":
+    later (raising what Temporal raises), to follow it anew."""
+    if ended == "gone":
         raise task_not_found()
     await asyncio.sleep(_RETRY_AFTER_FAILURE_S)
-    snapshot = await _read(ctx, services, task_id)
-    return services.listening.watchers.follow(snapshot, wake)
+    return await _read(ctx, services, task_id)
 
 
 async def run_attached(

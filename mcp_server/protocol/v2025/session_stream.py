@@ -20,16 +20,13 @@ Rules implemented:
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from mcp_server.protocol.attached.runs import ask
 from mcp_server.protocol.context import RequestContext, Services
 from mcp_server.protocol.limits.listen import Lease
 from mcp_server.tasks.access import find_task
-from mcp_server.tasks.snapshots import TaskSnapshot
-from mcp_server.tasks.watchers import Follower
+from mcp_server.tasks.following import Updates
 
 # The stream yields at least this often when nothing changes (for the transport's keep-alive),
 # and ends after SESSION_STREAM_S (the client opens it again).
@@ -62,60 +59,62 @@ async def _session_questions(
     questions themselves go out through `ctx.send`."""
     assert ctx.session is not None
     session = ctx.session
-    wake = asyncio.Event()
-    listed: list[str] = []
-    listing = asyncio.create_task(_read_session_list(services, session, listed, wake))
-    following: dict[str, Follower] = {}
-    latest: dict[str, TaskSnapshot] = {}  # the tasks waiting for input, as last read
-    seen: set[str] = set()
     relays = services.relays
-    relays.session_streams.add(wake)
     asked: dict[str, set[str]] = {}
-    deadline = time.monotonic() + lifetime_s
+    listed: list[str] = []
+    seen: set[str] = set()
     try:
-        while time.monotonic() < deadline and not listing.done():
-            new, listed[:] = [t for t in listed if t not in seen], []
-            for task_id in new:
-                seen.add(task_id)
-                snapshot = await find_task(
-                    services.store, task_id, ctx.principal, services.clock, identity=ctx.identity
-                )
-                if snapshot is not None:
-                    following[task_id] = services.listening.watchers.follow(snapshot, wake)
-            for task_id, follower in list(following.items()):
-                snapshot = follower.take() or latest.get(task_id)
-                # Checked at each wake: a tasks/result call may be relaying it now, or have
-                # just stopped (it wakes this stream) with the question still open.
-                if snapshot is not None and snapshot.status == "input_required":
-                    latest[task_id] = snapshot
-                    if task_id not in relays.relaying:
-                        sent = asked.setdefault(task_id, set())
-                        relays.sent_on_session_stream[(session, task_id)] = sent
-                        await ask(ctx, snapshot, sent)
-                else:
-                    latest.pop(task_id, None)
-                if follower.done:  # terminal, gone, or unreadable: nothing more to ask
-                    following.pop(task_id).leave()
-                    latest.pop(task_id, None)
-            yield None
-            remaining = min(SESSION_IDLE_S, deadline - time.monotonic())
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), max(0.0, remaining))
-            wake.clear()
-        if listing.done():
-            listing.result()  # the list could not be read (Temporal): the stream ends
+        async with services.listening.watchers.following(
+            within_s=lifetime_s, tick_s=SESSION_IDLE_S
+        ) as updates:
+            listing = asyncio.create_task(
+                _read_session_list(services, session, listed, updates.nudge)
+            )
+            relays.session_streams.add(updates.nudge)
+            try:
+                async for _ in updates:
+                    if listing.done():
+                        listing.result()  # the list could not be read (Temporal): the stream ends
+                        return
+                    await _follow_listed(ctx, services, updates, listed, seen)
+                    # Checked at each round: a tasks/result call may be relaying a question now,
+                    # or have just stopped (it nudges this stream) with the question still open.
+                    for task_id, snapshot in updates.latest.items():
+                        if snapshot.status == "input_required" and task_id not in relays.relaying:
+                            sent = asked.setdefault(task_id, set())
+                            relays.sent_on_session_stream[(session, task_id)] = sent
+                            await ask(ctx, snapshot, sent)
+                    yield None
+            finally:
+                relays.session_streams.discard(updates.nudge)
+                listing.cancel()
     finally:
-        relays.session_streams.discard(wake)
-        listing.cancel()
         lease.release()
-        for follower in following.values():
-            follower.leave()
         for task_id in asked:
             relays.sent_on_session_stream.pop((session, task_id), None)
 
 
+async def _follow_listed(
+    ctx: RequestContext,
+    services: Services,
+    updates: Updates,
+    listed: list[str],
+    seen: set[str],
+) -> None:
+    """Follow the tasks the session's list named since the last round (each read once, as
+    tasks/get reads it for the caller); a terminal one is not followed."""
+    new, listed[:] = [t for t in listed if t not in seen], []
+    for task_id in new:
+        seen.add(task_id)
+        snapshot = await find_task(
+            services.store, task_id, ctx.principal, services.clock, identity=ctx.identity
+        )
+        if snapshot is not None:
+            updates.add(snapshot)
+
+
 async def _read_session_list(
-    services: Services, session: str, listed: list[str], wake: asyncio.Event
+    services: Services, session: str, listed: list[str], nudge: Callable[[], None]
 ) -> None:
     """Follow the session's task list, adding each task it names to `listed`."""
     cursor = b""
@@ -123,4 +122,4 @@ async def _read_session_list(
         task_ids, cursor = await services.store.session_tasks(session, cursor)
         if task_ids:
             listed.extend(task_ids)
-            wake.set()
+            nudge()

@@ -34,10 +34,9 @@ Rules implemented:
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as core
@@ -76,7 +75,6 @@ class Subscription:
     tasks: dict[str, TaskSnapshot]
     tools: bool
     lease: Lease
-    _wake: asyncio.Event = field(default_factory=asyncio.Event)
     _tools_changed: bool = False
 
     def _meta(self) -> dict[str, Any]:
@@ -101,77 +99,71 @@ class Subscription:
         meta = {**self._meta(), META_SERVER_INFO: self.services.server_info}
         return Response(id=self.ctx.request_id, result=ListenResult(_meta=meta))
 
-    def _tools_change(self) -> None:
-        self._tools_changed = True
-        self._wake.set()
-
     async def messages(self) -> AsyncIterator[BaseModel | None]:
         """The stream's messages in order; None asks for a keep-alive comment."""
         try:
             yield self.acknowledgement()
-            # Only a stream that asked for tool-list changes listens for them.
-            unsubscribe = (
-                self.services.registry.on_change(self._tools_change) if self.tools else None
-            )
-            try:
-                async for message in self._updates():
-                    yield message
-            finally:
-                if unsubscribe is not None:
-                    unsubscribe()
+            async for message in self._updates():
+                yield message
             yield self.final_response()
         finally:
             self.lease.release()
 
     async def _updates(self) -> AsyncIterator[BaseModel | None]:
         watchers = self.services.listening.watchers
-        following = {task: watchers.follow(seen, self._wake) for task, seen in self.tasks.items()}
         sent: dict[str, dict[str, Any]] = {}
-        sequences: dict[str, int] = {}
-        deadline = time.monotonic() + MAX_LISTEN_S
-        last_message = time.monotonic()
-        try:
-            while (following or self.tools) and time.monotonic() < deadline:
-                for task_id, follower in list(following.items()):
-                    if follower.ended == "failed":
+        async with watchers.following(
+            self.tasks.values(), within_s=MAX_LISTEN_S, quiet_s=KEEPALIVE_S
+        ) as updates:
+            with self._tool_changes(updates.nudge):
+                async for news in updates:
+                    if "failed" in news.ended.values():
                         return  # Temporal failed a read: end the stream, the client listens again
-                    snapshot = follower.take()
-                    if snapshot is not None and snapshot.sequence < sequences.get(task_id, 0):
-                        snapshot = None  # older than one this stream sent: never after it
-                    if snapshot is not None:
-                        sequences[task_id] = snapshot.sequence
-                        view = to_wire(detailed_task(snapshot, self.ctx.capabilities))
-                        if view != sent.get(task_id):
-                            sent[task_id] = view
-                            last_message = time.monotonic()
-                            yield self.task_notification(snapshot)
-                        if snapshot.status in TERMINAL_STATUSES:
-                            following.pop(task_id).leave()
-                            continue
-                    if follower.done:
-                        following.pop(task_id).leave()  # gone: deleted, or past its TTL
-                if not (following or self.tools):
-                    return
-                now = time.monotonic()
-                wait = max(0.0, min(last_message + KEEPALIVE_S, deadline) - now)
-                try:
-                    await asyncio.wait_for(self._wake.wait(), wait)
-                except TimeoutError:
-                    pass
-                self._wake.clear()
-                if self._tools_changed:
-                    self._tools_changed = False
-                    last_message = time.monotonic()
-                    yield Notification(
-                        method="notifications/tools/list_changed",
-                        params=EmptyNotificationParams(_meta=self._meta()),
-                    )
-                elif time.monotonic() - last_message >= KEEPALIVE_S:
-                    last_message = time.monotonic()
-                    yield None
+                    said = self._tools_messages() + self._task_messages(news.changed, sent)
+                    if said:
+                        updates.spoke()
+                    for message in said:
+                        yield message
+                    if not (updates.tasks or self.tools):
+                        return
+                    if news.quiet and not said:
+                        yield None
+
+    @contextlib.contextmanager
+    def _tool_changes(self, nudge: Callable[[], None]) -> Iterator[None]:
+        """Only a stream that asked for tool-list changes listens for them."""
+        if not self.tools:
+            yield
+            return
+
+        def changed() -> None:
+            self._tools_changed = True
+            nudge()
+
+        unsubscribe = self.services.registry.on_change(changed)
+        try:
+            yield
         finally:
-            for follower in following.values():
-                follower.leave()
+            unsubscribe()
+
+    def _tools_messages(self) -> list[BaseModel]:
+        if not self._tools_changed:
+            return []
+        self._tools_changed = False
+        params = EmptyNotificationParams(_meta=self._meta())
+        return [Notification(method="notifications/tools/list_changed", params=params)]
+
+    def _task_messages(
+        self, changed: dict[str, TaskSnapshot], sent: dict[str, dict[str, Any]]
+    ) -> list[BaseModel]:
+        """A notification for each task whose view changed (not only its running time)."""
+        messages: list[BaseModel] = []
+        for task_id, snapshot in changed.items():
+            view = to_wire(detailed_task(snapshot, self.ctx.capabilities))
+            if view != sent.get(task_id):
+                sent[task_id] = view
+                messages.append(self.task_notification(snapshot))
+        return messages
 
 
 def _check_poll_budget(ctx: RequestContext, services: Services, task_id: str) -> None:
