@@ -39,6 +39,7 @@ class ListenStream:
         self.notifications = notifications
         self.messages: asyncio.Queue[Message] = asyncio.Queue()
         self.ended = asyncio.Event()
+        self.comments = 0  # `:` lines: the server's keep-alives
         self._pump: asyncio.Task[None] | None = None
 
     async def _run(self) -> None:
@@ -65,6 +66,8 @@ class ListenStream:
                         message = json.loads(line[len("data: ") :])
                         assert_valid_stream_message(message)
                         await self.messages.put(message)
+                    elif line.startswith(":"):
+                        self.comments += 1
         finally:
             self.ended.set()
 

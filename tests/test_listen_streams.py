@@ -15,11 +15,12 @@ from mcp_server.protocol import errors
 from mcp_server.protocol.context import RequestContext
 from mcp_server.protocol.models import ListenParams, parse_params
 from mcp_server.protocol.services import build_services
-from mcp_server.protocol.v2026.subscriptions import listen
+from mcp_server.protocol.v2026.subscriptions import KEEPALIVE_S, listen
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.settings import Settings
 from tests.conftest import StackFactory
+from tests.fakes.clock import ManualTimer
 from tests.listen_stream import ListenStream, counted_stack, eventually, is_final, task_status
 from tests.mcp_client import McpClient
 
@@ -28,6 +29,13 @@ async def parked_approval(mcp: McpClient, message: str) -> str:
     task_id = await mcp.create_task("request_approval", {"message": message})
     await mcp.wait_status(task_id, "input_required", within=10)
     return task_id
+
+
+async def keepalive_after_advancing(stream: ListenStream, timer: ManualTimer) -> None:
+    """Move the stream's time by KEEPALIVE_S: a keep-alive comment comes."""
+    heard = stream.comments
+    timer.advance(KEEPALIVE_S)
+    await eventually(lambda: stream.comments > heard)
 
 
 async def listen_refusal(mcp: McpClient, notifications: dict[str, object]) -> dict[str, object]:
@@ -61,13 +69,17 @@ async def test_a_stream_on_a_parked_task_costs_no_reads_while_it_stays_open(
     temporal_client: Client, registry: ToolRegistry
 ) -> None:
     async with counted_stack(temporal_client, registry) as (mcp, services, store):
+        # The stream's time (its keep-alives, its deadline) is the test's to move.
+        timer = services.listening.watchers.timer = ManualTimer()
         task_id = await parked_approval(mcp, "Idle?")
         async with ListenStream(mcp, {"taskIds": [task_id]}) as stream:
             await stream.next(task_status("input_required"))
             # The watcher has read the history once and waits in its second long-poll.
             await eventually(lambda: store.long_polls >= 2)
             reads, polls = store.gets, store.long_polls
-            await asyncio.sleep(1.5)  # three rounds of reads for the former 0.5 s polling
+            # A minute of the stream's time: a keep-alive every KEEPALIVE_S, and not one read.
+            for _ in range(4):
+                await keepalive_after_advancing(stream, timer)
             assert (store.gets, store.long_polls) == (reads, polls)
             # ... and it still hears the next change.
             approve = {"action": "accept", "content": {"decision": "approve"}}
