@@ -217,10 +217,12 @@ async def follow(
     The task is read once here (the access check of tasks/get), then followed through the
     replica's watcher of it (tasks/watchers.py, shared with listen streams and the inbox): one
     history long-poll, a re-read only after new events, nothing while the task is quiet."""
-    snapshot = await _read(ctx, services, task_id)
-    relayer = _Relayer(ctx, services, task_id, until_stuck, refusals)
     watchers = services.listening.watchers
-    async with watchers.following([snapshot], within_s=wait_s) as updates:
+    started = watchers.timer.now()  # the wait includes the first read
+    snapshot = await _read(ctx, services, task_id)
+    within_s = None if wait_s is None else wait_s - (watchers.timer.now() - started)
+    relayer = _Relayer(ctx, services, task_id, until_stuck, refusals)
+    async with watchers.following([snapshot], within_s=within_s) as updates:
         with relayer.relaying(updates.nudge):
             async for news in updates:
                 snapshot = news.changed.get(task_id, snapshot)
