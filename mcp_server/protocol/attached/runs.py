@@ -273,8 +273,8 @@ class _Relayer:
             relays.relaying[task_id] -= 1
             if not relays.relaying[task_id]:
                 del relays.relaying[task_id]
-                for wake in relays.session_streams:
-                    wake()
+                for nudge_stream in relays.session_streams:
+                    nudge_stream()
 
     async def relay(self, snapshot: TaskSnapshot) -> bool:
         """Relay what is new in `snapshot`; True when the follow should stop here."""
