@@ -202,7 +202,8 @@ class TaskWatchers:
 
     def follow(self, snapshot: TaskSnapshot, wake: asyncio.Event) -> Follower:
         """Follow a task the caller may read (its owner's snapshot, just read): the follower
-        starts with the newest snapshot known. A terminal task gets no watcher."""
+        starts with the newest snapshot known. A terminal task gets no watcher. What `following`
+        feeds its rounds from; a consumer uses `following`."""
         if snapshot.status in TERMINAL_STATUSES:
             return Follower(wake, pending=snapshot)
         watcher = self._watchers.get(snapshot.task_id)
