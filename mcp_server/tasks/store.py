@@ -105,7 +105,14 @@ from mcp_tasks.contracts.task_state import (
     TaskState,
     iso_timestamp,
 )
-from mcp_tasks.contracts.task_status import TERMINAL_STATUSES, running_status
+from mcp_tasks.contracts.task_status import (
+    CANCEL_REQUESTED_MESSAGE,
+    CANCELLED_MESSAGE,
+    TERMINAL_STATUSES,
+    closed_status,
+    published_status,
+    running_status,
+)
 from mcp_tasks.identity import Identity
 from mcp_tasks.tracer import temporal_span
 from workflows.quota import RELEASE_BY_LOCAL_ACTIVITY, RELEASE_LAZILY
@@ -162,7 +169,7 @@ def initial_search_attributes(task: TaskInput) -> TypedSearchAttributes:
     keyword = SearchAttributeKey.for_keyword
     return TypedSearchAttributes(
         [
-            SearchAttributePair(keyword(SEARCH_ATTRIBUTE_STATUS), "working"),
+            SearchAttributePair(keyword(SEARCH_ATTRIBUTE_STATUS), published_status(False)),
             SearchAttributePair(keyword(SEARCH_ATTRIBUTE_TOOL), task.tool),
             SearchAttributePair(keyword(SEARCH_ATTRIBUTE_OWNER), task.owner),
         ]
@@ -468,7 +475,7 @@ class TemporalTaskStore:
         status, said = running_status(snapshot.status, unanswered=bool(pending))
         message = said or snapshot.status_message
         if cancel_requested:
-            message = "Cancellation requested"
+            message = CANCEL_REQUESTED_MESSAGE
         if status == "working" and message:
             message = with_activity_progress(message, description, self._clock())
         attempt = pending_task.attempt if pending_task is not None else 0
@@ -549,21 +556,23 @@ class TemporalTaskStore:
             ttl_ms=ttl_after_close(base.created_at, closed_at, base.ttl_ms),
             sequence=await self._sequences.of(task_id, description),
         )
-        status = description.status
-        if status == WorkflowExecutionStatus.CANCELED:
+        # How the execution ended decides, whatever the memo said last (task_status.py).
+        execution = description.status.name if description.status else ""
+        status = closed_status(execution) or base.status
+        if description.status == WorkflowExecutionStatus.CANCELED:
             # The workflow's last word (e.g. how much was done), or plainly "Cancelled" when it
             # never got to say it (a cancellation of a task no worker ever picked up).
-            said = state.status == "cancelled" and base.status_message
-            return replace(base, status="cancelled", status_message=said or "Cancelled")
+            said = state.status == status and base.status_message
+            return replace(base, status=status, status_message=said or CANCELLED_MESSAGE)
         handle = self._client.get_workflow_handle(task_id, run_id=description.run_id)
         try:
             result = await handle.result(follow_runs=False, rpc_timeout=RPC_TIMEOUT)
         except WorkflowFailureError as err:
             error, message = failure_of(err)
-            return replace(base, status="failed", status_message=message, error=error)
+            return replace(base, status=status, status_message=message, error=error)
         except RPCError as err:
             raise from_rpc_error(err, "read the task result") from err
-        return replace(base, status="completed", status_message=base.status_message, result=result)
+        return replace(base, status=status, status_message=base.status_message, result=result)
 
     async def wait_for_events(self, task_id: str, cursor: bytes) -> tuple[int, bytes | None] | None:
         """Wait until the task's history has events after `cursor` (b"": its start): one
