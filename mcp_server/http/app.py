@@ -125,7 +125,7 @@ def create_app(
     `now`: the clock of TTLs and timestamps (tests move it instead of waiting a TTL out).
 
     `local_client`: the client of a worker of this process on the same task queue, if one
-    runs now; creates then ask Temporal for an eager start (tasks/store.py).
+    runs now; creates then ask Temporal for an eager start (tasks/starts.py).
 
     `engine`: the state of the embedded Temporal this process supervises, for /readyz.
 

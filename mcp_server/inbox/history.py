@@ -25,7 +25,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from mcp_server.tasks.errors import from_rpc_error
-from mcp_server.tasks.store import RPC_TIMEOUT
+from mcp_server.tasks.timeouts import RPC_TIMEOUT
 from mcp_tasks.contracts.task_state import SUBMIT_INPUT_SIGNAL, SubmitInput, TaskInput
 
 MAX_PAGES = 10

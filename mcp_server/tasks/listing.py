@@ -28,7 +28,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_server.tasks.errors import BackendRefused, from_rpc_error
 from mcp_server.tasks.snapshots import TaskSnapshot, listed_snapshot
-from mcp_server.tasks.store import RPC_TIMEOUT
+from mcp_server.tasks.timeouts import RPC_TIMEOUT
 from mcp_tasks.contracts.approvers import PRINCIPAL_PREFIX, SCOPE_PREFIX
 from mcp_tasks.contracts.task_state import (
     MEMO_KEY,

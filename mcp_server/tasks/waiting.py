@@ -26,7 +26,7 @@ from temporalio.service import RPCError
 
 from mcp_server.tasks.errors import from_rpc_error
 from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of
-from mcp_server.tasks.store import RPC_TIMEOUT
+from mcp_server.tasks.timeouts import RPC_TIMEOUT
 from mcp_tasks.contracts.approvers import outstanding_ids
 from mcp_tasks.contracts.task_state import (
     MEMO_KEY,

@@ -10,10 +10,10 @@ Who decides a task's status:
   while it runs (`published_status`: open questions or not), and `completed` or `cancelled`
   when it ends; a failure is Temporal's to record (the workflow raised, was terminated or
   timed out);
-- the task store (mcp_server/tasks/store.py) reads a running task as published, but for a task
-  whose questions are all answered and not yet taken in by the workflow, which reads `working`
-  (`running_status`); a closed task reads as its execution ended (`closed_status`), whatever
-  its memo said last;
+- the task store (mcp_server/tasks/snapshot_reads.py) reads a running task as published, but
+  for a task whose questions are all answered and not yet taken in by the workflow, which
+  reads `working` (`running_status`); a closed task reads as its execution ended
+  (`closed_status`), whatever its memo said last;
 - a 2025-11-25 `tasks/cancel` answers at once as the cancellation will end, before the task
   has taken it in (`cancel_acknowledged`);
 - a listing (tasks/list, the operator CLI) reads the memo, and how the execution ended when it
