@@ -45,6 +45,7 @@ from mcp_server.protocol.events.store import (
     events_offered,
 )
 from mcp_server.protocol.services import build_services, clock, state_secret
+from mcp_server.tasks.backend import TemporalBackend
 from mcp_server.tasks.inbox_store import InboxStore, TemporalInboxStore
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore
 from mcp_server.tasks.ui_links import workflow_url
@@ -171,9 +172,10 @@ def create_app(
         app.state.endpoint = McpEndpoint(services, SessionCodec(secret))
         app.state.services = services
         app.state.inbox = inbox or (TemporalInboxStore(temporal) if temporal else None)
+        backend = TemporalBackend(temporal) if temporal is not None else None
         app.state.store = task_store
         async with (
-            operations(app, settings, registry, temporal, engine),
+            operations(app, settings, registry, backend, engine),
             _revocations(authenticator, subscriptions),
         ):
             yield
