@@ -20,9 +20,7 @@ from mcp_server.tasks.timeouts import LONG_POLL_TIMEOUT
 
 
 class TaskLongPolls:
-    """The long-polls.
-
-    Part of `TemporalTaskStore` (store.py), which sets the attributes below."""
+    """The long-polls: a part of `TemporalTaskStore` (store.py), which sets these attributes."""
 
     _client: Client
     followed: FollowedTasks

@@ -24,9 +24,7 @@ _TERMINAL_CACHE_SIZE = 4096
 
 
 class TaskReads(SnapshotReads):
-    """`get`, with its caches.
-
-    Part of `TemporalTaskStore` (store.py), which sets the attributes below."""
+    """`get` and its caches, a part of `TemporalTaskStore` (store.py), which sets these."""
 
     _terminal: OrderedDict[str, TaskSnapshot]
     _deletions: Deletions

@@ -21,9 +21,7 @@ from workflows.steering import SteerInput
 
 
 class TaskSignals:
-    """Answers, steering, cancellation.
-
-    Part of `TemporalTaskStore` (store.py), which sets the attributes below."""
+    """Answers, steering, cancels: a part of `TemporalTaskStore` (store.py), which sets these."""
 
     _client: Client
     followed: FollowedTasks

@@ -43,9 +43,7 @@ _HISTORY_PAGES_SCANNED = 4
 
 
 class SnapshotReads:
-    """Snapshots of tasks built from what Temporal answers.
-
-    Part of `TemporalTaskStore` (store.py), which sets the attributes below."""
+    """Snapshots from what Temporal answers: a part of `TemporalTaskStore` (store.py)."""
 
     _client: Client
     _clock: Callable[[], datetime]

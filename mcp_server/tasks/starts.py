@@ -68,7 +68,9 @@ def initial_search_attributes(task: TaskInput) -> TypedSearchAttributes:
     keyword = SearchAttributeKey.for_keyword
     return TypedSearchAttributes(
         [
-            SearchAttributePair(keyword(SEARCH_ATTRIBUTE_STATUS), published_status(False)),
+            SearchAttributePair(
+                keyword(SEARCH_ATTRIBUTE_STATUS), published_status(open_questions=False)
+            ),
             SearchAttributePair(keyword(SEARCH_ATTRIBUTE_TOOL), task.tool),
             SearchAttributePair(keyword(SEARCH_ATTRIBUTE_OWNER), task.owner),
         ]
@@ -76,9 +78,7 @@ def initial_search_attributes(task: TaskInput) -> TypedSearchAttributes:
 
 
 class TaskStarts(SnapshotReads):
-    """`create`.
-
-    Part of `TemporalTaskStore` (store.py), which sets the attributes below."""
+    """`create`: a part of `TemporalTaskStore` (store.py), which sets these attributes."""
 
     _local_client: Callable[[], Client | None] | None
     _starts_in_flight: int

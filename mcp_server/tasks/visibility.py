@@ -19,9 +19,7 @@ from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTE_OWNER
 
 
 class TaskVisibility(SnapshotReads):
-    """The listings.
-
-    Part of `TemporalTaskStore` (store.py), which sets the attributes below."""
+    """The listings: a part of `TemporalTaskStore` (store.py), which sets these attributes."""
 
     _client: Client
 
