@@ -1,5 +1,6 @@
 """The sender of the delivery engine (workflows/delivery.py): one activity that POSTs a
-delivery, registered under each kind's name, and the handshake of a client's endpoint.
+delivery, registered under each kind's name. (A client endpoint's handshake signs and POSTs
+the same way: activities/event_handshake.py.)
 
 Rules implemented:
 - A delivery is first resolved into one `Post`: whom it names, where it goes, its body, its
@@ -36,26 +37,17 @@ Rules implemented:
   failed or refused attempt is one warning line (the receiver, the attempt, the category;
   never a URL, never a traceback): the error goes back to Temporal as a benign one, which the
   SDK logs only at debug level.
-- The handshake of a client's endpoint POSTs `{"type": "verification", "challenge": <nonce>}`
-  (`webhook-id` `msg_verification_<random>`) and succeeds only on a 2xx whose JSON body echoes
-  the challenge (compared in constant time). It returns "" on success, else the lastError
-  category: `challenge_failed`, `http_4xx`, `http_5xx`, or how the connection failed. At most
-  `DESTINATION_BURST` handshakes, then `DESTINATION_PER_MINUTE`, go to one resolved address
-  and port from this worker, whoever asks: beyond, `HANDSHAKE_LIMITED` and nothing is sent.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hmac
 import json
-import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from temporalio import activity
 from temporalio.client import WorkflowQueryFailedError
@@ -68,7 +60,6 @@ from activities.callback_http import (
     CallbackPolicy,
     post,
     post_configured,
-    resolved_address,
 )
 from activities.webhook_health import EndpointHealth, SuspensionPolicy
 from activities.webhooks import webhook_body
@@ -76,12 +67,9 @@ from mcp_tasks import __version__
 from mcp_tasks.contracts import events, webhooks
 from mcp_tasks.contracts.events import (
     ENDED_ERROR,
-    HANDSHAKE_LIMITED,
     SUBSCRIPTION_QUERY,
-    VERIFY_ACTIVITY,
     EventDelivery,
     Liveness,
-    VerifyInput,
 )
 from mcp_tasks.contracts.webhooks import (
     DELIVERIES_HELP,
@@ -95,7 +83,6 @@ from mcp_tasks.contracts.webhooks import (
     WebhookDelivery,
 )
 from mcp_tasks.logging import quiet_http_clients
-from mcp_tasks.token_buckets import TokenBucket, TokenBuckets
 from mcp_tasks.webhooks.endpoints import WebhookEndpoints
 from mcp_tasks.webhooks.signature import EVENT_HEADER, ID_HEADER, signed_headers, whsec_key
 
@@ -104,9 +91,6 @@ TIMEOUT_S = 10.0
 WEBHOOK_MAX_BYTES = 64 * 1024
 EVENT_MAX_BYTES = 256 * 1024
 MAX_RETRY_AFTER_S = 300
-# Handshakes to one resolved address and port, from every principal, per worker.
-DESTINATION_BURST = 10
-DESTINATION_PER_MINUTE = 10
 _RETRIED_4XX = {408, 429}
 
 # httpx logs every request's URL at INFO; a webhook's URL is its secret. Here as well as in
@@ -153,7 +137,7 @@ class Post:
 
 
 class DeliverySender:
-    """The activities, bound to this worker's endpoints, public URL and callback policy."""
+    """The activity, bound to this worker's endpoints, public URL and callback policy."""
 
     def __init__(
         self,
@@ -166,26 +150,22 @@ class DeliverySender:
         self._public_url = public_url
         self._health = health or EndpointHealth(SuspensionPolicy())
         self._policy = policy or CallbackPolicy()
-        # Handshakes of every principal to one resolved destination, in this worker: a small
-        # bucket, so many principals cannot together turn the worker into a port prober.
-        self._destinations: TokenBuckets[tuple[str, int], TokenBucket] = TokenBuckets(
-            lambda now: TokenBucket(DESTINATION_BURST, now)
-        )
 
     @activity.defn(name=webhooks.DELIVER_ACTIVITY)
     async def deliver_webhook(self, delivery: WebhookDelivery) -> dict[str, Any]:
-        with _attempt(WEBHOOK_TALLY, f"webhook endpoint {delivery.endpoint!r}"):
+        who = f"webhook endpoint {delivery.endpoint!r}"
+        with _attempt(WEBHOOK_TALLY, who):
             endpoint = self._endpoints.get(delivery.endpoint)
             if endpoint is None:
                 raise ApplicationError(
-                    f"webhook endpoint {delivery.endpoint!r} is not in this worker's "
-                    "MCP_TASKS_WEBHOOKS_FILE (removed?): the delivery is dropped",
+                    f"{who} is not in this worker's MCP_TASKS_WEBHOOKS_FILE (removed?): the "
+                    "delivery is dropped",
                     type=UNKNOWN_ENDPOINT_ERROR,
                     non_retryable=True,
                 )
             body = webhook_body(endpoint, delivery, self._public_url)
             attempt = Post(
-                f"webhook endpoint {endpoint.id!r}",
+                who,
                 endpoint.url,
                 encoded(body, WEBHOOK_MAX_BYTES),
                 delivery.delivery_id,
@@ -204,7 +184,8 @@ class DeliverySender:
     @activity.defn(name=events.DELIVER_ACTIVITY)
     async def deliver_event(self, delivery: EventDelivery) -> dict[str, Any]:
         subscription = delivery.subscription_id
-        with _attempt(EVENT_TALLY, f"the webhook of subscription {subscription}"):
+        who = f"the webhook of subscription {subscription}"
+        with _attempt(EVENT_TALLY, who):
             liveness = await _liveness(delivery)
             if not liveness.live or _past(liveness.expires_at):
                 raise ApplicationError(
@@ -220,7 +201,7 @@ class DeliverySender:
                 "cursor": None,
             }
             attempt = Post(
-                f"the webhook of subscription {subscription}",
+                who,
                 liveness.url,
                 encoded(occurrence, EVENT_MAX_BYTES),
                 delivery.event_id,
@@ -230,55 +211,10 @@ class DeliverySender:
             status = await sent(attempt, self._post_checked)
         return {"outcome": "delivered", "status": status}
 
-    @activity.defn(name=VERIFY_ACTIVITY)
-    async def verify_endpoint(self, request: VerifyInput) -> str:
-        if not await self._destination_allowed(request.url):
-            activity.logger.info("event endpoint handshake refused: its destination is busy")
-            return HANDSHAKE_LIMITED
-        challenge = {"type": "verification", "challenge": request.challenge}
-        attempt = Post(
-            f"the webhook of subscription {request.subscription_id}",
-            request.url,
-            encoded(challenge, EVENT_MAX_BYTES),
-            f"msg_verification_{secrets.token_hex(12)}",
-            [whsec_key(request.secret)],
-            {SUBSCRIPTION_HEADER: request.subscription_id},
-        )
-        try:
-            answer = await self._post_checked(
-                attempt.url, attempt.body, headers(attempt), TIMEOUT_S
-            )
-        except CallbackError as err:
-            activity.logger.info("event endpoint handshake failed: %s", err)
-            return err.category
-        if not 200 <= answer.status < 300:
-            return category_of(answer.status)
-        try:
-            echoed = json.loads(answer.body).get("challenge")
-        except (ValueError, AttributeError):
-            return "challenge_failed"
-        if not isinstance(echoed, str):
-            return "challenge_failed"
-        matches = hmac.compare_digest(echoed.encode(), request.challenge.encode())
-        return "" if matches else "challenge_failed"
-
     async def _post_checked(
         self, url: str, body: bytes, sent_headers: dict[str, str], timeout_s: float
     ) -> CallbackAnswer:
         return await post(url, body, sent_headers, self._policy, timeout_s)
-
-    async def _destination_allowed(self, url: str) -> bool:
-        parts = urlsplit(url)
-        try:
-            address = await resolved_address(
-                parts.hostname or "", parts.port or 443, self._policy.allow_private
-            )
-        except CallbackError:
-            return True  # post() refuses it in turn, with its category, and sends nothing
-        bucket = self._destinations.refilled(
-            (address, parts.port or 443), lambda _: DESTINATION_PER_MINUTE / 60
-        )
-        return bucket.take()
 
     def _refuse_if_suspended(self, endpoint: str) -> None:
         wait = self._health.wait_s(endpoint)

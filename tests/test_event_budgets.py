@@ -28,7 +28,8 @@ from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 from temporalio.worker import Worker
 
 from activities.callback_http import CallbackPolicy
-from activities.delivery import DESTINATION_BURST, DeliverySender
+from activities.delivery import DeliverySender
+from activities.event_handshake import DESTINATION_BURST, EndpointHandshakes
 from mcp_server.runtime.devserver import free_port
 from mcp_tasks.contracts.events import (
     DELIVER_ACTIVITY,
@@ -208,11 +209,11 @@ async def test_a_principals_deliveries_in_flight_are_bounded(
 
 
 async def test_a_worker_sends_few_handshakes_to_one_address_whoever_asks() -> None:
-    sender = DeliverySender(policy=CallbackPolicy(allow_private=True))
+    handshakes = EndpointHandshakes(CallbackPolicy(allow_private=True))
     port = free_port()  # nothing listens: each handshake fails at once, as a probe's would
     answers = [
         await ActivityEnvironment().run(
-            sender.verify_endpoint,
+            handshakes.verify_endpoint,
             VerifyInput(f"sub_{n}", f"https://127.0.0.1:{port}/?p={n}", "whsec_" + "A" * 32, "c"),
         )
         for n in range(DESTINATION_BURST + 2)

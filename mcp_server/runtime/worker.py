@@ -29,6 +29,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from activities import quota as quota_activities
 from activities.callback_http import CallbackPolicy
 from activities.delivery import DeliverySender
+from activities.event_handshake import EndpointHandshakes
 from activities.webhook_health import EndpointHealth, SuspensionPolicy
 from mcp_server.observability.sdk_metrics import export_worker_zeros
 from mcp_server.observability.task_outcomes import TaskOutcomes
@@ -112,12 +113,9 @@ def build_worker(
         settings.webhook_suspend_min_attempts,
         settings.webhook_suspend_failure_rate,
     )
-    sender = DeliverySender(
-        endpoints,
-        settings.public_url,
-        EndpointHealth(policy),
-        CallbackPolicy(settings.events_allow_private_addresses, settings.events_ca_file),
-    )
+    callbacks = CallbackPolicy(settings.events_allow_private_addresses, settings.events_ca_file)
+    sender = DeliverySender(endpoints, settings.public_url, EndpointHealth(policy), callbacks)
+    handshakes = EndpointHandshakes(callbacks)
     # Sync (`def`) activities, whose blocking I/O must stay off the event loop, run on this
     # pool: one thread per activity slot, so a slot never waits for a thread (threads are
     # made on demand).
@@ -149,7 +147,7 @@ def build_worker(
             *quota_activities.ACTIVITIES,
             sender.deliver_webhook,
             sender.deliver_event,
-            sender.verify_endpoint,
+            handshakes.verify_endpoint,
         ],
         # Secret arguments out of the exceptions the SDK logs and Temporal records.
         # Then the task SLIs (how tasks end, answer waits, activity retries), counted once.
