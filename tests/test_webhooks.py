@@ -53,6 +53,7 @@ from mcp_tasks.webhooks.signature import (
 )
 from tests.conftest import StackFactory
 from tests.dev_process import MCP_TASKS
+from tests.test_task_state import replay
 from tests.time_skipping import worker_of_its_own
 from tests.webhook_receiver import WebhookReceiver
 from workflows.delivery import WebhookDeliveryWorkflow
@@ -61,6 +62,8 @@ SECRET = "whsec_" + base64.b64encode(b"the-webhook-key-of-the-tests-32b").decode
 RAW_SECRET = "a-webhook-secret-of-an-earlier-release"
 EVERY_EVENT = ["input_required", "completed", "failed", "cancelled"]
 PUBLIC_URL = "https://mcp.example.com"
+# Deliveries recorded by the code before them (one delivered, one refused with 410 Gone).
+WEBHOOK_HISTORIES = Path(__file__).parent / "webhook_histories"
 APPROVE = {"decision": {"action": "accept", "content": {"decision": "approve"}}}
 
 
@@ -693,3 +696,13 @@ async def test_operators_see_a_suspended_endpoint_and_its_waiting_delivery_in_th
         assert "suspended after sustained failure" in line["last_failure"]
         assert len(receiver.deliveries) == 1  # suspended: not called again
         await stack.mcp.cancel_task(task_id)
+
+
+@pytest.mark.parametrize("history", sorted(WEBHOOK_HISTORIES.glob("*.json")), ids=lambda p: p.stem)
+async def test_every_recorded_webhook_delivery_history_replays_with_todays_workflow(
+    history: Path,
+) -> None:
+    """A delivery may retry for a day: a change to its workflow that would strand one in
+    flight fails here, naming the history."""
+    result = await replay(history, [WebhookDeliveryWorkflow])
+    assert result.replay_failure is None
