@@ -22,6 +22,7 @@ from mcp_server.inbox.history import Decision
 from mcp_server.inbox.list_page import list_page, list_section
 from mcp_server.inbox.pages import confirm_page, error_page, login_page, task_forms, task_page
 from mcp_server.inbox.paging import page_of
+from mcp_server.inbox.templating import ENVIRONMENT
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.waiting import Waiting
 
@@ -244,3 +245,15 @@ def test_the_check_sees_markup_that_was_not_escaped() -> None:
         _shown_as_text(f"<p>{HOSTILE}</p>")
     with pytest.raises(AssertionError):
         _shown_as_text("<p>nothing hostile at all</p>")
+
+
+def test_every_template_escapes_what_it_prints() -> None:
+    assert ENVIRONMENT.autoescape is True
+    assert ENVIRONMENT.from_string("<p title='{{ v }}'>{{ v }}</p>").render(v="'<b>") == (
+        "<p title='&#39;&lt;b&gt;'>&#39;&lt;b&gt;</p>"
+    )
+
+
+def test_a_templates_line_breaks_are_a_space_between_words_and_nothing_beside_markup() -> None:
+    source = "<p>\n  Signed in\n  as <b>{{ v }}</b>\n  {% if v %}\n    !\n  {% endif %}\n</p>\n"
+    assert ENVIRONMENT.from_string(source).render(v="x") == "<p>Signed in as <b>x</b>!</p>"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from jinja2 import Environment, PackageLoader, StrictUndefined
 from jinja2.ext import Extension
 
 STATIC = "/inbox/static"
@@ -41,9 +41,12 @@ class Compact(Extension):
 
 ENVIRONMENT = Environment(
     loader=PackageLoader("mcp_server.inbox", "templates"),
-    autoescape=select_autoescape(("html",), default_for_string=True, default=True),
+    autoescape=True,
+    # A value a page forgets to pass is an error, never an empty string.
     undefined=StrictUndefined,
     extensions=[Compact],
+    # The templates ship with the package: read once, never looked at again.
+    auto_reload=False,
 )
 ENVIRONMENT.globals["STATIC"] = STATIC
 
