@@ -144,6 +144,8 @@ class SignedTokens:
             raise MalformedToken("a signed payload that is not JSON") from exc
         except BadData as exc:
             raise ForgedToken("signed by none of the keys") from exc
+        # Not itsdangerous's own max_age: it refuses any age below 0, so a token signed by a
+        # replica whose clock is a second ahead would be refused by its peers.
         age = self._clock() - signed_at.timestamp()
         if not -CLOCK_SKEW_S <= age <= self._max_age_s:
             raise ExpiredToken("signed too long ago (or too far in the future)")
@@ -152,8 +154,8 @@ class SignedTokens:
 
 class Signatures:
     """Signatures of values the caller holds (no payload, no expiry): the token is the
-    HMAC-SHA256 of the value under this purpose's key, in lower-case hex (a form field's
-    value, as it always was)."""
+    HMAC-SHA256 of the value under this purpose's key, in lower-case hex (the shape of the
+    inbox forms' field)."""
 
     def __init__(self, keys: Sequence[bytes], purpose: str) -> None:
         self._signer = Signer(
