@@ -23,7 +23,7 @@ committed.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
@@ -73,17 +73,17 @@ class ImportRecordsWorkflow(TaskWorkflow):
         delay = timedelta(milliseconds=int(task.arguments.get("chunk_delay_ms", 0)))
         if not workflow.patched(PATCH):
             return await self._execute_v1(spec, delay)
-        if self.carried:
-            progress = ImportProgress(**self.carried)
-        else:
+        progress = self.resumed(ImportProgress)
+        if progress is None:
             try:
                 plan = await workflow.execute_activity_method(
                     RecordImports.plan_import, spec, **_chunk_options()
                 )
             except ActivityError as err:
                 return text_result(f"Cannot import {spec.source!r}: {_reason(err)}", is_error=True)
-            progress = ImportProgress(plan["columns"], plan["totalRows"], plan["offset"],
-                                      plan["line"])  # fmt: skip
+            progress = ImportProgress(
+                plan["columns"], plan["totalRows"], plan["offset"], plan["line"]
+            )
             self.report(_progress(0, progress.total_rows))
             self.cancel_message = _cancelled(0, progress.total_rows)
         per_run = max(1, int(task.tool_config.get("chunks_per_run", CHUNKS_PER_RUN)))
@@ -95,7 +95,7 @@ class ImportRecordsWorkflow(TaskWorkflow):
         chunks = 0
         while p.row <= p.total_rows:
             if chunks and (chunks >= per_run or workflow.info().is_continue_as_new_suggested()):
-                self.continue_as_new(asdict(p))
+                self.continue_as_new(p)
             rows = min(spec.chunk_size, p.total_rows - p.row + 1)
             chunk = workflow.start_activity_method(
                 RecordImports.import_chunk,

@@ -30,15 +30,16 @@ A tool's workflow subclasses `TaskWorkflow`, implements `execute()`, and is decl
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import timedelta
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError, FailureError, is_cancelled_exception
 
 from mcp_tasks.contracts.approvers import describe_approvers, outstanding_ids
+from mcp_tasks.contracts.carried import Carried, CarriedSteering
 from mcp_tasks.contracts.task_state import (
     CANCEL_REQUESTED_SIGNAL,
     MEMO_KEY,
@@ -49,6 +50,7 @@ from mcp_tasks.contracts.task_state import (
     STATE_QUERY,
     SUBMIT_INPUT_SIGNAL,
     AuditStamp,
+    SteerMessage,
     SubmitInput,
     TaskInput,
     TaskState,
@@ -59,7 +61,7 @@ from workflows.input_limits import refuse_oversized
 from workflows.quota import releasing_slot
 from workflows.redaction import Redactor
 from workflows.results import bounded
-from workflows.steering import PAUSE_SIGNAL, RESUME_SIGNAL, STEER_SIGNAL, SteerInput, SteerMessage
+from workflows.steering import PAUSE_SIGNAL, RESUME_SIGNAL, STEER_SIGNAL, SteerInput
 from workflows.webhooks import Notifications, failure_message
 
 STATUS_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_STATUS)
@@ -68,6 +70,10 @@ WAITING_SINCE_KEY = SearchAttributeKey.for_datetime(SEARCH_ATTRIBUTE_WAITING_SIN
 # Runs that reach a change of waiting on code with this patch upsert McpWaitingSince.
 WAITING_SINCE_PATCH = "mcp-waiting-since-attribute"
 W = TypeVar("W", bound="TaskWorkflow")
+P = TypeVar("P", bound="DataclassInstance")
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 def protocol_error(code: int, message: str, data: Any = None) -> ApplicationError:
@@ -124,6 +130,8 @@ class TaskWorkflow:
         # Redacts the task's secret arguments from all it publishes (see workflows/redaction.py).
         self._redactor = Redactor()
         self.task: TaskInput | None = None
+        # What the previous run handed on (None in the task's first run).
+        self._carried: Carried | None = None
         # Input key -> digest of the principal whose tasks/update answered it.
         self.answered_by: dict[str, str] = {}
         # The statusMessage a cancelled task ends with (a tool may say what was done).
@@ -167,29 +175,35 @@ class TaskWorkflow:
             key = f"{base}-{n}"
         return key
 
-    @property
-    def carried(self) -> dict[str, Any]:
-        """The `progress` the previous run passed to `continue_as_new()`; {} in the first."""
-        return dict(self.task.carried.get("progress") or {}) if self.task else {}
+    def resumed(self, progress_type: type[P]) -> P | None:
+        """The progress the previous run passed to `continue_as_new()`, as a `progress_type`;
+        None in the task's first run."""
+        if self._carried is None:
+            return None
+        return progress_type(**self._carried.progress)
 
-    def continue_as_new(self, progress: dict[str, Any]) -> NoReturn:
+    def continue_as_new(self, progress: DataclassInstance) -> NoReturn:
         """Close this run and go on in a new one of the same task, from the start of
         `execute()`: the workflow ID (so the taskId), the task state tasks/get shows, the
-        cancel message, the keys issued and `progress` (read back as `self.carried`) stay; the
-        open-task quota slot stays held (only the task's real end releases it). Call it
-        between steps, with no question outstanding."""
+        cancel message, the keys issued and `progress`, a dataclass (read back with
+        `self.resumed(type)`) stay; the open-task quota slot stays held (only the task's real
+        end releases it). Call it between steps, with no question outstanding."""
         if self._outstanding or self._answers:
             raise RuntimeError("a task cannot continue as new while a question is open")
         assert self.task is not None
-        state = self._current.to_memo()
-        carried = {"state": state, "progress": progress, "cancelMessage": self.cancel_message,
-                   "issuedKeys": sorted(self._issued_keys),
-                   "answeredBy": self.answered_by,
-                   **({"webhooksSent": self._notifications.sent}
-                      if self._notifications.sent else {}),
-                   **self._steering_carried(),
-                   "historyBase": self._notifications.sequence()}  # fmt: skip
-        workflow.continue_as_new(replace(self.task, carried=carried), memo={MEMO_KEY: state})
+        carried = Carried(
+            state=self._current,
+            progress=asdict(progress),
+            cancel_message=self.cancel_message,
+            issued_keys=tuple(self._issued_keys),
+            answered_by=self.answered_by,
+            webhooks_sent=self._notifications.sent,
+            steering=self._steering_carried(),
+            history_base=self._notifications.sequence(),
+        )
+        workflow.continue_as_new(
+            replace(self.task, carried=carried.wire()), memo={MEMO_KEY: self._current.to_memo()}
+        )
 
     async def ask(
         self,
@@ -290,27 +304,20 @@ class TaskWorkflow:
             self._change(paused=paused)
             self._publish()
 
-    def _steering_carried(self) -> dict[str, Any]:
+    def _steering_carried(self) -> CarriedSteering | None:
         """What a continued run needs of the steering: nothing for a task never steered."""
         if not (self._steer_count or self._paused):
-            return {}
-        queued = [{"seq": m.seq, "message": m.message, "by": m.by} for m in self._steered]
-        return {"steering": {"count": self._steer_count, "paused": self._paused, "queued": queued}}
+            return None
+        return CarriedSteering(self._steer_count, self._paused, tuple(self._steered))
 
-    def _take_steering(self, carried: Any) -> None:
+    def _take_steering(self, carried: CarriedSteering) -> None:
         """Go on from the previous run's steering; messages this run took in before run()
         started are numbered after the carried ones."""
-        if not isinstance(carried, dict):
-            return
-        count = int(carried.get("count") or 0)
-        queued = [
-            SteerMessage(int(m["seq"]), str(m["message"]), str(m.get("by") or ""))
-            for m in carried.get("queued") or ()
-        ]
+        count = carried.count
         early = [replace(m, seq=count + n) for n, m in enumerate(self._steered, start=1)]
-        self._steered = queued + early
+        self._steered = [*carried.queued, *early]
         self._steer_count = count + len(early)
-        self._paused = self._paused or bool(carried.get("paused"))
+        self._paused = self._paused or carried.paused
 
     # ----- Temporal handlers ------------------------------------------------------------
 
@@ -364,16 +371,17 @@ class TaskWorkflow:
         # The starter wrote this memo with the start (or the previous run, with its
         # continue-as-new); keep it as our base without re-upserting.
         self._state = TaskState.initial(task, self.initial_status_message)
-        if task.carried:
-            self._state = TaskState.from_memo(task.carried.get("state")) or self._state
-            self.cancel_message = str(task.carried.get("cancelMessage") or self.cancel_message)
-            self._issued_keys = set(task.carried.get("issuedKeys") or ())
-            self.answered_by = dict(task.carried.get("answeredBy") or {})
-            self._take_steering(task.carried.get("steering"))
+        carried = self._carried = Carried.read(task.carried)
+        if carried is not None:
+            self._state = carried.state or self._state
+            self.cancel_message = carried.cancel_message or self.cancel_message
+            self._issued_keys = set(carried.issued_keys)
+            self.answered_by = dict(carried.answered_by)
+            if carried.steering is not None:
+                self._take_steering(carried.steering)
         if self._paused:  # paused before run() started: shown with the first publish
             self._change(paused=True)
-        sent = int(task.carried.get("webhooksSent") or 0)
-        base = int(task.carried.get("historyBase") or 0)
+        sent, base = (carried.webhooks_sent, carried.history_base) if carried else (0, 0)
         events_owner = task.owner if task.events else ""
         self._notifications = Notifications(task.task_id, task.webhooks, sent, base, events_owner)
         try:

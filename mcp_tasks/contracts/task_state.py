@@ -119,8 +119,8 @@ class TaskInput:
     # no command.
     events: bool = False
     # What the previous run of this task handed on when it continued as new
-    # (TaskWorkflow.continue_as_new): the task state it showed and the tool's own progress.
-    # Empty in a task's first run.
+    # (TaskWorkflow.continue_as_new): a `Carried` as JSON (mcp_tasks/contracts/carried.py, which
+    # alone knows its keys). Empty in a task's first run.
     carried: dict[str, Any] = field(default_factory=dict)
     # The display name (subject) of the caller who created the task ("" when not known);
     # `owner` stays the digest that isolates tasks.
@@ -138,6 +138,15 @@ class SubmitInput:
     request_id: str = ""
     principal: str = ""
     # The display name (subject) of who answered, e.g. "alice" or "operator:root".
+    by: str = ""
+
+
+@dataclass(frozen=True)
+class SteerMessage:
+    """A steer message as a tool reads it: its number in the task, its text, who sent it."""
+
+    seq: int
+    message: str
     by: str = ""
 
 
