@@ -10,6 +10,7 @@ from typing import Any
 from temporalio import workflow
 
 from mcp_tasks.contracts.task_state import TaskInput
+from mcp_tasks.contracts.tool_messages import ToolResult
 from workflows.results import text_result
 from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
 
@@ -74,7 +75,7 @@ class SteeredAcrossRuns(TaskWorkflow):
     """Asks once, continues as new once answered, then reads its steer messages at a safe
     point: what it was told and whether it was paused survive the new run."""
 
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         if self.resumed(Asked) is None:
             await self.ask("go", elicitation("Go on?", {"ok": {"type": "boolean"}}))
             self.continue_as_new(Asked(asked=True))

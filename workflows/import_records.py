@@ -32,6 +32,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 from mcp_tasks.contracts.task_state import TaskInput
+from mcp_tasks.contracts.tool_messages import ToolResult
 from workflows.results import text_result
 from workflows.task_workflow import TaskWorkflow, task_workflow
 
@@ -68,7 +69,7 @@ class ImportProgress:
 
 @task_workflow("ImportRecords")
 class ImportRecordsWorkflow(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         spec = _spec(task)
         delay = timedelta(milliseconds=int(task.arguments.get("chunk_delay_ms", 0)))
         if not workflow.patched(PATCH):
@@ -91,7 +92,7 @@ class ImportRecordsWorkflow(TaskWorkflow):
 
     async def _import(
         self, spec: ImportSpec, p: ImportProgress, delay: timedelta, per_run: int
-    ) -> dict[str, Any]:
+    ) -> ToolResult:
         chunks = 0
         while p.row <= p.total_rows:
             if chunks and (chunks >= per_run or workflow.info().is_continue_as_new_suggested()):
@@ -128,7 +129,7 @@ class ImportRecordsWorkflow(TaskWorkflow):
             summary += f"; the source ended after row {p.row - 1:,}, shorter than when planned"
         return text_result(summary, structured=_totals(spec, p))
 
-    async def _execute_v1(self, spec: ImportSpec, delay: timedelta) -> dict[str, Any]:
+    async def _execute_v1(self, spec: ImportSpec, delay: timedelta) -> ToolResult:
         """The import as runs started before `PATCH` were recorded: the same commands."""
         try:
             plan = await workflow.execute_activity_method(
@@ -206,7 +207,7 @@ def _totals(spec: ImportSpec, p: ImportProgress) -> dict[str, Any]:
     }
 
 
-def _stopped(spec: ImportSpec, p: ImportProgress, reason: str) -> dict[str, Any]:
+def _stopped(spec: ImportSpec, p: ImportProgress, reason: str) -> ToolResult:
     text = (
         f"The import of {spec.source!r} stopped at row {p.row:,}: {reason}. "
         f"{p.imported:,} of {p.total_rows:,} rows were committed"

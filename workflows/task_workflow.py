@@ -32,14 +32,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError, FailureError, is_cancelled_exception
 
 from mcp_tasks.contracts.approvers import describe_approvers, outstanding_ids
-from mcp_tasks.contracts.carried import Carried, CarriedSteering
+from mcp_tasks.contracts.carried import Carried, CarriedSteering, Progress
 from mcp_tasks.contracts.task_state import (
     CANCEL_REQUESTED_SIGNAL,
     MEMO_KEY,
@@ -57,6 +57,7 @@ from mcp_tasks.contracts.task_state import (
     iso_timestamp,
 )
 from mcp_tasks.contracts.task_status import TaskStatus, published_status
+from mcp_tasks.contracts.tool_messages import InputRequest, InputResponse, ToolResult
 from workflows.input_limits import refuse_oversized
 from workflows.quota import releasing_slot
 from workflows.redaction import Redactor
@@ -70,10 +71,7 @@ WAITING_SINCE_KEY = SearchAttributeKey.for_datetime(SEARCH_ATTRIBUTE_WAITING_SIN
 # Runs that reach a change of waiting on code with this patch upsert McpWaitingSince.
 WAITING_SINCE_PATCH = "mcp-waiting-since-attribute"
 W = TypeVar("W", bound="TaskWorkflow")
-P = TypeVar("P", bound="DataclassInstance")
-
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
+P = TypeVar("P", bound=Progress)
 
 
 def protocol_error(code: int, message: str, data: Any = None) -> ApplicationError:
@@ -94,7 +92,7 @@ _FORM_TYPES = frozenset({"string", "number", "integer", "boolean", "array"})
 
 def elicitation(
     message: str, properties: dict[str, Any], required: list[str] | None = None
-) -> dict[str, Any]:
+) -> InputRequest:
     """A form-mode `elicitation/create` input request.
 
     Each property must be one of the flat, typed schemas a form may ask for (the spec's
@@ -124,7 +122,7 @@ class TaskWorkflow:
     def __init__(self) -> None:
         # The state mirrored into the memo; set when run() starts, before anything awaits.
         self._state: TaskState | None = None
-        self._outstanding: dict[str, dict[str, Any]] = {}
+        self._outstanding: dict[str, InputRequest] = {}
         self._answers: dict[str, Any] = {}
         self._issued_keys: set[str] = set()
         # Redacts the task's secret arguments from all it publishes (see workflows/redaction.py).
@@ -146,8 +144,8 @@ class TaskWorkflow:
 
     # ----- what subclasses implement and call -------------------------------------------
 
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
-        """Do the tool's work and return its CallToolResult dict."""
+    async def execute(self, task: TaskInput) -> ToolResult:
+        """Do the tool's work and return its result."""
         raise NotImplementedError
 
     def report(self, message: str, *, poll_interval_ms: int | None = None) -> None:
@@ -182,7 +180,7 @@ class TaskWorkflow:
             return None
         return progress_type(**self._carried.progress)
 
-    def continue_as_new(self, progress: DataclassInstance) -> NoReturn:
+    def continue_as_new(self, progress: Progress) -> NoReturn:
         """Close this run and go on in a new one of the same task, from the start of
         `execute()`: the workflow ID (so the taskId), the task state tasks/get shows, the
         cancel message, the keys issued and `progress`, a dataclass (read back with
@@ -208,13 +206,13 @@ class TaskWorkflow:
     async def ask(
         self,
         key: str,
-        request: dict[str, Any],
+        request: InputRequest,
         *,
         status_message: str | None = None,
         timeout: timedelta | None = None,  # noqa: ASYNC109 (a durable Temporal timer)
         approvers: list[str] | None = None,
-    ) -> dict[str, Any]:
-        """Park at `input_required` until `key` is answered; return the InputResponse.
+    ) -> InputResponse:
+        """Park at `input_required` until `key` is answered; return the client's response.
 
         With `timeout`, a durable timer withdraws the question when it fires and raises
         `TimeoutError` (the task goes back to `working`). With `approvers` (names, see
@@ -224,16 +222,16 @@ class TaskWorkflow:
         answers = await self.ask_all(
             {key: request}, status_message=status_message, timeout=timeout, approvers=approvers
         )
-        return dict(answers[key])
+        return answers[key]
 
     async def ask_all(
         self,
-        requests: dict[str, dict[str, Any]],
+        requests: dict[str, InputRequest],
         *,
         status_message: str | None = None,
         timeout: timedelta | None = None,  # noqa: ASYNC109 (a durable Temporal timer)
         approvers: list[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, InputResponse]:
         """Ask several questions at once; return when every one has been answered."""
         reused = [key for key in requests if key in self._issued_keys]
         if reused:
@@ -268,7 +266,7 @@ class TaskWorkflow:
             self._change(status_message=previous_message or "Working")
             self._publish()
             raise
-        answers = {key: self._answers.pop(key) for key in requests}
+        answers = {key: InputResponse.read(self._answers.pop(key)) for key in requests}
         self._change(status_message=previous_message or "Working")
         self._publish()
         return answers
@@ -385,7 +383,7 @@ class TaskWorkflow:
         events_owner = task.owner if task.events else ""
         self._notifications = Notifications(task.task_id, task.webhooks, sent, base, events_owner)
         try:
-            result = bounded(self._redactor.value(await self.execute(task)))
+            result = bounded(self._scrubbed_result(await self.execute(task)))
         except BaseException as err:
             if is_cancelled_exception(err):
                 self._outstanding.clear()
@@ -404,13 +402,18 @@ class TaskWorkflow:
                 await self._notifications.settle()
             raise
         self._outstanding.clear()
-        summary = _first_line(result)
+        summary = _first_line(result.first_text)
         self._change(status_message=f"Completed: {summary}" if summary else "Completed")
         # Notified first: the final state and the close stay in one workflow task, so tasks/get
         # never reads a final status from a workflow that is still running.
         await self._notifications.closing("completed", self._scrubbed_state())
         self._publish(status="completed")
-        return result
+        return result.wire()
+
+    def _scrubbed_result(self, result: ToolResult) -> ToolResult:
+        if not self._redactor:
+            return result
+        return ToolResult.read(self._scrub(result.wire()))
 
     def _scrubbed_state(self) -> TaskState:
         return replace(self._current, status_message=self._scrub(self._current.status_message))
@@ -477,11 +480,8 @@ class TaskWorkflow:
         return ApplicationError(message, type="TaskFailed", non_retryable=True)
 
 
-def _first_line(result: dict[str, Any]) -> str:
-    """The first line of a result's first text block, at most 200 characters."""
-    content = result.get("content") or []
-    first = content[0] if content and isinstance(content[0], dict) else {}
-    text = str(first.get("text", "")) if first.get("type") == "text" else ""
+def _first_line(text: str) -> str:
+    """The first line of `text`, at most 200 characters."""
     line = text.strip().split("\n", 1)[0]
     return line if len(line) <= 200 else line[:199] + "…"
 

@@ -18,9 +18,15 @@ Pure data: safe to import inside the workflow sandbox.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from mcp_tasks.contracts.task_state import SteerMessage, TaskState
+
+
+class Progress(Protocol):
+    """A tool's own progress, carried from run to run: any dataclass (its fields as JSON)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
 
 
 @dataclass(frozen=True)
