@@ -237,7 +237,7 @@ class TaskWorkflow:
         if reused:
             raise ValueError(f"input request keys {reused} were already used in this task")
         asking = self._scrub({**self._outstanding, **requests})
-        refuse_oversized(replace(self._current, input_requests=asking).to_memo(), list(requests))
+        refuse_oversized(replace(self._current, input_requests=asking), list(requests))
         self._issued_keys.update(requests)
         self._outstanding.update(requests)
         previous_message = self._current.status_message
