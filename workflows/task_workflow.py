@@ -53,6 +53,7 @@ from mcp_tasks.contracts.task_state import (
     SteerMessage,
     SubmitInput,
     TaskInput,
+    TaskMemo,
     TaskState,
     iso_timestamp,
 )
@@ -357,9 +358,10 @@ class TaskWorkflow:
         del stamp
 
     @workflow.query(name=STATE_QUERY)
-    def state(self) -> dict[str, Any]:
-        """The live state, for operators (`temporal workflow query --name mcp.state`)."""
-        return self._state.to_memo() if self._state is not None else {}
+    def state(self) -> TaskMemo | None:
+        """The live state, for operators (`temporal workflow query --name mcp.state`); set
+        before any query can arrive (run() sets it before it first awaits)."""
+        return self._state.to_memo() if self._state is not None else None
 
     # ----- the run wrapper --------------------------------------------------------------
 

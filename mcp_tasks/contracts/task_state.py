@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 from mcp_tasks.contracts.task_status import TASK_STATUSES, TaskStatus
 
@@ -158,6 +158,31 @@ class AuditStamp:
     request_id: str = ""
 
 
+class TaskMemo(TypedDict):
+    """The task state as the memo holds it under MEMO_KEY (`TaskState.to_memo()`)."""
+
+    v: int
+    taskId: str
+    tool: str
+    owner: str
+    createdAt: str
+    lastUpdatedAt: str
+    ttlMs: int | None
+    pollIntervalMs: int | None
+    status: TaskStatus
+    statusMessage: str | None
+    inputRequests: dict[str, Any]
+    session: NotRequired[str]
+    callDigest: NotRequired[str]
+    approvers: NotRequired[dict[str, list[str]]]
+    answeredBy: NotRequired[dict[str, str]]
+    steps: NotRequired[list[dict[str, Any]]]
+    requestedBy: NotRequired[str]
+    relatedTaskIds: NotRequired[list[str]]
+    progress: NotRequired[dict[str, float]]
+    paused: NotRequired[bool]
+
+
 @dataclass(frozen=True)
 class TaskState:
     """What `tasks/get` needs to know about a task, as its workflow last published it."""
@@ -214,8 +239,8 @@ class TaskState:
             related_task_ids=list(task.related_task_ids),
         )
 
-    def to_memo(self) -> dict[str, Any]:
-        return {
+    def to_memo(self) -> TaskMemo:
+        memo: TaskMemo = {
             "v": MEMO_VERSION,
             "taskId": self.task_id,
             "tool": self.tool,
@@ -227,16 +252,27 @@ class TaskState:
             "status": self.status,
             "statusMessage": self.status_message,
             "inputRequests": dict(self.input_requests),
-            **({"session": self.session} if self.session else {}),
-            **({"callDigest": self.call_digest} if self.call_digest else {}),
-            **({"approvers": _copy_lists(self.approvers)} if self.approvers else {}),
-            **({"answeredBy": dict(self.answered_by)} if self.answered_by else {}),
-            **({"steps": [dict(step) for step in self.steps]} if self.steps is not None else {}),
-            **({"requestedBy": self.requested_by} if self.requested_by else {}),
-            **({"relatedTaskIds": list(self.related_task_ids)} if self.related_task_ids else {}),
-            **({"progress": dict(self.progress)} if self.progress is not None else {}),
-            **({"paused": True} if self.paused else {}),
         }
+        # Each of the others is written only when set, so every other memo stays as it was.
+        if self.session:
+            memo["session"] = self.session
+        if self.call_digest:
+            memo["callDigest"] = self.call_digest
+        if self.approvers:
+            memo["approvers"] = _copy_lists(self.approvers)
+        if self.answered_by:
+            memo["answeredBy"] = dict(self.answered_by)
+        if self.steps is not None:
+            memo["steps"] = [dict(step) for step in self.steps]
+        if self.requested_by:
+            memo["requestedBy"] = self.requested_by
+        if self.related_task_ids:
+            memo["relatedTaskIds"] = list(self.related_task_ids)
+        if self.progress is not None:
+            memo["progress"] = dict(self.progress)
+        if self.paused:
+            memo["paused"] = True
+        return memo
 
     @classmethod
     def from_memo(cls, memo: object) -> TaskState | None:
