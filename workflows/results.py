@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mcp_tasks.contracts.tool_messages import ToolResult
+from mcp_tasks.contracts.tool_messages import JsonObject, ToolResult
 
 # Temporal rejects any payload above 2 MiB (and gRPC messages above 4 MiB). A task result is a
 # workflow result, so it must fit with room for the payload's own metadata.
@@ -14,7 +14,7 @@ MAX_RESULT_BYTES = 2_000_000
 
 
 def text_result(
-    text: str, *, structured: dict[str, Any] | None = None, is_error: bool = False
+    text: str, *, structured: JsonObject | None = None, is_error: bool = False
 ) -> ToolResult:
     """A result of one text block, with `structuredContent` when given."""
     return ToolResult([{"type": "text", "text": text}], structured, is_error)

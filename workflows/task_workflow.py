@@ -58,7 +58,7 @@ from mcp_tasks.contracts.task_state import (
     iso_timestamp,
 )
 from mcp_tasks.contracts.task_status import TaskStatus, published_status
-from mcp_tasks.contracts.tool_messages import InputRequest, InputResponse, ToolResult
+from mcp_tasks.contracts.tool_messages import InputRequest, InputResponse, JsonObject, ToolResult
 from workflows.input_limits import refuse_oversized
 from workflows.quota import releasing_slot
 from workflows.redaction import Redactor
@@ -92,7 +92,7 @@ _FORM_TYPES = frozenset({"string", "number", "integer", "boolean", "array"})
 
 
 def elicitation(
-    message: str, properties: dict[str, Any], required: list[str] | None = None
+    message: str, properties: JsonObject, required: list[str] | None = None
 ) -> InputRequest:
     """A form-mode `elicitation/create` input request.
 

@@ -28,6 +28,9 @@ ElicitAction = Literal["accept", "decline", "cancel"]
 ELICIT_ACTIONS: frozenset[str] = frozenset({"accept", "decline", "cancel"})
 
 
+# A JSON object whose shape the spec leaves open (`{ [key: string]: unknown }`): a result's
+# `structuredContent` and `_meta`, a form's property schemas, an answer's form values.
+JsonObject = dict[str, Any]
 # The spec's InputRequest as JSON: a server-to-client request a task parks on, e.g.
 # {"method": "elicitation/create", "params": {"mode": "form", ...}}. A JSON object, not a model:
 # the memo, the MRTR rounds of tools/call and the interactive contract carry it as it is.
@@ -41,7 +44,7 @@ class InputResponse:
     # An elicitation's answer (the spec's ElicitResult); None for any other request.
     action: ElicitAction | None
     # The accepted form's values ({} when declined, cancelled, or not an object).
-    content: dict[str, Any]
+    content: JsonObject
     # The response as the client sent it: a sampling result's `content`, a roots result's
     # `roots` are read from here.
     raw: dict[str, Any]
@@ -67,9 +70,9 @@ class ToolResult:
 
     # The content blocks, as JSON (e.g. {"type": "text", "text": "..."}).
     content: list[dict[str, Any]]
-    structured_content: dict[str, Any] | None = None
+    structured_content: JsonObject | None = None
     is_error: bool = False
-    meta: dict[str, Any] | None = None
+    meta: JsonObject | None = None
 
     @classmethod
     def read(cls, value: dict[str, Any]) -> ToolResult:
