@@ -201,7 +201,7 @@ class TaskState:
     session: str | None = None
     # Likewise: the call digest of a task started with an idempotency key.
     call_digest: str | None = None
-    # Issue 12, each written only when set. Request key -> approver names as given, for every
+    # Each written only when set. Request key -> approver names as given, for every
     # request of the task that named approvers (kept for the task's whole life).
     approvers: dict[str, list[str]] = field(default_factory=dict)
     # Request key -> display name of who answered it.
