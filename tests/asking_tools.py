@@ -19,7 +19,7 @@ class AskWorkflow(TaskWorkflow):
         if isinstance(task.arguments.get("steps"), list):
             self.publish_steps(task.arguments["steps"])
         answer = await self.ask("question", dict(task.arguments["request"]))
-        return text_result(json.dumps(answer, sort_keys=True))
+        return text_result(json.dumps(answer.raw, sort_keys=True))
 
 
 def register(registry: ToolRegistry) -> None:
