@@ -20,12 +20,12 @@ Pure data: safe to import inside the workflow sandbox.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-# The keys a CallToolResult may have.
+# The keys a CallToolResult may have (a ToolResult's fields, as `wire()` names them).
 CALL_TOOL_RESULT_KEYS = frozenset({"content", "structuredContent", "isError", "_meta"})
 ElicitAction = Literal["accept", "decline", "cancel"]
-ELICIT_ACTIONS: frozenset[str] = frozenset({"accept", "decline", "cancel"})
+ELICIT_ACTIONS: frozenset[str] = frozenset(get_args(ElicitAction))
 
 
 # A JSON object whose shape the spec leaves open (`{ [key: string]: unknown }`): a result's
