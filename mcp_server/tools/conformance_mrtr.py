@@ -18,7 +18,7 @@ from mcp_server.tools.registry import (
     ToolCall,
     ToolRegistry,
 )
-from mcp_tasks.contracts.tool_messages import ToolResult
+from mcp_tasks.contracts.tool_messages import InputResponse, ToolResult
 from workflows.results import text_result
 from workflows.task_workflow import elicitation
 
@@ -39,10 +39,8 @@ def _sampling(text: str, max_tokens: int) -> dict[str, Any]:
 
 def _field(answer: Any, name: str) -> Any:
     """A field of an accepted elicitation's content; None when declined or absent."""
-    if not isinstance(answer, dict) or answer.get("action") != "accept":
-        return None
-    content = answer.get("content")
-    return content.get(name) if isinstance(content, dict) else None
+    response = InputResponse.read(answer)
+    return response.content.get(name) if response.accepted else None
 
 
 def _sampled(answer: Any) -> str:
