@@ -11,8 +11,8 @@ import json
 from datetime import datetime
 from typing import Any
 
-from mcp_server.inbox.history import Decision
 from mcp_server.inbox.html import h, join, parse_time, when
+from mcp_server.tasks.task_history import Decision
 
 COMMENT_FIELDS = ("comment", "reason", "note")
 

@@ -22,12 +22,12 @@ from mcp_server.inbox.forms import (
     message_of,
     render_request,
 )
-from mcp_server.inbox.history import Decision
 from mcp_server.inbox.html import h, hidden, join, page
 from mcp_server.inbox.list_page import age
 from mcp_server.inbox.outcome import outcome_of
 from mcp_server.inbox.timeline import render_timeline
 from mcp_server.tasks.snapshots import TaskSnapshot, progress_label
+from mcp_server.tasks.task_history import Decision
 from mcp_tasks.contracts.approvers import describe_approvers
 
 

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from mcp_server.tasks.errors import TaskFailure
 from mcp_tasks.contracts.task_state import TaskInput
 from mcp_tasks.contracts.tool_messages import InputRequest, InputResponse, ToolResult
+from workflows.request_approval import DECISIONS
 from workflows.results import text_result
 from workflows.task_workflow import elicitation
 
@@ -31,7 +32,10 @@ class Run(Protocol):
     """What a script may do with its task."""
 
     async def ask_all(
-        self, requests: dict[str, InputRequest], status_message: str
+        self,
+        requests: dict[str, InputRequest],
+        status_message: str,
+        approvers: list[str] | None = None,
     ) -> dict[str, InputResponse]: ...
     def report(self, message: str) -> None: ...
 
@@ -80,6 +84,25 @@ async def _multi_input(task: TaskInput, run: Run) -> ToolResult:
     return text_result(f"Received both inputs ({summary})")
 
 
+async def _request_approval(task: TaskInput, run: Run) -> ToolResult:
+    """RequestApproval's question and outcome, without its deadline and its reason rule."""
+    properties = {
+        "decision": {"type": "string", "title": "Decision", "enum": list(DECISIONS)},
+        "reason": {"type": "string", "title": "Reason", "maxLength": 2000},
+    }
+    question = elicitation(str(task.arguments["message"]), properties, ["decision"])
+    approvers = task.arguments.get("approvers")
+    answers = await run.ask_all(
+        {"decision": question},
+        "Waiting for a decision",
+        approvers=[str(name) for name in approvers] if approvers else None,
+    )
+    answer = answers["decision"]
+    decided = answer.content.get("decision") if answer.accepted else None
+    decision = DECISIONS.get(str(decided), "dismissed")
+    return text_result(f"Decision: {decision}", structured={"decision": decision})
+
+
 async def _slow_compute(task: TaskInput, run: Run) -> ToolResult:
     seconds = float(task.arguments.get("seconds", 0))
     label = str(task.arguments.get("label", ""))
@@ -107,6 +130,7 @@ async def _short_lived(task: TaskInput, run: Run) -> ToolResult:
 SCRIPTS: dict[str, Script] = {
     "TestToolWithTask": _greet_from_prelude,
     "ConfirmDelete": _confirm_delete,
+    "RequestApproval": _request_approval,
     "MultiInput": _multi_input,
     "SlowCompute": _slow_compute,
     "FailingJob": _failing_job,
