@@ -173,17 +173,16 @@ def _snapshot(steps: list[dict[str, Any]] | None) -> TaskSnapshot:
         },
     }
     return TaskSnapshot(
-        "t1",
-        "o",
-        "input_required",
-        None,
-        now,
-        now,
-        None,
-        None,
-        {"decision": question},
-        steps=steps,
+        task_id="t1",
         tool="request_approval",
+        owner="o",
+        created_at=now,
+        last_updated_at=now,
+        ttl_ms=None,
+        poll_interval_ms=None,
+        status="input_required",
+        input_requests={"decision": question},
+        steps=steps,
     )
 
 

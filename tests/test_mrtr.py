@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -260,5 +260,5 @@ def test_a_prelude_taking_three_arguments_is_refused_at_registration() -> None:
         Tool("t", "d", {"type": "object"}, handler=_never, mrtr=mrtr)  # type: ignore[arg-type]
 
 
-async def _never(call: ToolCall) -> dict[str, Any]:
+async def _never(call: ToolCall) -> NoReturn:
     raise AssertionError("not called")
