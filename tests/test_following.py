@@ -17,14 +17,17 @@ from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import new_task_id
 from mcp_server.tasks.watchers import TaskWatchers
 from mcp_tasks.contracts.task_state import TaskInput, iso_timestamp
+from mcp_tasks.contracts.tool_messages import ToolResult
 from tests.fakes.clock import ManualTimer
 from tests.fakes.memory_store import MemoryTaskStore
-from tests.fakes.task_runner import Run
+from tests.fakes.task_runner import Run, Script
+from workflows.results import text_result
 
 
 def a_snapshot(task_id: str = "t1", sequence: int = 1, **fields: Any) -> TaskSnapshot:
     values: dict[str, Any] = {
         "task_id": task_id,
+        "tool": "steps-a",
         "owner": "owner-a",
         "status": "working",
         "status_message": f"at {sequence}",
@@ -243,10 +246,10 @@ class Steps:
     def __init__(self) -> None:
         self.queue: asyncio.Queue[str | None] = asyncio.Queue()
 
-    async def __call__(self, task: TaskInput, run: Run) -> dict[str, Any]:
+    async def __call__(self, task: TaskInput, run: Run) -> ToolResult:
         while (message := await self.queue.get()) is not None:
             run.report(message)
-        return {"content": [{"type": "text", "text": "done"}]}
+        return text_result("done")
 
 
 Replica = tuple[MemoryTaskStore, TaskWatchers, dict[str, Steps]]
@@ -255,7 +258,8 @@ Replica = tuple[MemoryTaskStore, TaskWatchers, dict[str, Steps]]
 @pytest.fixture
 async def replica(timer: ManualTimer) -> AsyncIterator[Replica]:
     steps = {"steps-a": Steps(), "steps-b": Steps()}
-    store = MemoryTaskStore(scripts=dict(steps))
+    scripts: dict[str, Script] = dict(steps)
+    store = MemoryTaskStore(scripts=scripts)
     yield store, TaskWatchers(store, lambda: datetime.now(UTC), 1, 100, timer), steps
     await store.close()
 
