@@ -16,12 +16,14 @@ import uvicorn
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
 
 from mcp_server.auth.authenticators import RESOURCE_METADATA_PATH, TokenAuthentication
 from mcp_server.auth.modes import build_authenticator
 from mcp_server.auth.revocation import subscriptions_end_with_tokens
+from mcp_server.http.endpoint import McpEndpoint, McpRoute
 from mcp_server.http.middleware import (
     AuthenticationMiddleware,
     BodyLimitMiddleware,
@@ -32,13 +34,11 @@ from mcp_server.http.middleware import (
 from mcp_server.http.origin import LOOPBACK_NAMES, OriginPolicy, public_host_and_origin
 from mcp_server.http.sessions import SessionCodec
 from mcp_server.http.timeouts import guarded_protocol
-from mcp_server.http.transport import McpEndpoint, error_response
 from mcp_server.inbox.routes import add_inbox_routes
 from mcp_server.inbox.security import InboxHeadersMiddleware
 from mcp_server.inbox.signin import inbox_signin
 from mcp_server.observability.probes import EngineStatus
 from mcp_server.observability.routes import add_operations_routes, operations
-from mcp_server.protocol.errors import INVALID_REQUEST, McpError
 from mcp_server.protocol.events.store import (
     SubscriptionStore,
     TemporalSubscriptionStore,
@@ -204,40 +204,8 @@ def create_app(
     app.add_middleware(InboxHeadersMiddleware)  # on every /inbox response, refusals too
     app.add_middleware(RequestIdMiddleware)
 
-    async def mcp_post(request: Request) -> Response:
-        endpoint: McpEndpoint = request.app.state.endpoint
-        return await endpoint.post(request)
-
-    async def mcp_other(request: Request) -> Response:
-        # No DELETE: a signed session holds nothing to end (the spec lets a server refuse to
-        # terminate sessions with 405).
-        error = McpError(
-            INVALID_REQUEST,
-            "This endpoint takes POST (and GET for a 2025-11-25 session's stream); sessions "
-            "are not terminated: they hold no state",
-            http_status=405,
-            headers={"Allow": "POST"},
-        )
-        return error_response(error, None)
-
-    async def mcp_get(request: Request) -> Response:
-        endpoint: McpEndpoint = request.app.state.endpoint
-        return await endpoint.get(request)
-
-    app.add_route(MCP_PATH, mcp_post, methods=["POST"])
-    app.add_route(MCP_PATH, mcp_get, methods=["GET"])
-    app.add_route(MCP_PATH, mcp_other, methods=["DELETE", "PUT", "PATCH"])
-
-    async def mcp_route(scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope, receive)
-        method = scope["method"]
-        if method == "POST":
-            response = await mcp_post(request)
-        elif method in ("GET", "HEAD"):
-            response = await mcp_get(request)
-        else:
-            response = await mcp_other(request)
-        await response(scope, receive, send)
+    mcp_route = McpRoute()  # every method: the endpoint answers each itself
+    app.router.routes.append(Route(MCP_PATH, mcp_route))
 
     stack: ASGIApp = mcp_route
     for middleware, options in shared:
