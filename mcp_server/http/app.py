@@ -1,5 +1,6 @@
-"""The FastAPI application: `POST /mcp`, `GET /healthz`, and the lifespan that owns the
-process's single Temporal client."""
+"""The FastAPI application: `/mcp`, the probes, the inbox, the codec, and the lifespan that
+owns the process's single Temporal client. One middleware list, applied once to every route;
+one route table."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -80,22 +81,28 @@ def origin_policy(settings: Settings) -> OriginPolicy:
 MCP_PATH = "/mcp"
 
 
-class McpApp(FastAPI):
-    """FastAPI, with `/mcp` served by a lean stack of its own (`mcp_stack`): the same
-    middleware classes as every other route, in the same order, around the endpoint, without
-    the layers FastAPI and Starlette add (server-error page, exception handlers, body limit
-    and exit stack, router) or the inbox's headers: about a tenth of the process's samples in
-    a `tasks/get` (py-spy over sequential reads). Every other path goes through FastAPI.
+class McpShortcut:
+    """The innermost middleware of the app's list: `/mcp` goes straight to its route's app,
+    every other path on to FastAPI's exception handlers and router.
+
+    Why: what FastAPI puts between the middleware and an endpoint (exception handlers, an exit
+    stack, route matching, the request/response wrapper) serves routes that raise and take
+    dependencies; `/mcp` answers every error itself, and it is the path polling clients hit
+    most. Routed through those layers, an in-process `tasks/get` makes 857 Python calls
+    instead of 784, and serves 10 to 20% fewer requests per CPU second. The route stays in the
+    app's table (`/mcp/` still redirects to it), and every middleware of the list applies to
+    it, once.
     """
 
-    mcp_stack: ASGIApp | None = None
+    def __init__(self, app: ASGIApp, route: Route) -> None:
+        self.app = app
+        self.route = route
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.mcp_stack is not None and scope["type"] == "http" and scope["path"] == MCP_PATH:
-            scope["app"] = self  # Request.app, as Starlette would set it
-            await self.mcp_stack(scope, receive, send)
+        if scope["type"] == "http" and scope["path"] == self.route.path:
+            await self.route.app(scope, receive, send)
             return
-        await super().__call__(scope, receive, send)
+        await self.app(scope, receive, send)
 
 
 @asynccontextmanager
@@ -176,41 +183,39 @@ def create_app(
         if isinstance(task_store, TemporalTaskStore):
             await task_store.close()
 
+    mcp = Route(MCP_PATH, McpRoute())  # every method: the endpoint answers each itself
     # No interactive docs: every route this app serves is behind the same middleware, and
     # an OpenAPI description of one JSON-RPC endpoint would only mislead.
-    app = McpApp(
+    app = FastAPI(
         title="MCP tasks on Temporal",
         version=__version__,
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
+        # The process traces and counts with its own providers (observability/), never
+        # OpenTelemetry's global ones, which FastAPI's own telemetry would look up on every
+        # request to find them unset.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
+        routes=[mcp],
+        # Outermost first: the request id wraps everything, then the inbox's headers (on
+        # every /inbox response, refusals too), the codec's CORS (the Web UI's cross-origin
+        # calls, checked before the Origin policy refuses them), then Host/Origin, auth and
+        # the body limit. The inbox's headers and the codec's CORS act on their paths only.
+        middleware=[
+            Middleware(RequestIdMiddleware),
+            Middleware(InboxHeadersMiddleware),
+            Middleware(CodecCorsMiddleware, settings=settings),
+            Middleware(ObservabilityMiddleware),
+            Middleware(HostOriginMiddleware, policy=origin_policy(settings)),
+            Middleware(AuthenticationMiddleware, authenticator=authenticator),
+            Middleware(BodyLimitMiddleware, limit=settings.max_body_bytes),
+            Middleware(McpShortcut, route=mcp),
+        ],
     )
     # Set when the HTTP server begins to shut down (HttpServer.shutdown): long-lived inbox
     # event streams end then.
     app.state.closing = asyncio.Event()
-    # Innermost first: the request id wraps everything, then Host/Origin, then auth. The same
-    # list wraps /mcp's own stack (below), without the inbox's headers.
-    shared: list[tuple[Callable[..., ASGIApp], dict[str, Any]]] = [
-        (BodyLimitMiddleware, {"limit": settings.max_body_bytes}),
-        (AuthenticationMiddleware, {"authenticator": authenticator}),
-        (HostOriginMiddleware, {"policy": origin_policy(settings)}),
-        (ObservabilityMiddleware, {}),
-    ]
-    for middleware, options in shared:
-        app.add_middleware(middleware, **options)
-    # The Web UI's cross-origin calls of /codec: checked before the Origin policy refuses them.
-    app.add_middleware(CodecCorsMiddleware, settings=settings)
-    app.add_middleware(InboxHeadersMiddleware)  # on every /inbox response, refusals too
-    app.add_middleware(RequestIdMiddleware)
-
-    mcp_route = McpRoute()  # every method: the endpoint answers each itself
-    app.router.routes.append(Route(MCP_PATH, mcp_route))
-
-    stack: ASGIApp = mcp_route
-    for middleware, options in shared:
-        stack = middleware(stack, **options)
-    app.mcp_stack = RequestIdMiddleware(stack)
 
     async def resource_metadata(request: Request) -> Response:
         metadata = authenticator.resource_metadata()
