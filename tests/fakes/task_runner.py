@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from mcp_server.tasks.errors import TaskFailure
 from mcp_tasks.contracts.task_state import TaskInput
+from workflows.request_approval import DECISIONS
 from workflows.results import text_result
 from workflows.task_workflow import elicitation
 
@@ -30,7 +31,10 @@ class Run(Protocol):
     """What a script may do with its task."""
 
     async def ask_all(
-        self, requests: dict[str, dict[str, Any]], status_message: str
+        self,
+        requests: dict[str, dict[str, Any]],
+        status_message: str,
+        approvers: list[str] | None = None,
     ) -> dict[str, Any]: ...
     def report(self, message: str) -> None: ...
 
@@ -80,6 +84,24 @@ async def _multi_input(task: TaskInput, run: Run) -> dict[str, Any]:
     return text_result(f"Received both inputs ({summary})")
 
 
+async def _request_approval(task: TaskInput, run: Run) -> dict[str, Any]:
+    """RequestApproval's question and outcome, without its deadline and its reason rule."""
+    properties = {
+        "decision": {"type": "string", "title": "Decision", "enum": list(DECISIONS)},
+        "reason": {"type": "string", "title": "Reason", "maxLength": 2000},
+    }
+    question = elicitation(str(task.arguments["message"]), properties, ["decision"])
+    approvers = task.arguments.get("approvers")
+    answers = await run.ask_all(
+        {"decision": question},
+        "Waiting for a decision",
+        approvers=[str(name) for name in approvers] if approvers else None,
+    )
+    content = answers["decision"].get("content") or {}
+    decision = DECISIONS.get(str(content.get("decision")), "dismissed")
+    return text_result(f"Decision: {decision}", structured={"decision": decision})
+
+
 async def _slow_compute(task: TaskInput, run: Run) -> dict[str, Any]:
     seconds = float(task.arguments.get("seconds", 0))
     label = str(task.arguments.get("label", ""))
@@ -107,6 +129,7 @@ async def _short_lived(task: TaskInput, run: Run) -> dict[str, Any]:
 SCRIPTS: dict[str, Script] = {
     "TestToolWithTask": _greet_from_prelude,
     "ConfirmDelete": _confirm_delete,
+    "RequestApproval": _request_approval,
     "MultiInput": _multi_input,
     "SlowCompute": _slow_compute,
     "FailingJob": _failing_job,

@@ -35,7 +35,7 @@ from mcp_server.protocol.v2025.views import cancel_task_result, get_task_result,
 from mcp_server.protocol.v2026 import tasks
 from mcp_server.protocol.v2026.views import RELATED_TASK
 from mcp_server.protocol.wire import HANDSHAKE_VERSIONS, TASKS_EXTENSION
-from mcp_tasks.contracts.task_status import can_move
+from mcp_tasks.contracts.task_status import cancel_acknowledged
 
 TASKS_PAGE_SIZE = 50
 
@@ -122,10 +122,11 @@ async def cancel_task(ctx: RequestContext, services: Services, params: TaskIdPar
     services.limits.rates.cancels.take(ctx.principal)
     snapshot = await tasks.lookup(ctx, services, params.task_id)
     await tasks.cancel(ctx, services, params.task_id)
-    if snapshot.status != "cancelled" and not can_move(snapshot.status, "cancelled"):
+    shown = cancel_acknowledged(snapshot.status)
+    if shown is None:
         raise invalid_params(
             f"Cannot cancel task {params.task_id}: it is already {snapshot.status}"
         )
-    if snapshot.status != "cancelled":
-        snapshot = replace(snapshot, status="cancelled", status_message="Cancellation requested")
+    status, message = shown
+    snapshot = replace(snapshot, status=status, status_message=message or snapshot.status_message)
     return cancel_task_result(snapshot)
