@@ -158,7 +158,7 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
             report_progress=runs.progress_reporter(ctx),
             log=runs.log_sender(ctx, _log_threshold(ctx, params)),
         )
-        return tool_result(await tool.handler(call))
+        return tool_result((await tool.handler(call)).wire())
     assert tool.workflow is not None
     services.approvers.count(ctx.principal, tool, arguments)  # approver_policy.py
     related = await related_tasks.readable(ctx, services, related)  # as tasks/get finds them

@@ -42,6 +42,7 @@ from mcp_tasks.contracts.task_state import (
     iso_timestamp,
 )
 from mcp_tasks.contracts.task_status import CANCELLED_MESSAGE, TaskStatus
+from mcp_tasks.contracts.tool_messages import InputRequest, InputResponse
 from mcp_tasks.identity import Identity
 from tests.fakes.task_runner import SCRIPTS, Script, ScriptFailed
 from workflows.steering import PAUSE_SIGNAL, SteerInput
@@ -79,10 +80,10 @@ class _Run:
 
     async def ask_all(
         self,
-        requests: dict[str, dict[str, Any]],
+        requests: dict[str, InputRequest],
         status_message: str,
         approvers: list[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, InputResponse]:
         entry = self._entry
         previous = entry.state.status_message
         entry.outstanding.update(requests)
@@ -93,7 +94,7 @@ class _Run:
         while not all(key in entry.answers for key in requests):
             entry.changed.clear()
             await entry.changed.wait()
-        answers = {key: entry.answers.pop(key) for key in requests}
+        answers = {key: InputResponse.read(entry.answers.pop(key)) for key in requests}
         self._store._change(entry, status_message=previous or "Working")
         return answers
 
@@ -171,9 +172,8 @@ class MemoryTaskStore:
             entry.error = failed.error
             self._close(entry, "failed", f"Task failed: {failed.error.message}")
             return
-        entry.result = result
-        text = next((c.get("text") for c in result.get("content", []) if "text" in c), None)
-        summary = str(text).splitlines()[0] if text else ""
+        entry.result = result.wire()
+        summary = result.first_text.strip().split("\n", 1)[0]
         self._close(entry, "completed", f"Completed: {summary}" if summary else "Completed")
 
     # ----- what a running task changes -----------------------------------------------------

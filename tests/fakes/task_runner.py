@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from mcp_server.tasks.errors import TaskFailure
 from mcp_tasks.contracts.task_state import TaskInput
+from mcp_tasks.contracts.tool_messages import InputRequest, InputResponse, ToolResult
 from workflows.request_approval import DECISIONS
 from workflows.results import text_result
 from workflows.task_workflow import elicitation
@@ -32,24 +33,24 @@ class Run(Protocol):
 
     async def ask_all(
         self,
-        requests: dict[str, dict[str, Any]],
+        requests: dict[str, InputRequest],
         status_message: str,
         approvers: list[str] | None = None,
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, InputResponse]: ...
     def report(self, message: str) -> None: ...
 
 
-Script = Callable[[TaskInput, Run], Awaitable[dict[str, Any]]]
+Script = Callable[[TaskInput, Run], Awaitable[ToolResult]]
 
 
-async def _greet_from_prelude(task: TaskInput, run: Run) -> dict[str, Any]:
-    answer = task.prelude_responses.get("name") or {}
-    name = str((answer.get("content") or {}).get("name", "stranger"))
+async def _greet_from_prelude(task: TaskInput, run: Run) -> ToolResult:
+    answer = InputResponse.read(task.prelude_responses.get("name"))
+    name = str(answer.content.get("name", "stranger"))
     run.report(f"Greeting {name}")
     return text_result(f"Hello, {name}! This greeting ran as a durable task.")
 
 
-async def _confirm_delete(task: TaskInput, run: Run) -> dict[str, Any]:
+async def _confirm_delete(task: TaskInput, run: Run) -> ToolResult:
     filename = str(task.arguments["filename"])
     question = elicitation(
         f"Delete {filename}?",
@@ -60,15 +61,14 @@ async def _confirm_delete(task: TaskInput, run: Run) -> dict[str, Any]:
         {"confirm": question}, f"Waiting for confirmation to delete {filename}"
     )
     answer = answers["confirm"]
-    content = answer.get("content") or {}
-    if answer.get("action") == "accept" and content.get("confirm") is True:
+    if answer.accepted and answer.content.get("confirm") is True:
         return text_result(f"Deleted {filename}", structured={"deleted": True})
     return text_result(
         f"Kept {filename}: deletion was not confirmed", structured={"deleted": False}
     )
 
 
-async def _multi_input(task: TaskInput, run: Run) -> dict[str, Any]:
+async def _multi_input(task: TaskInput, run: Run) -> ToolResult:
     answers = await run.ask_all(
         {
             "name": elicitation("What is your name?", {"name": {"type": "string"}}, ["name"]),
@@ -79,12 +79,12 @@ async def _multi_input(task: TaskInput, run: Run) -> dict[str, Any]:
         "Waiting for two answers",
     )
     summary = ", ".join(
-        f"{key}: {answers[key].get('action')} {answers[key].get('content')}" for key in answers
+        f"{key}: {answer.action} {answer.raw.get('content')}" for key, answer in answers.items()
     )
     return text_result(f"Received both inputs ({summary})")
 
 
-async def _request_approval(task: TaskInput, run: Run) -> dict[str, Any]:
+async def _request_approval(task: TaskInput, run: Run) -> ToolResult:
     """RequestApproval's question and outcome, without its deadline and its reason rule."""
     properties = {
         "decision": {"type": "string", "title": "Decision", "enum": list(DECISIONS)},
@@ -97,12 +97,13 @@ async def _request_approval(task: TaskInput, run: Run) -> dict[str, Any]:
         "Waiting for a decision",
         approvers=[str(name) for name in approvers] if approvers else None,
     )
-    content = answers["decision"].get("content") or {}
-    decision = DECISIONS.get(str(content.get("decision")), "dismissed")
+    answer = answers["decision"]
+    decided = answer.content.get("decision") if answer.accepted else None
+    decision = DECISIONS.get(str(decided), "dismissed")
     return text_result(f"Decision: {decision}", structured={"decision": decision})
 
 
-async def _slow_compute(task: TaskInput, run: Run) -> dict[str, Any]:
+async def _slow_compute(task: TaskInput, run: Run) -> ToolResult:
     seconds = float(task.arguments.get("seconds", 0))
     label = str(task.arguments.get("label", ""))
     run.report(f"Computing {label!r} for {seconds:g} s")
@@ -112,17 +113,17 @@ async def _slow_compute(task: TaskInput, run: Run) -> dict[str, Any]:
     )
 
 
-async def _failing_job(task: TaskInput, run: Run) -> dict[str, Any]:
+async def _failing_job(task: TaskInput, run: Run) -> ToolResult:
     run.report("Running a job that will fail")
     return text_result("failing_job failed: the simulated job reported an error", is_error=True)
 
 
-async def _protocol_error_job(task: TaskInput, run: Run) -> dict[str, Any]:
+async def _protocol_error_job(task: TaskInput, run: Run) -> ToolResult:
     run.report("Running a job that will hit a protocol error")
     raise ScriptFailed(-32603, "protocol_error_job: simulated internal error")
 
 
-async def _short_lived(task: TaskInput, run: Run) -> dict[str, Any]:
+async def _short_lived(task: TaskInput, run: Run) -> ToolResult:
     return text_result("done quickly")
 
 
