@@ -33,7 +33,7 @@ from mcp_server.http.middleware import (
     RequestIdMiddleware,
 )
 from mcp_server.http.origin import LOOPBACK_NAMES, OriginPolicy, public_host_and_origin
-from mcp_server.http.sessions import SessionCodec
+from mcp_server.http.sessions import SessionIds
 from mcp_server.http.timeouts import guarded_protocol
 from mcp_server.inbox.routes import add_inbox_routes
 from mcp_server.inbox.security import InboxHeadersMiddleware
@@ -175,7 +175,7 @@ def create_app(
         services = build_services(
             settings, registry, task_store, secret, now, webhooks=webhooks, events=subscriptions
         )
-        app.state.endpoint = McpEndpoint(services, SessionCodec(secret))
+        app.state.endpoint = McpEndpoint(services, SessionIds(secret))
         app.state.services = services
         app.state.inbox = inbox or (TemporalInboxStore(temporal) if temporal else None)
         backend = TemporalBackend(temporal) if temporal is not None else None

@@ -31,7 +31,7 @@ from starlette.types import Receive, Scope, Send
 from mcp_server.http import media_type
 from mcp_server.http.exchange import Exchange, RequestId, error_response
 from mcp_server.http.handshake import SESSION_HEADER, Handshake
-from mcp_server.http.sessions import SessionCodec
+from mcp_server.http.sessions import SessionIds
 from mcp_server.observability import record as observed
 from mcp_server.observability import tracing
 from mcp_server.protocol import dispatch
@@ -78,7 +78,7 @@ class McpRoute:
 
 
 class McpEndpoint:
-    def __init__(self, services: Services, sessions: SessionCodec) -> None:
+    def __init__(self, services: Services, sessions: SessionIds) -> None:
         self.services = services
         self.handshake = Handshake(services, sessions)
 

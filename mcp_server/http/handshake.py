@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 
 from mcp_server.http import sse
 from mcp_server.http.exchange import Exchange, error_response
-from mcp_server.http.sessions import Session, SessionCodec
+from mcp_server.http.sessions import Session, SessionIds
 from mcp_server.observability import record as observed
 from mcp_server.protocol import dispatch
 from mcp_server.protocol.context import Services
@@ -54,7 +54,7 @@ def session_digest(session_id: str) -> str:
 class Handshake:
     """The handshake era's messages: `post` for a POST, `stream` for the GET stream."""
 
-    def __init__(self, services: Services, sessions: SessionCodec) -> None:
+    def __init__(self, services: Services, sessions: SessionIds) -> None:
         self.services = services
         self.sessions = sessions
 
