@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from mcp_server.protocol import errors
-from mcp_server.protocol.client_view import STEERING_EXTENSION
-from mcp_server.protocol.wire import TASKS_EXTENSION
+from mcp_server.protocol.core.client_view import STEERING_EXTENSION
+from mcp_server.protocol.frame import errors
+from mcp_server.protocol.frame.wire import TASKS_EXTENSION
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.loading import load_toolsets
@@ -90,7 +90,7 @@ async def test_the_callers_own_answer_is_refused_with_a_message_naming_the_appro
 async def test_the_named_approver_reads_and_answers_and_the_result_names_them(
     people: dict[str, McpClient], token_stack: Stack, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="mcp_server.protocol.audit")
+    caplog.set_level(logging.INFO, logger="mcp_server.protocol.core.audit")
     dev, rm = people["dev"], people["rm"]
     task_id = await waiting_approval(dev)
     seen = (await rm.get_task(task_id)).result

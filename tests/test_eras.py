@@ -7,7 +7,7 @@ import asyncio
 import json
 from typing import Any
 
-from mcp_server.protocol import errors
+from mcp_server.protocol.frame import errors
 from tests.asgi_stack import AsgiStack
 from tests.conftest import Stack
 from tests.legacy_client import LegacyClient

@@ -11,9 +11,9 @@ import mcp_types as core
 from starlette.datastructures import Headers
 from temporalio.client import Client
 
-from mcp_server.protocol import errors
-from mcp_server.protocol.context import RequestContext
-from mcp_server.protocol.models import ListenParams, parse_params
+from mcp_server.protocol.core.context import RequestContext
+from mcp_server.protocol.frame import errors
+from mcp_server.protocol.frame.models import ListenParams, parse_params
 from mcp_server.protocol.services import build_services
 from mcp_server.protocol.v2026.subscriptions import listen
 from mcp_server.tasks.store import TemporalTaskStore

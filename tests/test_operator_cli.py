@@ -22,7 +22,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
-from mcp_server.protocol.errors import INVALID_PARAMS
+from mcp_server.protocol.frame.errors import INVALID_PARAMS
 from mcp_server.runtime.devserver import free_port
 from mcp_server.runtime.operator_cli import (
     EXIT_INVALID,
@@ -288,7 +288,7 @@ async def test_an_operators_answer_writes_an_audit_line_and_a_span(
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
     [audit] = [line for line in lines if line.get("event") == "task.update"]
-    assert audit["logger"] == "mcp_server.protocol.audit" and audit["taskId"] == task_id
+    assert audit["logger"] == "mcp_server.protocol.core.audit" and audit["taskId"] == task_id
     assert audit["by"] == f"operator:{getpass.getuser()}" and audit["outcome"] == "ok"
     assert audit["keys"] == ["decision"] and audit["method"] == "operator-cli"
     [span] = [line for line in lines if line.get("name") == "mcp-tasks tasks answer"]

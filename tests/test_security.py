@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from temporalio.client import Client
 
 from mcp_server.auth.modes import build_authenticator
-from mcp_server.protocol import errors
+from mcp_server.protocol.frame import errors
 from mcp_server.protocol.limits.per_principal import PollLimiter
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.access import find_task
@@ -437,13 +437,15 @@ def test_a_client_polling_ten_times_too_fast_is_limited() -> None:
 async def test_every_create_update_and_cancel_is_audited_without_arguments(
     mcp: McpClient, caplog: pytest.LogCaptureFixture, temporal_client: Client
 ) -> None:
-    caplog.set_level(logging.INFO, logger="mcp_server.protocol.audit")
+    caplog.set_level(logging.INFO, logger="mcp_server.protocol.core.audit")
     task_id = await mcp.create_task("tests_leaky", {"api_key": "sk-live-123456"})
     await mcp.wait_status(task_id, "input_required", within=5)
     await mcp.update_task(task_id, {"go": {"action": "decline"}})
     await mcp.cancel_task("mcp-task-" + "0" * 32)
     lines = [
-        json.loads(r.getMessage()) for r in caplog.records if r.name == "mcp_server.protocol.audit"
+        json.loads(r.getMessage())
+        for r in caplog.records
+        if r.name == "mcp_server.protocol.core.audit"
     ]
     assert [(e["event"], e["outcome"]) for e in lines] == [
         ("task.create", "created"),

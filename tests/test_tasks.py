@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from mcp_server.protocol import errors
-from mcp_server.protocol.wire import parse_iso
+from mcp_server.protocol.frame import errors
+from mcp_server.protocol.frame.wire import parse_iso
 from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.tasks.description import describe
 from mcp_server.tasks.store import TemporalTaskStore

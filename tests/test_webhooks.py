@@ -26,7 +26,7 @@ from activities import webhooks as webhook_activities
 from activities.webhook_health import EndpointHealth, SuspensionPolicy
 from activities.webhooks import MAX_BODY_BYTES, WebhookSender, encoded, slack_body
 from mcp_server.http.app import create_app
-from mcp_server.protocol.errors import INVALID_PARAMS
+from mcp_server.protocol.frame.errors import INVALID_PARAMS
 from mcp_server.runtime.devserver import free_port
 from mcp_server.tasks.expiry import sweep
 from mcp_server.tasks.pending_webhooks import pending_deliveries

@@ -31,8 +31,8 @@ from typing import Any
 
 import mcp_types as core
 
-from mcp_server.protocol import strict_json
-from mcp_server.protocol.state_keys import Signer, StateSecret
+from mcp_server.protocol.frame import strict_json
+from mcp_server.protocol.frame.state_keys import Signer, StateSecret
 
 _MAX_ID_LENGTH = 16_384
 SESSION_LIFETIME_S = 24 * 3600

@@ -42,31 +42,32 @@ from mcp_server.http import media_type
 from mcp_server.http.sessions import Session, SessionCodec
 from mcp_server.observability import record as observed
 from mcp_server.observability import tracing
-from mcp_server.protocol import audit, dispatch
-from mcp_server.protocol import routing_headers as headers
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.envelope import names_protocol_version as _is_modern
-from mcp_server.protocol.envelope import params_of as _params
-from mcp_server.protocol.envelope import parse_envelope as _parse_envelope
-from mcp_server.protocol.envelope import require_supported_version
-from mcp_server.protocol.errors import (
+from mcp_server.protocol import dispatch
+from mcp_server.protocol.core import audit
+from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.core.grants import NO_SCOPE, Grant, InsufficientScope
+from mcp_server.protocol.frame import routing_headers as headers
+from mcp_server.protocol.frame.envelope import names_protocol_version as _is_modern
+from mcp_server.protocol.frame.envelope import params_of as _params
+from mcp_server.protocol.frame.envelope import parse_envelope as _parse_envelope
+from mcp_server.protocol.frame.envelope import require_supported_version
+from mcp_server.protocol.frame.errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     McpError,
 )
-from mcp_server.protocol.grants import NO_SCOPE, Grant, InsufficientScope
-from mcp_server.protocol.models import (
+from mcp_server.protocol.frame.models import (
     error_message,
     parse_params,
     request_meta,
     result_message,
     to_message,
 )
-from mcp_server.protocol.v2025 import client_responses, session_stream
-from mcp_server.protocol.v2025.methods import InitializeParams, negotiate
-from mcp_server.protocol.wire import (
+from mcp_server.protocol.frame.wire import (
     HANDSHAKE_VERSIONS,
 )
+from mcp_server.protocol.v2025 import client_responses, session_stream
+from mcp_server.protocol.v2025.methods import InitializeParams, negotiate
 from mcp_tasks.identity import NOBODY, Identity
 
 log = logging.getLogger("mcp_server.http.transport")

@@ -10,7 +10,7 @@ form opened before a rotation still posts after it.
 from __future__ import annotations
 
 from mcp_server.inbox.session import InboxSession, derive_key
-from mcp_server.protocol.state_keys import Signer, StateSecret
+from mcp_server.protocol.frame.state_keys import Signer, StateSecret
 
 FIELD_NAME = "csrf"
 

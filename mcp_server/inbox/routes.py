@@ -36,9 +36,9 @@ from mcp_server.inbox.paging import WaitingPage, page_of
 from mcp_server.inbox.responses import forged, html_page, problem, unavailable
 from mcp_server.inbox.session import InboxSession
 from mcp_server.inbox.signin import SIGN_IN_PATH, SignIn
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import INTERNAL_ERROR, McpError
-from mcp_server.protocol.v2026.tasks import lookup, submit_answers
+from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.core.tasks import lookup, submit_answers
+from mcp_server.protocol.frame.errors import INTERNAL_ERROR, McpError
 from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.errors import TaskError, TaskNotFound
 from mcp_server.tasks.snapshots import TaskSnapshot

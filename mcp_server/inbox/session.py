@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server.protocol.state_keys import Signer, StateSecret
+from mcp_server.protocol.frame.state_keys import Signer, StateSecret
 from mcp_tasks.identity import Principal
 
 COOKIE_NAME = "mcp_inbox"

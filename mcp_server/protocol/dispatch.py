@@ -22,17 +22,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from mcp_server.protocol import audit, capabilities, discovery, tools
-from mcp_server.protocol.client_view import STEERING_EXTENSION
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import METHOD_NOT_FOUND, McpError, from_task_error
+from mcp_server.protocol import discovery, tools
+from mcp_server.protocol.core import audit, capabilities, steering, tasks
+from mcp_server.protocol.core.client_view import STEERING_EXTENSION
+from mcp_server.protocol.core.context import RequestContext, Services
 from mcp_server.protocol.events import handlers as events
 from mcp_server.protocol.events.models import (
     RemoveSubscriptionParams,
     SubscribeParams,
     UnsubscribeParams,
 )
-from mcp_server.protocol.models import (
+from mcp_server.protocol.frame.errors import METHOD_NOT_FOUND, McpError, from_task_error
+from mcp_server.protocol.frame.models import (
     ListenParams,
     PaginatedParams,
     Params,
@@ -42,9 +43,9 @@ from mcp_server.protocol.models import (
     UpdateTaskParams,
     parse_params,
 )
+from mcp_server.protocol.frame.wire import TASKS_CAPABILITY, TASKS_EXTENSION
 from mcp_server.protocol.v2025 import methods as v2025
-from mcp_server.protocol.v2026 import steering, subscriptions, tasks
-from mcp_server.protocol.wire import TASKS_CAPABILITY, TASKS_EXTENSION
+from mcp_server.protocol.v2026 import subscriptions
 from mcp_server.tasks.errors import TaskError
 
 Era = Literal["modern", "legacy"]
@@ -92,7 +93,7 @@ _LEGACY_TASKS = [
         audit_event="tasks/cancel",
     ),
 ]
-# This server's own steering extension (v2026/steering.py).
+# This server's own steering extension (core/steering.py).
 _STEERING: list[tuple[str, type[Params], Any]] = [
     (steering.STEER_METHOD, SteerTaskParams, steering.steer_task),
     (steering.PAUSE_METHOD, TaskIdParams, steering.pause_task),

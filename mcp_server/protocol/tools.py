@@ -12,7 +12,7 @@ Rules implemented:
   finish before a task is created; `requestState` never reaches a CreateTaskResult.
 - A task: at 2026-07-28 when the request declares the extension (a `params.task` is ignored:
   only the per-request capability decides); at 2025-11-25 when the request carries `task`.
-- Otherwise a task tool runs attached to the call (runs.py): the caller waits, sees progress
+- Otherwise a task tool runs attached to the call (relay.py): the caller waits, sees progress
   and questions on the response stream, and gets either the result or, past the wait, a result
   that names the task and the follow-up tools. The task itself is never stopped for that.
   At 2026-07-28 the task's questions go to a client that can take them as MRTR rounds
@@ -31,17 +31,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mcp_server.protocol import capabilities, idempotency, related_tasks
-from mcp_server.protocol.attached import followup_tools, rounds, runs
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import invalid_params, missing_capability
-from mcp_server.protocol.models import InputRequiredResult, ToolCallParams, related_task_ids
-from mcp_server.protocol.routing_headers import check_param_headers, header_params
+from mcp_server.protocol.attached import followup_tools, rounds
+from mcp_server.protocol.core import capabilities, idempotency, mrtr, related_tasks, relay
+from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.core.views import create_task_result, tool_result
+from mcp_server.protocol.frame.errors import invalid_params, missing_capability
+from mcp_server.protocol.frame.models import InputRequiredResult, ToolCallParams, related_task_ids
+from mcp_server.protocol.frame.routing_headers import check_param_headers, header_params
+from mcp_server.protocol.frame.wire import TASKS_CAPABILITY, iso_now
 from mcp_server.protocol.v2025 import mrtr as v2025_mrtr
 from mcp_server.protocol.v2025 import views as v2025_views
-from mcp_server.protocol.v2026 import mrtr
-from mcp_server.protocol.v2026.views import create_task_result, tool_result
-from mcp_server.protocol.wire import TASKS_CAPABILITY, iso_now
 from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.store import new_task_id
 from mcp_server.tools.registry import Tool, ToolCall
@@ -62,9 +61,9 @@ def _tool(services: Services, params: ToolCallParams) -> tuple[Tool, dict[str, A
 def _log_threshold(ctx: RequestContext, params: ToolCallParams) -> str | None:
     """The least severe level the caller wants log messages at, or None for none."""
     if not ctx.modern:
-        return runs.LOG_LEVELS[0]
+        return relay.LOG_LEVELS[0]
     level = (params.meta or {}).get(META_LOG_LEVEL)
-    return level if level in runs.LOG_LEVELS else None
+    return level if level in relay.LOG_LEVELS else None
 
 
 def _round(
@@ -123,9 +122,9 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
             return await rounds.resume(
                 ctx, services, tool, arguments, attached, params.input_responses
             )
-    # Who may name approvers (approver_policy.py): refused before anything runs.
+    # Who may name approvers (approver_policy.py): refused before anything relay.
     services.approvers.check(ctx.identity, tool, arguments)
-    # A task tool's call with an idempotency key names its task (protocol/idempotency.py).
+    # A task tool's call with an idempotency key names its task (protocol/core/idempotency.py).
     keyed = idempotency.keyed_call(ctx, params, tool.name, arguments)
     as_task = capabilities.declares_tasks(ctx.capabilities) if ctx.modern else bool(params.task)
     if ctx.modern and tool.task_support == "required" and not as_task:
@@ -155,8 +154,8 @@ async def call_tool(ctx: RequestContext, services: Services, params: ToolCallPar
             arguments,
             ctx.capabilities_dict(),
             answers,
-            report_progress=runs.progress_reporter(ctx),
-            log=runs.log_sender(ctx, _log_threshold(ctx, params)),
+            report_progress=relay.progress_reporter(ctx),
+            log=relay.log_sender(ctx, _log_threshold(ctx, params)),
         )
         return tool_result(await tool.handler(call))
     assert tool.workflow is not None

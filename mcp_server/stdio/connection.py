@@ -32,15 +32,15 @@ import mcp_types as core
 from pydantic import BaseModel
 
 from mcp_server.protocol import dispatch
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.envelope import (
+from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.frame.envelope import (
     names_protocol_version,
     params_of,
     parse_envelope,
     require_supported_version,
 )
-from mcp_server.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
-from mcp_server.protocol.models import (
+from mcp_server.protocol.frame.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
+from mcp_server.protocol.frame.models import (
     error_message,
     parse_params,
     request_meta,

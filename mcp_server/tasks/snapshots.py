@@ -60,7 +60,7 @@ class TaskSnapshot:
     # Tasks its creating request called related, as recorded (operators see them).
     related_task_ids: list[str] = field(default_factory=list)
     # Whether it holds at a safe point after a pause (shown as `paused` only to clients that
-    # declared the steering extension: protocol/client_view.py).
+    # declared the steering extension: protocol/core/client_view.py).
     paused: bool = False
     # How far the task is, as its workflow last reported it (TaskState.progress):
     # {"progress": n, "total"?: m}; None when it reported no numbers.

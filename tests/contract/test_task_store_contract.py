@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from mcp_server.protocol.errors import error_object
+from mcp_server.protocol.frame.errors import error_object
 from mcp_server.runtime.worker import build_worker
 from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.quota import QuotaExceeded

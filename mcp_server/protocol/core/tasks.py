@@ -20,17 +20,17 @@ the same -32602, at the same time (tasks/access.py).
 
 from __future__ import annotations
 
-from mcp_server.protocol import audit
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import APPROVER_CANNOT_CANCEL, NOT_AN_APPROVER, McpError
-from mcp_server.protocol.models import (
+from mcp_server.protocol.core import audit
+from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.core.views import get_task_result
+from mcp_server.protocol.frame.errors import APPROVER_CANNOT_CANCEL, NOT_AN_APPROVER, McpError
+from mcp_server.protocol.frame.models import (
     CompleteResult,
     GetTaskResult,
     TaskIdParams,
     UpdateTaskParams,
     check_input_response,
 )
-from mcp_server.protocol.v2026.views import get_task_result
 from mcp_server.tasks.access import require_task
 from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.snapshots import TaskSnapshot

@@ -16,9 +16,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server.protocol import strict_json
-from mcp_server.protocol.errors import invalid_params
-from mcp_server.protocol.state_keys import Signer, StateSecret
+from mcp_server.protocol.frame import strict_json
+from mcp_server.protocol.frame.errors import invalid_params
+from mcp_server.protocol.frame.state_keys import Signer, StateSecret
 
 _B64URL = re.compile(r"[A-Za-z0-9_-]*")
 

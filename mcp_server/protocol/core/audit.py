@@ -1,5 +1,5 @@
 """One structured JSON line per task change (create, update, cancel, steer, pause, resume), on the
-`mcp_server.protocol.audit` logger: time, `requestId` (the HTTP request's `X-Request-Id`, the
+`mcp_server.protocol.core.audit` logger: time, `requestId` (the HTTP request's `X-Request-Id`, the
 same as on its request line; absent on stdio), `jsonrpcId` (the JSON-RPC id), taskId, principal
 digest (logged keyed: observability/logging.py), the caller's name (`by`, when it has one),
 method, outcome; and a `task.decision` line for each delivered answer to requests that name
@@ -26,12 +26,12 @@ from typing import Any
 import mcp_types as core
 from pydantic import BaseModel
 
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.models import CreateTaskResult
-from mcp_server.protocol.wire import iso_now
+from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.frame.models import CreateTaskResult
+from mcp_server.protocol.frame.wire import iso_now
 from mcp_tasks.request_id import HTTP_REQUEST_ID
 
-log = logging.getLogger("mcp_server.protocol.audit")
+log = logging.getLogger("mcp_server.protocol.core.audit")
 MAX_LOGGED_CHARS = 128
 _EVENTS = {
     "tools/call": "task.create",

@@ -28,8 +28,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import (
+from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.core.tasks import lookup
+from mcp_server.protocol.core.views import get_task_result
+from mcp_server.protocol.frame.errors import (
     ALREADY_PAUSED,
     APPROVER_CANNOT_STEER,
     NOT_PAUSED,
@@ -37,9 +39,12 @@ from mcp_server.protocol.errors import (
     TASK_ENDED,
     McpError,
 )
-from mcp_server.protocol.models import CompleteResult, GetTaskResult, SteerTaskParams, TaskIdParams
-from mcp_server.protocol.v2026.tasks import lookup
-from mcp_server.protocol.v2026.views import get_task_result
+from mcp_server.protocol.frame.models import (
+    CompleteResult,
+    GetTaskResult,
+    SteerTaskParams,
+    TaskIdParams,
+)
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_tasks.contracts.task_state import AuditStamp
 from mcp_tasks.contracts.task_status import TERMINAL_STATUSES

@@ -22,7 +22,7 @@ A host without task support (2026-07-28 without the extension for a tool that al
   is never stopped because a host stopped waiting: nothing a host does can lose it.
 - A 2025-11-25 session's GET stream (session_stream.py) relays the questions of the tasks
   that session created, for clients that never call `tasks/result` while input is needed;
-  `Services.relays` (protocol/relays.py) keeps the two from asking a client the same question
+  `Services.relays` (protocol/frame/relays.py) keeps the two from asking a client the same question
   twice.
 """
 
@@ -36,13 +36,12 @@ from typing import Any, get_args
 import mcp_types as core
 from mcp_types.jsonrpc import JSONRPCRequest
 
-from mcp_server.protocol import capabilities
-from mcp_server.protocol.attached import refused_answers
-from mcp_server.protocol.attached.refused_answers import Refusals
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import task_not_found
-from mcp_server.protocol.models import Notification, to_message
-from mcp_server.protocol.v2026.views import RELATED_TASK, tool_result
+from mcp_server.protocol.core import capabilities, refused_answers
+from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.core.refused_answers import Refusals
+from mcp_server.protocol.core.views import RELATED_TASK, tool_result
+from mcp_server.protocol.frame.errors import task_not_found
+from mcp_server.protocol.frame.models import Notification, to_message
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.errors import TaskFailed

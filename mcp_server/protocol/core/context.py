@@ -14,16 +14,16 @@ from typing import Any
 
 import mcp_types as core
 
-from mcp_server.protocol.approver_policy import ApproverPolicy
-from mcp_server.protocol.awaited_answers import AwaitedAnswers
-from mcp_server.protocol.events.store import EventsService
-from mcp_server.protocol.grants import EVERY_SCOPE, Grant
+from mcp_server.protocol.core.approver_policy import ApproverPolicy
+from mcp_server.protocol.core.grants import EVERY_SCOPE, Grant
+from mcp_server.protocol.frame.awaited_answers import AwaitedAnswers
+from mcp_server.protocol.frame.relays import Relays
+from mcp_server.protocol.frame.request_state import RequestStateCodec
+from mcp_server.protocol.frame.routing_headers import HeaderSource
+from mcp_server.protocol.frame.wire import MODERN_VERSION
 from mcp_server.protocol.limits.listen import Listening
 from mcp_server.protocol.limits.per_principal import Limits
-from mcp_server.protocol.relays import Relays
-from mcp_server.protocol.request_state import RequestStateCodec
-from mcp_server.protocol.routing_headers import HeaderSource
-from mcp_server.protocol.wire import MODERN_VERSION
+from mcp_server.tasks.event_subscriptions import EventsService
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.identity import NOBODY, Identity
@@ -56,7 +56,7 @@ class Services:
     approvers: ApproverPolicy = field(default_factory=ApproverPolicy.open)
     # The answers this process awaits to its requests of a 2025-11-25 client (v2025/mrtr.py).
     awaited: AwaitedAnswers = field(default_factory=AwaitedAnswers)
-    # What this process's calls that relay tasks' questions share (protocol/relays.py).
+    # What this process's calls that relay tasks' questions share (protocol/frame/relays.py).
     relays: Relays = field(default_factory=Relays)
     # Client-subscribed events (protocol/events/); None when the extension is not offered.
     events: EventsService | None = None
