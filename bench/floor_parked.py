@@ -27,7 +27,7 @@ from bench.floor_clients import (
 )
 from bench.floor_ops import APPROVAL, PARKED, pair, sweep_until_parked, wait_parked
 from bench.floor_raw import RawFloor
-from bench.load import LoadClient
+from bench.load_clients import LoadClient
 from bench.run import percentiles
 from mcp_server.protocol.frame.errors import INVALID_PARAMS, TASK_NOT_FOUND_MESSAGE
 
