@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from mcp_server.protocol import discovery, tools
-from mcp_server.protocol.core import audit, capabilities, steering, tasks
+from mcp_server.protocol.core import audit, capabilities
 from mcp_server.protocol.core.client_view import STEERING_EXTENSION
 from mcp_server.protocol.core.context import RequestContext, Services
 from mcp_server.protocol.events import handlers as events
@@ -45,7 +45,7 @@ from mcp_server.protocol.frame.models import (
 )
 from mcp_server.protocol.frame.wire import TASKS_CAPABILITY, TASKS_EXTENSION
 from mcp_server.protocol.v2025 import methods as v2025
-from mcp_server.protocol.v2026 import subscriptions
+from mcp_server.protocol.v2026 import steering, subscriptions, tasks
 from mcp_server.tasks.errors import TaskError
 
 Era = Literal["modern", "legacy"]
@@ -93,7 +93,7 @@ _LEGACY_TASKS = [
         audit_event="tasks/cancel",
     ),
 ]
-# This server's own steering extension (core/steering.py).
+# This server's own steering extension (v2026/steering.py).
 _STEERING: list[tuple[str, type[Params], Any]] = [
     (steering.STEER_METHOD, SteerTaskParams, steering.steer_task),
     (steering.PAUSE_METHOD, TaskIdParams, steering.pause_task),

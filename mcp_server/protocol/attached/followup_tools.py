@@ -214,7 +214,7 @@ async def call(
                     status=snapshot.status,
                 )
             try:
-                await tasks.cancel(ctx, services, task_id)
+                await tasks.cancel(ctx, services, snapshot)
             except McpError as err:
                 return _text(f"The task was not cancelled: {err.message}", error=True)
             return _text(f"Cancellation of task {task_id} requested.", taskId=task_id)
@@ -267,7 +267,7 @@ async def _respond(
     if arguments.get("content") is not None:
         answer["content"] = arguments["content"]
     try:
-        await tasks.submit_answers(ctx, services, snapshot.task_id, {key: answer})
+        await tasks.submit_answers(ctx, services, snapshot, {key: answer})
     except McpError as err:
         return _text(f"The answer was not accepted: {err.message}", error=True)
     return _text(f"Answer to {key!r} delivered to task {snapshot.task_id}.", key=key)

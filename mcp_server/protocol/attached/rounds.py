@@ -154,7 +154,7 @@ async def resume(
     answers = {key: value for key, value in responses.items() if key in snapshot.input_requests}
     if answers and snapshot.status not in TERMINAL_STATUSES:
         try:
-            await tasks.submit_answers(ctx, services, snapshot.task_id, answers)
+            await tasks.submit_answers(ctx, services, snapshot, answers)
         except McpError as err:
             if err.code != INVALID_PARAMS:
                 raise

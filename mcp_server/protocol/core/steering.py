@@ -1,27 +1,15 @@
-"""Steering a task: `mcp-tasks-temporal/steer`, `/pause`, `/resume` (docs/guides/steering.md).
+"""Steering a task, the rules every path shares: the extension's methods
+(v2026/steering.py) and the follow-up tools `task_steer`, `task_pause`, `task_resume`
+(attached/followup_tools.py) call the same functions (docs/guides/steering.md).
 
-The Task Interaction draft (`seps/0000-task-interaction.md`) proposes `tasks/steer`,
-`tasks/pause` and `tasks/resume`; the `tasks/` prefix is the specification's until the draft is
-accepted, so this server offers them under its own extension, `mcp-tasks-temporal/steering`
-(advertised in `server/discover`, declared per request like the tasks extension).
-
-Rules implemented:
-- A request that does not declare the steering extension (and the tasks extension) gets -32021,
-  before any lookup (the dispatch table's gate).
 - The task is looked up as for `tasks/update`: a task that is missing, expired or someone else's
   is "not found" (-32602). Only the owner steers, pauses or resumes (APPROVER_CANNOT_STEER).
-- Each counts against the caller's `tasks/update` rate, and is audited (`task.steer`,
-  `task.pause`, `task.resume`); the message itself is never logged.
+- Each counts against the caller's `tasks/update` rate.
 - A task that has ended: TASK_ENDED. A task whose tool does not take it (it does not declare
   `steering`, or `pausable`): NOT_STEERABLE, and nothing is sent: no task is paused by surprise.
-- steer acks (`{"resultType": "complete"}`): the message is queued and delivered at the task's
-  next safe point, in the order sent. pause and resume answer the task as `tasks/get` shows it
-  now (the draft's `DetailedTask`); the task takes the request in at once, so the next
-  `tasks/get` says `paused` (resumed: its status underneath). A pause of a paused task is
-  ALREADY_PAUSED; a resume of a task that is not paused, NOT_PAUSED.
-- `paused` is shown only to requests that declared the steering extension (client_view.py).
-The follow-up tools `task_steer`, `task_pause` and `task_resume` (attached/followup_tools.py)
-call the same functions, for hosts without tasks.
+- A steer message is queued and delivered at the task's next safe point, in the order sent; the
+  task takes a pause or resume in at once. A pause of a paused task is ALREADY_PAUSED; a resume
+  of a task that is not paused, NOT_PAUSED.
 """
 
 from __future__ import annotations
@@ -30,7 +18,6 @@ from typing import Literal
 
 from mcp_server.protocol.core.context import RequestContext, Services
 from mcp_server.protocol.core.tasks import lookup
-from mcp_server.protocol.core.views import get_task_result
 from mcp_server.protocol.frame.errors import (
     ALREADY_PAUSED,
     APPROVER_CANNOT_STEER,
@@ -39,21 +26,11 @@ from mcp_server.protocol.frame.errors import (
     TASK_ENDED,
     McpError,
 )
-from mcp_server.protocol.frame.models import (
-    CompleteResult,
-    GetTaskResult,
-    SteerTaskParams,
-    TaskIdParams,
-)
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_tasks.contracts.task_state import AuditStamp
 from mcp_tasks.contracts.task_status import TERMINAL_STATUSES
 from workflows.steering import PAUSE_SIGNAL, RESUME_SIGNAL, STEER_SIGNAL, SteerInput
 
-PREFIX = "mcp-tasks-temporal"
-STEER_METHOD = f"{PREFIX}/steer"
-PAUSE_METHOD = f"{PREFIX}/pause"
-RESUME_METHOD = f"{PREFIX}/resume"
 Ability = Literal["steering", "pausable"]
 _VERB = {"steering": "steered", "pausable": "paused or resumed"}
 
@@ -119,22 +96,3 @@ async def resume(ctx: RequestContext, services: Services, task_id: str) -> TaskS
         raise McpError(NOT_PAUSED, f"Task {snapshot.task_id} is not paused")
     await services.store.steer(snapshot.task_id, RESUME_SIGNAL, _stamp(ctx))
     return snapshot
-
-
-async def steer_task(
-    ctx: RequestContext, services: Services, params: SteerTaskParams
-) -> CompleteResult:
-    await steer(ctx, services, params.task_id, params.message)
-    return CompleteResult()
-
-
-async def pause_task(
-    ctx: RequestContext, services: Services, params: TaskIdParams
-) -> GetTaskResult:
-    return get_task_result(await pause(ctx, services, params.task_id), ctx.capabilities)
-
-
-async def resume_task(
-    ctx: RequestContext, services: Services, params: TaskIdParams
-) -> GetTaskResult:
-    return get_task_result(await resume(ctx, services, params.task_id), ctx.capabilities)

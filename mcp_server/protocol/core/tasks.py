@@ -1,36 +1,29 @@
-"""`tasks/get`, `tasks/update` and `tasks/cancel` of the tasks extension (wire §2.5-§2.7, §2.12).
+"""The task rules every path shares: finding the caller's task, delivering answers to it,
+cancelling it. `tasks/get`, `tasks/update`, `tasks/cancel` of both eras, the follow-up tools,
+a 2025-11-25 client's responses, attached rounds and the inbox all come through here.
 
-Gating order: routing headers (-32020, in the transport), `_meta` (-32602), the tasks extension
-declared on this very request (-32021, the dispatch table's gate, before any lookup), then the
-lookup. A task that does not exist, has passed its TTL, or belongs to another principal answers
-the same -32602, at the same time (tasks/access.py).
-- `tasks/update` delivers only answers to outstanding keys; never issued, already answered or
+- A task that does not exist, has passed its TTL, or belongs to another principal answers
+  the same -32602, at the same time (tasks/access.py); lookups that end "not found" count
+  against the caller's own limit (limits/rates.py).
+- A path reads the task once: what it reads (`lookup`) is what answers and cancellations act on.
+- Answers: only answers to outstanding keys are delivered; never issued, already answered or
   superseded keys are ignored whatever their value. Each delivered answer must be a valid
-  response to its request (-32602). A terminal task acks and changes nothing.
-- `tasks/cancel` acks at once, terminal or not; the workflow ends `cancelled` soon after.
-- Rate limits per principal, checked before the lookup (limits/rates.py): tasks/update and
-  tasks/cancel calls, and lookups that end "not found" (on every method that looks a task up).
+  response to its request (-32602). A terminal task changes nothing.
+- Whoever answers (`tasks/update`, the inbox) spends the caller's `tasks/update` rate before
+  the lookup (`task_to_answer`).
 - Approvers (tasks/approvers.py): an approver of a task finds it like its owner; a request
   that names approvers is answered only by them, the owner included only when named, and a
   request without approvers only by the owner (NOT_AN_APPROVER, -32602, naming who can);
   only the owner cancels (APPROVER_CANNOT_CANCEL) unless MCP_TASKS_APPROVERS_MAY_CANCEL.
-  Every path that answers (tasks/update, a 2025-11-25 client's response, task_respond) or
-  cancels comes through here, so the rule is the same in both eras.
+  Every path that answers or cancels comes through here, so the rule is the same in both eras.
 """
 
 from __future__ import annotations
 
 from mcp_server.protocol.core import audit
 from mcp_server.protocol.core.context import RequestContext, Services
-from mcp_server.protocol.core.views import get_task_result
 from mcp_server.protocol.frame.errors import APPROVER_CANNOT_CANCEL, NOT_AN_APPROVER, McpError
-from mcp_server.protocol.frame.models import (
-    CompleteResult,
-    GetTaskResult,
-    TaskIdParams,
-    UpdateTaskParams,
-    check_input_response,
-)
+from mcp_server.protocol.frame.models import check_input_response
 from mcp_server.tasks.access import require_task
 from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.snapshots import TaskSnapshot
@@ -47,20 +40,20 @@ async def lookup(ctx: RequestContext, services: Services, task_id: str) -> TaskS
     )
 
 
-async def get_task(ctx: RequestContext, services: Services, params: TaskIdParams) -> GetTaskResult:
-    services.limits.polls.check(ctx.principal, params.task_id)
-    snapshot = await lookup(ctx, services, params.task_id)
-    services.limits.polls.learn_interval(ctx.principal, snapshot.task_id, snapshot.poll_interval_ms)
-    return get_task_result(snapshot, ctx.capabilities)
+async def task_to_answer(ctx: RequestContext, services: Services, task_id: str) -> TaskSnapshot:
+    """The task a caller is about to answer (tasks/update, the inbox): the caller's tasks/update
+    rate is spent first, then the task is looked up."""
+    services.limits.rates.updates.take(ctx.principal)
+    return await lookup(ctx, services, task_id)
 
 
 async def submit_answers(
-    ctx: RequestContext, services: Services, task_id: str, responses: dict[str, object]
+    ctx: RequestContext, services: Services, snapshot: TaskSnapshot, responses: dict[str, object]
 ) -> None:
-    """Deliver the answers to a task's outstanding input requests (tasks/update, and a
-    2025-11-25 client's responses to the requests the server sent it)."""
+    """Deliver the answers to the outstanding input requests of the task as `lookup` read it
+    (tasks/update, the inbox, task_respond, attached rounds, and a 2025-11-25 client's responses
+    to the requests the server sent it)."""
     services.limits.check_input_responses(responses)
-    snapshot = await lookup(ctx, services, task_id)
     if snapshot.status in TERMINAL_STATUSES:
         return
     outstanding = {k: v for k, v in responses.items() if k in snapshot.input_requests}
@@ -101,18 +94,9 @@ def not_an_approver(snapshot: TaskSnapshot, key: str) -> McpError:
     return McpError(NOT_AN_APPROVER, message, {"key": key, "approvers": names or []})
 
 
-async def update_task(
-    ctx: RequestContext, services: Services, params: UpdateTaskParams
-) -> CompleteResult:
-    services.limits.rates.updates.take(ctx.principal)
-    await submit_answers(ctx, services, params.task_id, params.input_responses)
-    return CompleteResult()
-
-
-async def cancel(ctx: RequestContext, services: Services, task_id: str) -> None:
-    """Request the cancellation of the caller's task (the caller's cancel limit is checked by
-    each method, before its lookup)."""
-    snapshot = await lookup(ctx, services, task_id)
+async def cancel(ctx: RequestContext, services: Services, snapshot: TaskSnapshot) -> None:
+    """Request the cancellation of the task as `lookup` read it (the caller's cancel limit is
+    checked by each method, before its lookup)."""
     if snapshot.owner != ctx.principal and not services.approvers_may_cancel:
         raise McpError(
             APPROVER_CANNOT_CANCEL,
@@ -122,11 +106,3 @@ async def cancel(ctx: RequestContext, services: Services, task_id: str) -> None:
     if snapshot.status not in TERMINAL_STATUSES:
         stamp = AuditStamp(principal=ctx.principal, request_id=str(ctx.request_id))
         await services.store.cancel(snapshot.task_id, stamp)
-
-
-async def cancel_task(
-    ctx: RequestContext, services: Services, params: TaskIdParams
-) -> CompleteResult:
-    services.limits.rates.cancels.take(ctx.principal)
-    await cancel(ctx, services, params.task_id)
-    return CompleteResult()

@@ -73,7 +73,8 @@ async def route(
     )
     answer = {k: v for k, v in result.items() if k != "_meta"}
     try:
-        await tasks.submit_answers(ctx, services, task_id, {key: answer})
+        snapshot = await tasks.lookup(ctx, services, task_id)
+        await tasks.submit_answers(ctx, services, snapshot, {key: answer})
     except TaskNotFound as missing:
         return from_task_error(missing)
     except McpError as error:

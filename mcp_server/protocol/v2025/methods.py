@@ -121,7 +121,7 @@ async def list_tasks(
 async def cancel_task(ctx: RequestContext, services: Services, params: TaskIdParams) -> BaseModel:
     services.limits.rates.cancels.take(ctx.principal)
     snapshot = await tasks.lookup(ctx, services, params.task_id)
-    await tasks.cancel(ctx, services, params.task_id)
+    await tasks.cancel(ctx, services, snapshot)
     if snapshot.status != "cancelled" and not can_move(snapshot.status, "cancelled"):
         raise invalid_params(
             f"Cannot cancel task {params.task_id}: it is already {snapshot.status}"
