@@ -90,7 +90,7 @@ async def test_the_callers_own_answer_is_refused_with_a_message_naming_the_appro
 async def test_the_named_approver_reads_and_answers_and_the_result_names_them(
     people: dict[str, McpClient], token_stack: Stack, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="mcp_server.protocol.core.audit")
+    caplog.set_level(logging.INFO, logger="mcp_server.protocol.audit")
     dev, rm = people["dev"], people["rm"]
     task_id = await waiting_approval(dev)
     seen = (await rm.get_task(task_id)).result

@@ -211,15 +211,13 @@ async def test_an_absurd_request_id_is_an_invalid_request(asgi_stack: AsgiStack)
 async def test_long_request_ids_and_task_ids_are_logged_truncated_and_marked(
     asgi_stack: AsgiStack, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="mcp_server.protocol.core.audit")
+    caplog.set_level(logging.INFO, logger="mcp_server.protocol.audit")
     # The taskId also travels in the Mcp-Name header: kept well under h11's 16 KiB head limit.
     request_id, task_id = "r" * 256, "t" * 5000
     response = await post_with_id(asgi_stack, request_id, "tasks/cancel", task_id)
     assert response.json()["id"] == request_id  # the client still gets its own id back
     (line,) = [
-        json.loads(r.getMessage())
-        for r in caplog.records
-        if r.name == "mcp_server.protocol.core.audit"
+        json.loads(r.getMessage()) for r in caplog.records if r.name == "mcp_server.protocol.audit"
     ]
     assert line["outcome"] == f"error {errors.INVALID_PARAMS}"
     assert len(caplog.text) < 2000

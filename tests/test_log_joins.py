@@ -41,7 +41,7 @@ from mcp_tasks.logging import (
 )
 from tests.asgi_stack import AsgiStackFactory
 
-AUDIT_LOGGER = "mcp_server.protocol.core.audit"
+AUDIT_LOGGER = "mcp_server.protocol.audit"
 SECRET = "state-secret-of-the-log-tests-" + "x" * 16
 
 

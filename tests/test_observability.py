@@ -308,7 +308,7 @@ def _base(name: str) -> str:
 
 def test_the_json_format_merges_an_audit_line_and_keeps_a_traceback_on_one_line() -> None:
     formatter = JsonFormatter()
-    audit = logging.LogRecord("mcp_server.protocol.core.audit", logging.INFO, "", 0,
+    audit = logging.LogRecord("mcp_server.protocol.audit", logging.INFO, "", 0,
                               '{"event":"task.create","taskId":"t"}', None, None)  # fmt: skip
     merged = json.loads(formatter.format(audit))
     assert merged["event"] == "task.create" and "message" not in merged

@@ -288,7 +288,7 @@ async def test_an_operators_answer_writes_an_audit_line_and_a_span(
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
     [audit] = [line for line in lines if line.get("event") == "task.update"]
-    assert audit["logger"] == "mcp_server.protocol.core.audit" and audit["taskId"] == task_id
+    assert audit["logger"] == "mcp_server.protocol.audit" and audit["taskId"] == task_id
     assert audit["by"] == f"operator:{getpass.getuser()}" and audit["outcome"] == "ok"
     assert audit["keys"] == ["decision"] and audit["method"] == "operator-cli"
     [span] = [line for line in lines if line.get("name") == "mcp-tasks tasks answer"]

@@ -437,15 +437,13 @@ def test_a_client_polling_ten_times_too_fast_is_limited() -> None:
 async def test_every_create_update_and_cancel_is_audited_without_arguments(
     mcp: McpClient, caplog: pytest.LogCaptureFixture, temporal_client: Client
 ) -> None:
-    caplog.set_level(logging.INFO, logger="mcp_server.protocol.core.audit")
+    caplog.set_level(logging.INFO, logger="mcp_server.protocol.audit")
     task_id = await mcp.create_task("tests_leaky", {"api_key": "sk-live-123456"})
     await mcp.wait_status(task_id, "input_required", within=5)
     await mcp.update_task(task_id, {"go": {"action": "decline"}})
     await mcp.cancel_task("mcp-task-" + "0" * 32)
     lines = [
-        json.loads(r.getMessage())
-        for r in caplog.records
-        if r.name == "mcp_server.protocol.core.audit"
+        json.loads(r.getMessage()) for r in caplog.records if r.name == "mcp_server.protocol.audit"
     ]
     assert [(e["event"], e["outcome"]) for e in lines] == [
         ("task.create", "created"),

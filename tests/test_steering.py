@@ -290,14 +290,14 @@ async def until(
 async def test_each_steering_call_writes_an_audit_line_without_the_message(
     mcp: McpClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="mcp_server.protocol.core.audit")
+    caplog.set_level(logging.INFO, logger="mcp_server.protocol.audit")
     task_id = await mcp.create_task("multi_step_job", {"require_approval": True, "steps": 1})
     await steer(mcp, task_id, "a secret plan")
     await control(mcp, RESUME, task_id)  # refused: not paused
     lines = [
         json.loads(r.getMessage())
         for r in caplog.records
-        if r.name == "mcp_server.protocol.core.audit" and task_id in r.getMessage()
+        if r.name == "mcp_server.protocol.audit" and task_id in r.getMessage()
     ]
     steering = [
         (line["event"], line["outcome"]) for line in lines if line["event"] != "task.create"

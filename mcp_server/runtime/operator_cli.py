@@ -69,7 +69,7 @@ __all__ = ["EXIT_INVALID", "EXIT_REFUSED", "EXIT_UNREACHABLE", "add_parser", "ru
 # The principal of every answer sent from the terminal: in a domain of its own, so no MCP
 # caller's digest (Principal.digest hashes "principal:...") can be it.
 OPERATOR_DIGEST = hashlib.sha256(b"operator-cli").hexdigest()[:32]
-AUDIT = logging.getLogger("mcp_server.protocol.core.audit")
+AUDIT = logging.getLogger("mcp_server.protocol.audit")
 
 
 class Refusal(Exception):

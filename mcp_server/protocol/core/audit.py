@@ -1,5 +1,5 @@
 """One structured JSON line per task change (create, update, cancel, steer, pause, resume), on the
-`mcp_server.protocol.core.audit` logger: time, `requestId` (the HTTP request's `X-Request-Id`, the
+`mcp_server.protocol.audit` logger: time, `requestId` (the HTTP request's `X-Request-Id`, the
 same as on its request line; absent on stdio), `jsonrpcId` (the JSON-RPC id), taskId, principal
 digest (logged keyed: observability/logging.py), the caller's name (`by`, when it has one),
 method, outcome; and a `task.decision` line for each delivered answer to requests that name
@@ -31,7 +31,9 @@ from mcp_server.protocol.frame.models import CreateTaskResult
 from mcp_server.protocol.frame.wire import iso_now
 from mcp_tasks.request_id import HTTP_REQUEST_ID
 
-log = logging.getLogger("mcp_server.protocol.core.audit")
+# The logger operators route the audit lines by (docs/operations/security.md): a published
+# name, which stays when the module moves.
+log = logging.getLogger("mcp_server.protocol.audit")
 MAX_LOGGED_CHARS = 128
 _EVENTS = {
     "tools/call": "task.create",
