@@ -63,9 +63,7 @@ from mcp_server.protocol.frame.models import (
     result_message,
     to_message,
 )
-from mcp_server.protocol.frame.wire import (
-    HANDSHAKE_VERSIONS,
-)
+from mcp_server.protocol.frame.wire import HANDSHAKE_VERSIONS, V2025, V2026
 from mcp_server.protocol.v2025 import client_responses, session_stream
 from mcp_server.protocol.v2025.methods import InitializeParams, negotiate
 from mcp_tasks.identity import NOBODY, Identity
@@ -199,7 +197,7 @@ class McpEndpoint:
         if exchange.request_id is None:
             headers.check_method(request.headers, method)
             return Response(status_code=202)
-        entry = dispatch.lookup(method, "modern")
+        entry = dispatch.lookup(method, V2026)
         headers.check_method(request.headers, method)
         params = _params(exchange.message)
         meta = request_meta(params)
@@ -254,7 +252,7 @@ class McpEndpoint:
             return Response(status_code=202)
         if exchange.request_id is None:
             return Response(status_code=202)  # notifications/initialized, cancelled, ...
-        entry = dispatch.lookup(method, "legacy")
+        entry = dispatch.lookup(method, V2025)
         params = _params(exchange.message)
         meta = params.get("_meta")
         progress_token = meta.get("progressToken") if isinstance(meta, dict) else None
@@ -334,7 +332,7 @@ class McpEndpoint:
             version=version,
         )
         result = await dispatch.call(
-            dispatch.lookup("initialize", "legacy"), ctx, self.services, params
+            dispatch.lookup("initialize", V2025), ctx, self.services, params
         )
         body = self._wrap(result, exchange.request_id, stamp=False)
         return JSONResponse(body, headers={SESSION_HEADER: session_id})

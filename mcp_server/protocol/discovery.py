@@ -28,7 +28,7 @@ from mcp_server.protocol.frame.models import (
     PaginatedParams,
     Params,
 )
-from mcp_server.protocol.frame.wire import SUPPORTED_VERSIONS, TASKS_EXTENSION
+from mcp_server.protocol.frame.wire import SUPPORTED_VERSIONS, TASKS_EXTENSION, V2025, V2026, Era
 from mcp_server.tools.registry import Tool
 
 LIST_TTL_MS = 5 * 60 * 1000
@@ -67,10 +67,10 @@ def _cursor_offset(cursor: str | None) -> int:
     return offset
 
 
-def tool_model(tool: Tool, *, legacy: bool) -> core.Tool:
+def tool_model(tool: Tool, era: Era) -> core.Tool:
     """The `Tool` of tools/list (2026-07-28 has no `execution` field)."""
     execution = None
-    if legacy and tool.task_support != "never":
+    if era == V2025 and tool.task_support != "never":
         execution = core.ToolExecution(task_support="optional")
     return core.Tool(
         name=tool.name,
@@ -98,8 +98,8 @@ async def list_tools(
         next_offset = str(offset + TOOLS_PAGE_SIZE).encode("ascii")
         next_cursor = base64.urlsafe_b64encode(next_offset).decode("ascii")
     return ListToolsResult(
-        tools=[tool_model(tool, legacy=not ctx.modern) for tool in page],
+        tools=[tool_model(tool, ctx.era) for tool in page],
         next_cursor=next_cursor,
-        ttl_ms=LIST_TTL_MS if ctx.modern else None,
-        cache_scope="public" if ctx.modern else None,
+        ttl_ms=LIST_TTL_MS if ctx.era == V2026 else None,
+        cache_scope="public" if ctx.era == V2026 else None,
     )

@@ -47,6 +47,7 @@ from mcp_server.protocol.frame.models import (
     result_message,
     to_message,
 )
+from mcp_server.protocol.frame.wire import V2025, V2026
 from mcp_server.protocol.v2025 import client_responses
 from mcp_server.protocol.v2025.methods import InitializeParams, negotiate
 from mcp_server.stdio.headers import BodyHeaders, body_headers
@@ -145,7 +146,7 @@ class StdioConnection:
         self, message: dict[str, Any], method: str, request_id: RequestId
     ) -> dict[str, Any] | None:
         modern = names_protocol_version(message) or self.handshake is None
-        entry = dispatch.lookup(method, "modern" if modern else "legacy")
+        entry = dispatch.lookup(method, V2026 if modern else V2025)
         params = params_of(message)
         ctx = (
             self._modern(method, request_id, params)
@@ -205,7 +206,7 @@ class StdioConnection:
             headers=BodyHeaders(),
             version=version,
         )
-        entry = dispatch.lookup("initialize", "legacy")
+        entry = dispatch.lookup("initialize", V2025)
         result = await dispatch.call(entry, ctx, self.services, params)
         self.handshake = Handshake(version, parsed.capabilities)
         return self._response(result, request_id, stamp=False)

@@ -34,6 +34,7 @@ from mcp_server.protocol.core.refused_answers import MAX_REFUSED, Refusals
 from mcp_server.protocol.frame.errors import INVALID_PARAMS, McpError, task_not_found
 from mcp_server.protocol.frame.models import InputRequiredResult
 from mcp_server.protocol.frame.request_state import PendingRound, canonical_digest
+from mcp_server.protocol.frame.wire import V2026
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tools.registry import InputRequests, Tool
@@ -108,7 +109,7 @@ def reply(
 
 def _askable(ctx: RequestContext, snapshot: TaskSnapshot) -> InputRequests | None:
     """The task's questions when this 2026-07-28 request can take every one of them."""
-    if not ctx.modern or snapshot.status != "input_required" or not snapshot.input_requests:
+    if ctx.era != V2026 or snapshot.status != "input_required" or not snapshot.input_requests:
         return None
     requests = snapshot.input_requests
     if not all(relay.can_answer(ctx, request, snapshot, key) for key, request in requests.items()):

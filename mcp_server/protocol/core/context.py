@@ -20,7 +20,7 @@ from mcp_server.protocol.frame.awaited_answers import AwaitedAnswers
 from mcp_server.protocol.frame.relays import Relays
 from mcp_server.protocol.frame.request_state import RequestStateCodec
 from mcp_server.protocol.frame.routing_headers import HeaderSource
-from mcp_server.protocol.frame.wire import MODERN_VERSION
+from mcp_server.protocol.frame.wire import PROTOCOL_VERSION, V2025, V2026, Era
 from mcp_server.protocol.limits.listen import Listening
 from mcp_server.protocol.limits.per_principal import Limits
 from mcp_server.tasks.event_subscriptions import EventsService
@@ -75,7 +75,7 @@ class RequestContext:
     principal: str
     headers: HeaderSource
     # The negotiated protocol version: 2026-07-28, or a handshake era's (2025-11-25, ...).
-    version: str = MODERN_VERSION
+    version: str = PROTOCOL_VERSION
     progress_token: str | int | None = None
     # Messages related to this request (progress, and at 2025-11-25 elicitation requests).
     send: Send = field(default=_nowhere)
@@ -93,8 +93,10 @@ class RequestContext:
     credential_expires_at: float | None = None
 
     @property
-    def modern(self) -> bool:
-        return self.version == MODERN_VERSION
+    def era(self) -> Era:
+        """The era the request belongs to: 2026-07-28, or the handshake's (2025-11-25 and the
+        versions before it)."""
+        return V2026 if self.version == PROTOCOL_VERSION else V2025
 
     def capabilities_dict(self) -> dict[str, Any]:
         """The declared capabilities as JSON, for a workflow's input."""

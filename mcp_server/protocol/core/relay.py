@@ -1,4 +1,6 @@
-"""A task tool run attached to its `tools/call`, for hosts that do not use tasks.
+"""A task followed for one caller, its progress and questions relayed on the call's stream: a
+task tool run attached to its `tools/call` for hosts that do not use tasks, and the 2025-11-25
+`tasks/result` and session stream (v2025/).
 
 A host without task support (2026-07-28 without the extension for a tool that allows it, or
 2025-11-25 without the `task` parameter) still gets the work done:
@@ -42,6 +44,7 @@ from mcp_server.protocol.core.refused_answers import Refusals
 from mcp_server.protocol.core.views import RELATED_TASK, tool_result
 from mcp_server.protocol.frame.errors import task_not_found
 from mcp_server.protocol.frame.models import Notification, to_message
+from mcp_server.protocol.frame.wire import V2025
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.errors import TaskFailed
@@ -190,7 +193,7 @@ def _stuck(ctx: RequestContext, snapshot: TaskSnapshot) -> bool:
     """Whether the task waits on a question this caller cannot be asked on this call."""
     if snapshot.status != "input_required":
         return False
-    askable = not ctx.modern and ctx.streaming
+    askable = ctx.era == V2025 and ctx.streaming
     return not askable or not all(
         can_answer(ctx, request, snapshot, key) for key, request in snapshot.input_requests.items()
     )
@@ -217,7 +220,7 @@ async def follow(
     replica's watcher of it (tasks/watchers.py, shared with listen streams and the inbox): one
     history long-poll, a re-read only after new events, nothing while the task is quiet."""
     deadline = None if wait_s is None else time.monotonic() + wait_s
-    can_ask = not ctx.modern and ctx.streaming
+    can_ask = ctx.era == V2025 and ctx.streaming
     report = progress_reporter(ctx)
     relays = services.relays
     sent_before = relays.sent_on_session_stream.get((ctx.session or "", task_id), set())

@@ -49,6 +49,7 @@ from mcp_server.protocol.frame.errors import (
     task_not_found,
 )
 from mcp_server.protocol.frame.models import CompleteResult, PaginatedParams, parse_params
+from mcp_server.protocol.frame.wire import V2026
 from mcp_server.protocol.limits.rates import rate_limited
 from mcp_server.tasks.access import find_task
 from mcp_tasks.contracts.events import HANDSHAKE_LIMITED, SubscribeInput
@@ -71,7 +72,7 @@ if TYPE_CHECKING:
 
 
 def _offered(ctx: RequestContext, services: Services) -> None:
-    if services.events is None or not ctx.modern:
+    if services.events is None or ctx.era != V2026:
         raise McpError(METHOD_NOT_FOUND, f"Method not found: {ctx.method}")
 
 
