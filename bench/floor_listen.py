@@ -1,5 +1,5 @@
 """The listen phase of `make bench`: push through `subscriptions/listen` against the push floor,
-Temporal's own history long-poll through the raw client (issue 11 item 4).
+Temporal's own history long-poll through the raw client.
 
 - notify: `rounds` approvals, one after another. Through the server: a listen stream on the
   task; once it shows the question, tasks/update answers it; the latency is from sending the

@@ -1,5 +1,5 @@
 """`make bench`'s table: each figure through this server, through the raw floor, their ratio,
-the issue's target (issue 11) and whether it is met; the machine it ran on; docs/benchmarks.md.
+the target and whether it is met; the machine it ran on; docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ def _parked_rows(results: dict[str, Any], parked: dict[str, Any]) -> list[Row]:
 
 
 def markdown(results: dict[str, Any]) -> str:
-    head = ["| figure | this server | raw floor | ratio | target (issue 11) | met? |",
+    head = ["| figure | this server | raw floor | ratio | target | met? |",
             "|---|---|---|---|---|---|"]  # fmt: skip
     return "\n".join([*head, *("| " + " | ".join(row) + " |" for row in rows(results))])
 
@@ -249,10 +249,10 @@ Written by `make bench` (bench/floor.py): one section per number of parked appro
 the latest run of that size (a run replaces its own size's section and keeps the others). Do
 not edit by hand; run it again. Every figure is measured in the same run on the same Temporal
 dev server, through this server over HTTP and through the raw `temporalio` client (the floor),
-with the same client behaviour (README, "Measured").
+with the same client behaviour (docs/measured.md).
 
 p50 (p99) in each latency cell; the ratio is this server's p50 over the floor's (for tasks/s,
-this server's over the floor's). Targets are issue 11's; a figure without one is there to
+this server's over the floor's). Targets are the project's; a figure without one is there to
 compare. An RSS target is checked against the process's peak over the whole run (sampled
 every 0.5 s). MiB are 2^20 bytes, MB 10^6.
 """

@@ -1,4 +1,4 @@
-"""What operations add to one request, measured in-process (README "Operations"):
+"""What operations add to one request, measured in-process (docs/operations/observability.md):
 
     python -m bench.observability_overhead
 

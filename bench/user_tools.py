@@ -1,4 +1,4 @@
-"""A toolset shaped like a user's (README "Writing your own tools"): its workflow lives in the
+"""A toolset shaped like a user's (docs/guides/writing-tools.md): its workflow lives in the
 same module as its `register`, which imports `mcp_server.tools.registry`. bench.workflow_runner
 parks its approvals to measure what the sandbox costs a user's workflow.
 """

@@ -1,4 +1,4 @@
-"""How fast N approval workflows park, per workflow runner (issue 11 item 5).
+"""How fast N approval workflows park, per workflow runner.
 
     .venv/bin/python -m bench.workflow_runner --tasks 300 --rounds 2
     .venv/bin/python -m bench.workflow_runner --tasks 300 --rounds 2 --user-module

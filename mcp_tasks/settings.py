@@ -226,12 +226,12 @@ class Settings(BaseModel):
     # Chunks one run of an import workflow commits before it continues as new (its history
     # stays short; the taskId stays). Read by the server when it starts an import.
     import_chunks_per_run: Positive = 200
-    # Approvers (issue 12): who decides a `request_approval` call that names none (empty: its
+    # Approvers: who decides a `request_approval` call that names none (empty: its
     # caller), e.g. `release-manager,scope:release`; whether an approver may cancel a task.
     approval_approvers: CommaList = ()
     # whether an approver of a task may cancel it (otherwise `-31002`)
     approvers_may_cancel: Flag = False
-    # Who may name approvers in a tool call's `approvers` argument (issue 25): `callers`
+    # Who may name approvers in a tool call's `approvers` argument: `callers`
     # (anyone), `scope` (callers holding approver_naming_scope), `operator` (nobody: only
     # MCP_TASKS_APPROVAL_APPROVERS and pipeline files name them). Unset: `operator` when
     # approval_approvers is set (the operator's list wins), else `callers`. A caller never
@@ -252,10 +252,11 @@ class Settings(BaseModel):
     # A JSON file listing the webhook endpoints tasks notify (mcp_tasks/webhooks/endpoints.py),
     # read by the server (which endpoints a task's tool notifies) and every worker (URLs, secrets).
     webhooks_file: str | None = None
-    # Operations (README "Operations"): log format (None: text for dev/stdio, json otherwise);
-    # /metrics also on a listener of its own without authentication (None: only on the main
-    # port, behind authentication); the worker's Temporal SDK metrics (None: off); how often
-    # the open-task gauges are refreshed; how recent a poller must be for /readyz; OTLP.
+    # Operations (docs/operations/observability.md): log format (None: text for dev/stdio,
+    # json otherwise); /metrics also on a listener of its own without authentication (None:
+    # only on the main port, behind authentication); the worker's Temporal SDK metrics (None:
+    # off); how often the open-task gauges are refreshed; how recent a poller must be for
+    # /readyz; OTLP.
     log_format: Literal["text", "json"] | None = None
     # The host of the unauthenticated `/metrics` listener (`metrics_port`).
     metrics_host: str = "127.0.0.1"
@@ -273,7 +274,7 @@ class Settings(BaseModel):
     sqlite_synchronous: Literal["full", "normal"] = "full"
     # OTLP/HTTP collector for traces (needs the `otel` extra)
     otlp_endpoint: str | None = None
-    # Draining and upgrading workers (issue 30; docs/operations/maintenance.md).
+    # Draining and upgrading workers (docs/operations/maintenance.md).
     # On SIGTERM the worker stops taking work and lets the activities it runs finish for this
     # long before it cancels them (a cancelled step runs again elsewhere): longer than your
     # typical step, and shorter than the orchestrator's grace (Kubernetes
@@ -318,7 +319,7 @@ class Settings(BaseModel):
     # A PEM file of extra certificate authorities trusted for https callbacks (e.g. a
     # self-signed receiver's); None: the system's
     events_ca_file: str | None = None
-    # Operations, second pass (issue 30): the Temporal SDK's Prometheus exporter
+    # Operations: the Temporal SDK's Prometheus exporter
     # (`worker_metrics_port`) and the SLIs. The `service_name` label on every Temporal SDK
     # metric, which tells this deployment's series from other teams' in a shared Prometheus.
     sdk_metrics_service_name: str = Field(default="mcp-tasks", min_length=1)

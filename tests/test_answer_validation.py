@@ -234,7 +234,7 @@ async def test_a_2025_11_25_clients_invalid_answer_is_dropped_and_the_task_keeps
     assert done["result"]["structuredContent"]["decision"] == "rejected"
 
 
-# ----- NaN and infinity (issue 25, item 4): every answer path refuses them -----------------------
+# ----- NaN and infinity: every answer path refuses them -----------------------
 
 AT_MOST_TEN = {
     "method": "elicitation/create",

@@ -1,4 +1,4 @@
-"""The approver and timeline fields of the task state (issue 12's contract): written only when
+"""The approver and timeline fields of the task state: written only when
 set, read back as written, and malformed values dropped rather than trusted."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Approvers (issue 12): someone other than the caller decides, over real HTTP, real tokens and a
+"""Approvers: someone other than the caller decides, over real HTTP, real tokens and a
 real Temporal. The developer `dev` asks; `release-manager` (named) or `carol` (scope release)
 decides; `eve` sees nothing."""
 
@@ -256,7 +256,7 @@ def test_the_default_approvers_setting_is_validated() -> None:
         Settings.from_env({"MCP_TASKS_APPROVAL_APPROVERS": "scope:"})
 
 
-# ----- who may name approvers (issue 25, item 3) --------------------------------------------
+# ----- who may name approvers --------------------------------------------
 
 
 def _client(stack: Stack, token: str) -> McpClient:

@@ -1,6 +1,6 @@
-"""Inbox sessions are only as good as what issued them (issue 25, items 1, 2 and the reserved
-local-user name): a cookie from another authentication configuration signs nobody in, a
-revoked token's session ends at once, and no credential can be the local user."""
+"""Inbox sessions are only as good as what issued them: a cookie from another authentication
+configuration signs nobody in, a revoked token's session ends at once, and no credential can
+be the local user."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Log lines join to each other and to traces (issue 30, item 5).
+"""Log lines join to each other and to traces .
 
 In process (tests/asgi_stack.py): the request line and the audit line are written by the HTTP
 middleware and the protocol layer of the app itself, which is what is checked here; no Temporal

@@ -1,4 +1,4 @@
-"""Rotating secrets keeps what was signed or encrypted before (issue 30, item 9).
+"""Rotating secrets keeps what was signed or encrypted before.
 
 `MCP_TASKS_STATE_SECRET` is a list (mcp_server/protocol/frame/state_keys.py): the first key signs,
 any listed verifies, so a 2025-11-25 session, an MRTR requestState, an inbox sign-in and its

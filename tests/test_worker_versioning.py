@@ -1,4 +1,4 @@
-"""Draining and upgrading workers (issue 30, item 8): the shutdown grace is a setting, and a
+"""Draining and upgrading workers: the shutdown grace is a setting, and a
 worker given a deployment name and a build id is a Worker Deployment Version whose tasks are
 pinned to it.
 

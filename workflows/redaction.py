@@ -3,7 +3,7 @@
 Pure and deterministic: used inside the workflow sandbox (memo, results, failures) and by the
 worker's interceptors (exception messages before the SDK logs or records them).
 
-The rule (README, Security > Secrets):
+The rule (docs/operations/security.md, "Secrets"):
 - The secret values of a task are the values of its `secret_arguments`: a string, or the text
   of a number; in an object or array argument, every such value inside it. Empty strings and
   booleans are not secrets.

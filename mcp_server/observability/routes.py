@@ -1,4 +1,4 @@
-"""The operator's routes and what the lifespan runs for them (README "Operations"):
+"""The operator's routes and what the lifespan runs for them (docs/operations/observability.md):
 
 - `GET /healthz`: liveness, no Temporal call (public, like the OAuth metadata).
 - `GET /readyz`: readiness, 200 or 503 with a JSON body naming what is missing (public).

@@ -7,7 +7,7 @@ and without an MCP client.
 An operator with Temporal access is past every check of the MCP server: `tasks answer` answers
 any task's question, whoever it waits for (approvers do not bind it), and `tasks cancel` cancels
 any task as `tasks/cancel` does; each writes an audit line and a span, as the server's do. It is
-the Temporal side door of the README's Security section, with the answer checked as
+the Temporal side door of docs/operations/security.md, with the answer checked as
 tasks/update checks it and recorded under the operator's own principal (OPERATOR_DIGEST, `by` =
 "operator:<login>").
 

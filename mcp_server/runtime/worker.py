@@ -53,8 +53,8 @@ PASSED_THROUGH = ("workflows", "mcp_tasks.contracts")
 # tools: definitions read at registration, never run by a workflow. Left in the sandbox, each
 # run of such a module's workflow re-imported it and, with it, the settings (pydantic) and
 # jsonschema: 584 ms of worker CPU per parked approval instead of 16 here, with deadlock
-# warnings under load (`python -m bench.workflow_runner --user-module`, README "The workflow
-# sandbox"). The workflow module itself stays fully sandboxed.
+# warnings under load (`python -m bench.workflow_runner --user-module`; "The workflow sandbox"
+# in docs/guides/changing-workflows.md). The workflow module itself stays fully sandboxed.
 REGISTRATION_MODULES = ("mcp_server.tools.registry",)
 
 

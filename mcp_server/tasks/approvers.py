@@ -1,4 +1,4 @@
-"""Who may read and answer a task besides its owner: its approvers (issue 12).
+"""Who may read and answer a task besides its owner: its approvers.
 
 Rules implemented:
 - A caller's `Identity` (mcp_tasks/identity.py) holds its approver ids; the local user
@@ -7,7 +7,7 @@ Rules implemented:
   whole life, so an approver can read what they decided); by nobody else.
 - A request that names approvers is answered only by them (the owner too only when named); a
   request without approvers only by the owner.
-- Who may name approvers in a call (issue 25, `naming_problem`), the operator's policy
+- Who may name approvers in a call (`naming_problem`), the operator's policy
   (MCP_TASKS_APPROVER_NAMING): `callers` (anyone), `scope` (a caller holding the naming
   scope), `operator` (no caller: the operator's MCP_TASKS_APPROVAL_APPROVERS and pipeline files
   name them, and win). A caller never names itself, by its subject or by a scope it holds,

@@ -1,5 +1,5 @@
 """The pollIntervalMs a task advertises: the tool's own interval while the task is fresh,
-longer the longer it has been quiet (issue 11 item 4).
+longer the longer it has been quiet.
 
 Rule: a task whose last change (`lastUpdatedAt`) is less than `FRESH_S` (30 s) ago advertises
 exactly its tool's interval (the base). After that the interval doubles for each doubling of the

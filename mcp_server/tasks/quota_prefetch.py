@@ -1,4 +1,4 @@
-"""Open-task slots reserved ahead, so that a create costs one `start_workflow` (issue 11).
+"""Open-task slots reserved ahead, so that a create costs one `start_workflow`.
 
 A reservation is an update of the principal's quota workflow (quota.py): a round trip through
 a worker, several times dearer than the start itself. While a principal is far from its limit,

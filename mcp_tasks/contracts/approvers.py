@@ -1,4 +1,4 @@
-"""Approvers: who, other than the caller, answers a task's input request (issue 12).
+"""Approvers: who, other than the caller, answers a task's input request.
 
 Pure functions, shared by the workflows (which store approver ids in the `McpApprovers` search
 attribute) and the server (which compares them with the caller's ids). Safe to import inside

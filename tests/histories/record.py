@@ -61,7 +61,7 @@ name = "switch"
 run = "true"
 approval = "Switch traffic?"
 """
-# Issue 12: a gate someone else decides (auth none: the recorder is every approver).
+# A gate someone else decides (auth none: the recorder is every approver).
 GATED_FOR_APPROVERS = GATED + 'approvers = ["release-manager", "scope:release"]\n'
 INTERACTIVE_TOML = f"""
 [[tools]]
