@@ -1,16 +1,19 @@
-"""The one way a client-supplied callback URL is called (SEP-3415 webhook security).
+"""The two ways a delivery is POSTed: to a client-supplied callback URL (SEP-3415 webhook
+security), or to a URL of the operator's webhooks file, called as configured.
 
 Rules implemented:
-- The URL is checked again (mcp_tasks/webhooks/callback_url.py), then its host is resolved
-  now, at delivery time, and the first resolved address that may be called is the one
-  connected to, by its IP: the name cannot resolve elsewhere between the check and the
+- Both: no redirect is followed, no proxy or `.netrc` from the environment is used; an attempt
+  takes at most the caller's time-out; at most `MAX_RESPONSE_BYTES` of an answer are read. A
+  failure is a `CallbackError` whose `category` is one of SEP-3415's lastError categories
+  (`connection_refused`, `timeout`, `tls_error`); its message never holds the URL.
+- A client's URL (`post`) is checked again (mcp_tasks/webhooks/callback_url.py), then its host
+  is resolved now, at delivery time, and the first resolved address that may be called is the
+  one connected to, by its IP: the name cannot resolve elsewhere between the check and the
   connection (DNS rebinding). The original host travels in `Host` and in TLS SNI, and the
   certificate is checked against it. No resolved address allowed: `connection_refused`.
-- No redirect is followed, no proxy or `.netrc` from the environment is used; an attempt takes
-  at most the caller's time-out; at most `MAX_RESPONSE_BYTES` of an answer are read.
-- Trust: the system's certificate authorities, plus the operator's `MCP_TASKS_EVENTS_CA_FILE`.
-- A failure is a `CallbackError` whose `category` is one of SEP-3415's lastError categories
-  (`connection_refused`, `timeout`, `tls_error`); its message never holds the URL.
+  Trust: the system's certificate authorities, plus the operator's `MCP_TASKS_EVENTS_CA_FILE`.
+- An operator's URL (`post_configured`) is called as it is written, http or https, whatever
+  address it names: the operator chose it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import asyncio
 import socket
 import ssl
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -84,21 +88,40 @@ async def post(
     literal = f"[{address}]" if ":" in address else address
     pinned = urlunsplit(("https", f"{literal}:{port}", parts.path or "/", parts.query, ""))
     sent = {**headers, "Host": host if parts.port in (None, 443) else f"{host}:{port}"}
+    client = httpx.AsyncClient(
+        verify=_tls(policy), timeout=timeout_s, follow_redirects=False, trust_env=False
+    )
+    return await _exchange(client, pinned, body, sent, {"sni_hostname": host}, timeout_s)
+
+
+async def post_configured(
+    url: str, body: bytes, headers: dict[str, str], timeout_s: float
+) -> CallbackAnswer:
+    client = httpx.AsyncClient(timeout=timeout_s, follow_redirects=False, trust_env=False)
+    return await _exchange(client, url, body, headers, {}, timeout_s)
+
+
+async def _exchange(
+    client: httpx.AsyncClient,
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    extensions: dict[str, Any],
+    timeout_s: float,
+) -> CallbackAnswer:
     try:
         async with (
             asyncio.timeout(timeout_s),
-            httpx.AsyncClient(
-                verify=_tls(policy), timeout=timeout_s, follow_redirects=False, trust_env=False
-            ) as client,
+            client,
             client.stream(
-                "POST", pinned, content=body, headers=sent, extensions={"sni_hostname": host}
+                "POST", url, content=body, headers=headers, extensions=extensions
             ) as response,
         ):
             received = bytearray()
             async for chunk in response.aiter_raw():
                 received += chunk
                 if len(received) >= MAX_RESPONSE_BYTES:
-                    break
+                    break  # the rest of an answer is nobody's business
             return CallbackAnswer(
                 response.status_code,
                 bytes(received[:MAX_RESPONSE_BYTES]),
@@ -106,9 +129,9 @@ async def post(
             )
     except (TimeoutError, httpx.TimeoutException):
         raise CallbackError("timeout", f"no answer within {timeout_s:g} s") from None
-    except httpx.HTTPError as err:
+    except httpx.HTTPError as err:  # its message may show the URL: only its kind
         category = "tls_error" if _is_tls(err) else "connection_refused"
-        raise CallbackError(category, f"the callback failed: {type(err).__name__}") from None
+        raise CallbackError(category, f"the POST failed: {type(err).__name__}") from None
 
 
 def _is_tls(err: BaseException) -> bool:

@@ -5,10 +5,9 @@ parks its approvals to measure what the sandbox costs a user's workflow.
 
 from __future__ import annotations
 
-from typing import Any
-
 from mcp_server.tools.registry import Tool, ToolRegistry
 from mcp_tasks.contracts.task_state import TaskInput
+from mcp_tasks.contracts.tool_messages import ToolResult
 from workflows.results import text_result
 from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
 
@@ -17,10 +16,10 @@ USER_APPROVAL = "bench_user_approval"
 
 @task_workflow("BenchUserApproval")
 class UserApproval(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         form = elicitation(str(task.arguments["message"]), {"ok": {"type": "boolean"}}, ["ok"])
         answer = await self.ask("ok", form)
-        return text_result("approved" if (answer.get("content") or {}).get("ok") else "refused")
+        return text_result("approved" if answer.content.get("ok") else "refused")
 
 
 def register(registry: ToolRegistry) -> None:

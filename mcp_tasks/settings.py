@@ -115,7 +115,7 @@ class Settings(BaseModel):
     event_loop: Literal["auto", "uvloop", "asyncio"] = "auto"
     # `dev`: a create made while no other start is in flight asks Temporal to hand the new
     # task's first workflow task straight to the worker of the same process (eager workflow
-    # start, tasks/store.py).
+    # start, tasks/starts.py).
     eager_start: Flag = True
     # On SIGTERM: how long requests in flight may take to finish before the HTTP server closes
     # them (long-lived streams: subscriptions/listen, attached runs); their tasks run on.

@@ -1,8 +1,9 @@
 """The in-process tier: the whole app (`create_app`, every middleware, the endpoint) driven
-through `httpx.ASGITransport` on the in-memory store (tests/fakes/memory_store.py), which the
-contract suite holds to the Temporal store. No uvicorn, no Temporal, no worker: for the rules
-of the protocol layer (transport, headers, eras, input rounds, hostile input, auth, limits).
-What needs real Temporal or a real socket stays on `stack`/`fresh_stack` (conftest.py).
+through `httpx.ASGITransport` on the in-memory stores (tests/fakes/memory_store.py, and
+memory_inbox.py for the approval inbox), which the contract suites hold to the Temporal ones.
+No uvicorn, no Temporal, no worker: for the rules of the protocol layer (transport, headers,
+eras, input rounds, hostile input, auth, limits) and the inbox's pages. What needs real
+Temporal or a real socket stays on `stack`/`fresh_stack` (conftest.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from mcp_server.http.app import create_app
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.settings import Settings
 from tests.fakes.clock import SettableClock
+from tests.fakes.memory_inbox import MemoryInboxStore
 from tests.fakes.memory_store import MemoryTaskStore
 from tests.mcp_client import McpClient
 
@@ -46,7 +48,7 @@ async def asgi_running(registry: ToolRegistry, **overrides: Any) -> AsyncIterato
     settings = Settings(state_secret="s" * 32, port=8000).with_(**overrides)
     clock = SettableClock()
     store = MemoryTaskStore(clock=clock)
-    app = create_app(settings, registry, store=store, now=clock)
+    app = create_app(settings, registry, store=store, inbox=MemoryInboxStore(store), now=clock)
     transport = httpx.ASGITransport(app=app)
     url = f"{BASE_URL}/mcp"
     try:

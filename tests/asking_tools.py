@@ -5,21 +5,21 @@ publishes them as its step timeline first (as given: the inbox tests send odd ti
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from mcp_server.tools.registry import Tool, ToolRegistry
 from mcp_tasks.contracts.task_state import TaskInput
+from mcp_tasks.contracts.tool_messages import ToolResult
 from workflows.results import text_result
 from workflows.task_workflow import TaskWorkflow, task_workflow
 
 
 @task_workflow("TestsAsk")
 class AskWorkflow(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         if isinstance(task.arguments.get("steps"), list):
             self.publish_steps(task.arguments["steps"])
         answer = await self.ask("question", dict(task.arguments["request"]))
-        return text_result(json.dumps(answer, sort_keys=True))
+        return text_result(json.dumps(answer.raw, sort_keys=True))
 
 
 def register(registry: ToolRegistry) -> None:

@@ -12,6 +12,7 @@ from temporalio.exceptions import ApplicationError
 
 from mcp_server.tools.registry import Tool, ToolRegistry
 from mcp_tasks.contracts.task_state import TaskInput
+from mcp_tasks.contracts.tool_messages import ToolResult
 from workflows.results import text_result
 from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
 
@@ -20,19 +21,19 @@ SHORT_TTL_MS = 3000
 
 @task_workflow("TestsHugeResult")
 class HugeResultWorkflow(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         return text_result("x" * int(task.arguments["bytes"]))
 
 
 @task_workflow("TestsShortLived")
 class ShortLivedWorkflow(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         return text_result("done quickly")
 
 
 @task_workflow("TestsWaitForever")
 class WaitForeverWorkflow(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         await workflow.wait_condition(lambda: False)
         return text_result("unreachable")
 
@@ -41,7 +42,7 @@ class WaitForeverWorkflow(TaskWorkflow):
 class LeakyWorkflow(TaskWorkflow):
     """Tries to leak its secret argument everywhere a task publishes something."""
 
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         key = task.arguments["api_key"]
         self.report(f"calling the API with key {key}")
         await self.ask("go", elicitation(f"Use key {key}?", {"go": {"type": "boolean"}}))
@@ -63,13 +64,14 @@ class SecretWorkWorkflow(TaskWorkflow):
     """Uses its secret `api_key` where an exception, a result or an answer can show it:
     `mode` is "activity_fails", "workflow_bug", "result" or "ask"."""
 
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         key, mode = task.arguments["api_key"], task.arguments["mode"]
         if mode == "workflow_bug":
             raise RuntimeError(f"a bug while using key {key}")  # fails the workflow task
         answer: dict[str, Any] = {}
         if mode == "ask":
-            answer = await self.ask("go", elicitation("Go?", {"comment": {"type": "string"}}))
+            asked = await self.ask("go", elicitation("Go?", {"comment": {"type": "string"}}))
+            answer = asked.raw
         token = await workflow.execute_activity(
             use_key,
             args=[key, mode == "activity_fails"],
@@ -88,13 +90,13 @@ class SecretWorkWorkflow(TaskWorkflow):
 class SplitDecisionWorkflow(TaskWorkflow):
     """Asks two questions at once: "mine" of its caller, "theirs" of `approvers`."""
 
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         form = elicitation("Go?", {"go": {"type": "boolean"}})
         mine, theirs = await asyncio.gather(
             self.ask("mine", form),
             self.ask("theirs", form, approvers=list(task.arguments["approvers"])),
         )
-        return text_result("both answered", structured={"mine": mine, "theirs": theirs})
+        return text_result("both answered", structured={"mine": mine.raw, "theirs": theirs.raw})
 
 
 def register(registry: ToolRegistry) -> None:

@@ -3,12 +3,11 @@ whose message is `bytes` long; with `fallback`, it catches the refusal and asks 
 
 from __future__ import annotations
 
-from typing import Any
-
 from temporalio.exceptions import ApplicationError
 
 from mcp_server.tools.registry import Tool, ToolRegistry
 from mcp_tasks.contracts.task_state import TaskInput
+from mcp_tasks.contracts.tool_messages import ToolResult
 from workflows.input_limits import INPUT_TOO_LARGE_ERROR
 from workflows.results import text_result
 from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
@@ -18,7 +17,7 @@ OK = {"ok": {"type": "boolean"}}
 
 @task_workflow("TestsAskLarge")
 class AskLargeWorkflow(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         message = "x" * int(task.arguments["bytes"])
         try:
             await self.ask("large", elicitation(message, OK))

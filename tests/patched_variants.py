@@ -6,11 +6,11 @@ light on imports: the replayer's sandbox imports it to validate each variant."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from temporalio import activity, workflow
 
 from mcp_tasks.contracts.task_state import TaskInput
+from mcp_tasks.contracts.tool_messages import ToolResult
 from workflows.results import text_result
 from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
 
@@ -22,7 +22,7 @@ async def check_file(filename: str) -> bool:
     return True
 
 
-async def confirm(flow: TaskWorkflow, task: TaskInput) -> dict[str, Any]:
+async def confirm(flow: TaskWorkflow, task: TaskInput) -> ToolResult:
     """ConfirmDelete's body as recorded: one question, then the result."""
     filename = str(task.arguments["filename"])
     answer = await flow.ask(
@@ -34,8 +34,7 @@ async def confirm(flow: TaskWorkflow, task: TaskInput) -> dict[str, Any]:
         ),
         status_message=f"Waiting for confirmation to delete {filename}",
     )
-    content = answer.get("content") or {}
-    if answer.get("action") == "accept" and content.get("confirm") is True:
+    if answer.accepted and answer.content.get("confirm") is True:
         return text_result(f"Deleted {filename}", structured={"deleted": True})
     kept = f"Kept {filename}: deletion was not confirmed"
     return text_result(kept, structured={"deleted": False})
@@ -49,14 +48,14 @@ async def check(task: TaskInput) -> None:
 
 @task_workflow("ConfirmDelete")
 class ReportAddedUnguarded(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         self.report("checking the file")
         return await confirm(self, task)
 
 
 @task_workflow("ConfirmDelete")
 class ReportAddedPatched(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         if workflow.patched(PATCH):
             self.report("checking the file")
         return await confirm(self, task)
@@ -64,14 +63,14 @@ class ReportAddedPatched(TaskWorkflow):
 
 @task_workflow("ConfirmDelete")
 class ActivityAddedUnguarded(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         await check(task)
         return await confirm(self, task)
 
 
 @task_workflow("ConfirmDelete")
 class ActivityAddedPatched(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         if workflow.patched(PATCH):
             await check(task)
         return await confirm(self, task)
@@ -82,10 +81,10 @@ class TextsChanged(TaskWorkflow):
     """Other words only: the question, its form, the statusMessage and the result. The memo's
     contents and the result are not compared on replay, so this needs no guard."""
 
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         answer = await self.ask(
             "confirm",
             elicitation("Really delete it?", {"sure": {"type": "boolean"}}),
             status_message="Asking before deleting",
         )
-        return text_result(f"The answer was {answer.get('action')}")
+        return text_result(f"The answer was {answer.action}")

@@ -4,11 +4,13 @@ write it with plain temporalio, and a task workflow steered across a continue-as
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from temporalio import workflow
 
 from mcp_tasks.contracts.task_state import TaskInput
+from mcp_tasks.contracts.tool_messages import ToolResult
 from workflows.results import text_result
 from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
 
@@ -63,15 +65,20 @@ class SteeredRollout:
         return {"messages": self.messages, "pauses": self.pauses}
 
 
+@dataclass
+class Asked:
+    asked: bool
+
+
 @task_workflow("TestsSteeredAcrossRuns")
 class SteeredAcrossRuns(TaskWorkflow):
     """Asks once, continues as new once answered, then reads its steer messages at a safe
     point: what it was told and whether it was paused survive the new run."""
 
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
-        if not self.carried:
+    async def execute(self, task: TaskInput) -> ToolResult:
+        if self.resumed(Asked) is None:
             await self.ask("go", elicitation("Go on?", {"ok": {"type": "boolean"}}))
-            self.continue_as_new({"asked": True})
+            self.continue_as_new(Asked(asked=True))
         messages = await self.safe_point()
         return text_result(
             "read", structured={"messages": [[m.seq, m.message, m.by] for m in messages]}

@@ -278,7 +278,7 @@ async def test_an_inbox_form_answered_with_a_non_finite_number_is_refused_and_wa
                   "f.replicas": number}  # fmt: skip
         refused = await http.post(f"/inbox/tasks/{task_id}/answer", data=answer)
     assert refused.status_code == 400
-    assert "field &quot;replicas&quot; must be a finite number" in refused.text
+    assert "field &#34;replicas&#34; must be a finite number" in refused.text
     assert (await asking_stack.mcp.get_task(task_id)).result["status"] == "input_required"
 
 

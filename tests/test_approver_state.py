@@ -72,7 +72,7 @@ def test_an_empty_timeline_is_written_as_published() -> None:
 
 
 def test_malformed_values_of_the_new_keys_are_dropped() -> None:
-    memo = TaskState.initial(TASK, "Queued").to_memo()
+    memo: dict[str, Any] = {**TaskState.initial(TASK, "Queued").to_memo()}
     memo.update(
         approvers={"a": ["x", 3], "b": "not a list"},
         answeredBy={"a": "rm", "b": 7},

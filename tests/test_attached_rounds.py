@@ -5,10 +5,9 @@ follow-up result otherwise, never `isError` while the task runs; and answers the
 
 from __future__ import annotations
 
-import base64
-import json
 from typing import Any
 
+from itsdangerous import URLSafeSerializer
 from jsonschema import Draft202012Validator
 
 from mcp_server.protocol.attached.followup_tools import FOLLOW_UP_SCHEMA
@@ -23,9 +22,9 @@ NOT_AN_ANSWER = {"action": "accept", "content": {"decision": "maybe"}}
 
 
 def task_named_by(request_state: str) -> str:
-    """The taskId a round's requestState carries (its signed body is base64url JSON)."""
-    body = request_state.split(".")[0]
-    payload = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    """The taskId a round's requestState carries (the payload of a signed token, read here
+    without its signature)."""
+    payload = URLSafeSerializer(b"unused").load_payload(request_state.rsplit(".", 2)[0].encode())
     task_id: str = payload["k"]
     return task_id
 

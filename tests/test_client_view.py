@@ -19,6 +19,7 @@ STEERING: dict[str, Any] = {"extensions": {**TASKS["extensions"], STEERING_EXTEN
 def waiting(**fields: Any) -> TaskSnapshot:
     values: dict[str, Any] = {
         "task_id": "t-1",
+        "tool": "deploy",
         "owner": "o",
         "status": "input_required",
         "status_message": "Waiting for approval",

@@ -357,4 +357,4 @@ async def test_the_progress_fixture_reports_0_50_and_100_of_100() -> None:
     async with asyncio.timeout(5):
         result = await tool.handler(call)
     assert reported == [(0, 100), (50, 100), (100, 100)]
-    assert result["resultType"] == "complete"
+    assert not result.is_error

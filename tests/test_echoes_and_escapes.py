@@ -47,29 +47,36 @@ from tests.test_events import alice_hook, certificate, events_stack, subscribe  
 from workflows.event_subscriptions import EventSubscriptionsWorkflow
 
 
-def _token(codec: RequestStateCodec) -> str:
-    # Arguments chosen so that both parts have a length that base64 pads.
+def _token(codec: RequestStateCodec) -> tuple[str, str, str, str]:
+    """A token, as its leading "." (a compressed payload) or "", payload, timestamp, signature;
+    its arguments chosen so that the payload has a length that base64 pads (the signature, 32
+    bytes, always has)."""
     for n in range(64):
         token = codec.encode(PendingRound("tool", "d" * n, "alice", {}))
-        body, signature = token.split(".")
-        if len(body) % 4 and len(signature) % 4:
-            return token
-    raise AssertionError("no token whose parts base64 would pad")
+        body, stamp, signature = token.removeprefix(".").split(".")
+        if len(body) % 4:
+            return token[: len(token) - len(token.lstrip("."))], body, stamp, signature
+    raise AssertionError("no token whose payload base64 would pad")
+
+
+def _stray(part: str) -> str:
+    """`part` with the lowest bit of its last character flipped: for a length that base64 pads,
+    a bit no byte uses, so a lenient decoder reads the same bytes."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    return part[:-1] + alphabet[alphabet.index(part[-1]) ^ 1]
 
 
 def test_request_state_is_canonical_unpadded_base64url_only() -> None:
     codec = RequestStateCodec(b"k" * 32)
-    token = _token(codec)
+    dot, body, stamp, signature = _token(codec)
+    token = f"{dot}{body}.{stamp}.{signature}"
     assert codec.decode(token).principal == "alice"
-    body, signature = token.split(".")
-    padded = f"{body}{'=' * (-len(body) % 4)}.{signature}"
-    # The same bytes spelled otherwise: stray low bits in the last character of the body.
-    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-    stray = body[:-1] + alphabet[alphabet.index(body[-1]) ^ 1]
     for forged in (
-        padded,
-        f"{body}.{signature}{'=' * (-len(signature) % 4)}",
-        f"{stray}.{signature}",
+        f"{dot}{body}{'=' * (-len(body) % 4)}.{stamp}.{signature}",
+        f"{dot}{body}.{stamp}.{signature}{'=' * (-len(signature) % 4)}",
+        f"{dot}{_stray(body)}.{stamp}.{signature}",
+        # The one itsdangerous alone reads: the signature is decoded, not compared as text.
+        f"{dot}{body}.{stamp}.{_stray(signature)}",
         token.replace("-", "+").replace("_", "/"),
     ):
         if forged == token:
@@ -77,6 +84,7 @@ def test_request_state_is_canonical_unpadded_base64url_only() -> None:
         with pytest.raises(McpError) as refused:
             codec.decode(forged)
         assert refused.value.code == INVALID_PARAMS
+        assert refused.value.message == "requestState is malformed", forged
 
 
 @pytest.mark.parametrize("ttl", [True, False, "60000", 1.5])

@@ -28,7 +28,8 @@ from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 from temporalio.worker import Worker
 
 from activities.callback_http import CallbackPolicy
-from activities.event_delivery import DESTINATION_BURST, EventSender
+from activities.delivery import DeliverySender
+from activities.event_handshake import DESTINATION_BURST, EndpointHandshakes
 from mcp_server.runtime.devserver import free_port
 from mcp_tasks.contracts.events import (
     DELIVER_ACTIVITY,
@@ -44,7 +45,7 @@ from mcp_tasks.contracts.events import (
 )
 from mcp_tasks.contracts.webhooks import REJECTED_ERROR
 from tests.time_skipping import time_skipping_env, worker_of_its_own  # noqa: F401 (fixture)
-from workflows.event_delivery import EventDeliveryWorkflow
+from workflows.delivery import EventDeliveryWorkflow
 from workflows.event_subscriptions import EventSubscriptionsWorkflow
 
 
@@ -208,11 +209,11 @@ async def test_a_principals_deliveries_in_flight_are_bounded(
 
 
 async def test_a_worker_sends_few_handshakes_to_one_address_whoever_asks() -> None:
-    sender = EventSender(CallbackPolicy(allow_private=True))
+    handshakes = EndpointHandshakes(CallbackPolicy(allow_private=True))
     port = free_port()  # nothing listens: each handshake fails at once, as a probe's would
     answers = [
         await ActivityEnvironment().run(
-            sender.verify_endpoint,
+            handshakes.verify_endpoint,
             VerifyInput(f"sub_{n}", f"https://127.0.0.1:{port}/?p={n}", "whsec_" + "A" * 32, "c"),
         )
         for n in range(DESTINATION_BURST + 2)
@@ -236,9 +237,9 @@ async def test_a_failed_attempt_is_one_warning_line_and_a_benign_error(
         delivery = dataclasses.replace(
             _delivery(), subscriptions_workflow=handle.id, subscription_id=key
         )
-        sender = EventSender(CallbackPolicy(allow_private=True))
+        sender = DeliverySender(policy=CallbackPolicy(allow_private=True))
         with caplog.at_level(logging.DEBUG), pytest.raises(ApplicationError) as failed:
-            await ActivityEnvironment(client=temporal_client).run(sender.deliver, delivery)
+            await ActivityEnvironment(client=temporal_client).run(sender.deliver_event, delivery)
         await handle.terminate()
     assert failed.value.category == ApplicationErrorCategory.BENIGN  # the SDK logs it at DEBUG
     assert failed.value.details == ("connection_refused",)

@@ -30,7 +30,7 @@ from tests.conftest import Stack, StackFactory
 from tests.event_receiver import EventReceiver, new_secret, self_signed
 from tests.mcp_client import McpClient, Reply
 from tests.test_task_state import replay
-from workflows.event_delivery import EventDeliveryWorkflow
+from workflows.delivery import EventDeliveryWorkflow
 from workflows.event_subscriptions import EventSubscriptionsWorkflow
 
 APPROVE = {"decision": {"action": "accept", "content": {"decision": "approve"}}}

@@ -51,6 +51,7 @@ async def setup() -> AsyncIterator[tuple[FollowedTasks, History, Clock]]:
 def a_snapshot(task_id: str, sequence: int = 6, owner: str = "owner-a") -> TaskSnapshot:
     return TaskSnapshot(
         task_id=task_id,
+        tool="deploy",
         owner=owner,
         status="input_required",
         status_message="Waiting",

@@ -13,14 +13,14 @@ from starlette.datastructures import FormData, UploadFile
 from mcp_server.inbox.approval import choice_field, choice_of, decision_labels
 from mcp_server.inbox.decided import decision_label, render_decisions
 from mcp_server.inbox.forms import FormProblem, NeedsConfirmation, answer_of, render_request
-from mcp_server.inbox.history import Decision
-from mcp_server.inbox.html import parse_time
 from mcp_server.inbox.list_page import question_of, summary_of
 from mcp_server.inbox.outcome import outcome_of
 from mcp_server.inbox.pages import task_live
 from mcp_server.inbox.paging import page_of
 from mcp_server.inbox.timeline import render_timeline
+from mcp_server.inbox.times import parse_time
 from mcp_server.tasks.snapshots import TaskSnapshot
+from mcp_server.tasks.task_history import Decision
 from mcp_server.tasks.waiting import Waiting
 
 DEPLOY_MESSAGE = (

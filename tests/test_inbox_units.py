@@ -20,7 +20,7 @@ from mcp_server.inbox.forms import (
     render_request,
 )
 from mcp_server.inbox.pages import login_page, task_live, task_page
-from mcp_server.inbox.session import InboxSession, SessionCodec, cookie_header
+from mcp_server.inbox.session import InboxSession, SessionCookies, cookie_header
 from mcp_server.inbox.timeline import render_timeline
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.waiting import inbox_query
@@ -31,14 +31,14 @@ ALICE = Principal("alice", frozenset({"deploy"}))
 
 
 def test_a_session_cookie_round_trips_and_resists_tampering() -> None:
-    codec = SessionCodec(SECRET, 3600)
+    codec = SessionCookies(SECRET, 3600)
     session = codec.new(ALICE)
     cookie = codec.encode(session)
     assert codec.decode(cookie) == session
-    payload, signature = cookie.split(".")
-    assert codec.decode(f"{payload}x.{signature}") is None
-    assert codec.decode(f"{payload}.{signature[:-2]}AA") is None
-    assert SessionCodec(b"other" * 8, 3600).decode(cookie) is None
+    signed, signature = cookie.rsplit(".", 1)
+    assert codec.decode(f"{signed}x.{signature}") is None
+    assert codec.decode(f"{signed}.{signature[:-2]}AA") is None
+    assert SessionCookies(b"other" * 8, 3600).decode(cookie) is None
     assert codec.decode("garbage") is None and codec.decode(None) is None
     expired = InboxSession("id", int(time.time()) - 1, ALICE)
     assert codec.decode(codec.encode(expired)) is None
@@ -53,7 +53,7 @@ def test_cookie_attributes() -> None:
 
 
 def test_csrf_tokens_are_bound_to_their_session() -> None:
-    codec, csrf = SessionCodec(SECRET, 3600), CsrfTokens(SECRET)
+    codec, csrf = SessionCookies(SECRET, 3600), CsrfTokens(SECRET)
     one, two = codec.new(ALICE), codec.new(ALICE)
     assert csrf.valid(one, csrf.token(one))
     assert not csrf.valid(two, csrf.token(one))
@@ -173,17 +173,16 @@ def _snapshot(steps: list[dict[str, Any]] | None) -> TaskSnapshot:
         },
     }
     return TaskSnapshot(
-        "t1",
-        "o",
-        "input_required",
-        None,
-        now,
-        now,
-        None,
-        None,
-        {"decision": question},
-        steps=steps,
+        task_id="t1",
         tool="request_approval",
+        owner="o",
+        created_at=now,
+        last_updated_at=now,
+        ttl_ms=None,
+        poll_interval_ms=None,
+        status="input_required",
+        input_requests={"decision": question},
+        steps=steps,
     )
 
 

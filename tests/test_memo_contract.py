@@ -10,13 +10,18 @@ goes through TaskState, and nothing decodes a whole memo by hand (`.memo()`).
 from __future__ import annotations
 
 import ast
+from dataclasses import MISSING, fields
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of
+from mcp_tasks.contracts.task_state import TaskState
+
 ROOT = Path(__file__).parent.parent
 SHIPPED = ["mcp_server", "workflows", "activities"]
-CONTRACT = ROOT / "workflows" / "task_state.py"
+CONTRACT = ROOT / "mcp_tasks" / "contracts" / "task_state.py"
 
 
 def modules() -> list[Path]:
@@ -107,3 +112,53 @@ def test_the_memo_is_touched_only_through_task_state() -> None:
 )
 def test_the_check_catches_a_memo_built_or_parsed_by_hand(source: str) -> None:
     assert violations(source) != []
+
+
+# A value other than the default for every field of TaskState: a field added to the model and
+# not here fails the first test below, so each new field is checked end to end.
+EVERY_FIELD: dict[str, Any] = {
+    "task_id": "mcp-task-1",
+    "tool": "deploy",
+    "owner": "owner-digest",
+    "created_at": "2026-12-06T10:00:00.000Z",
+    "last_updated_at": "2026-12-06T10:05:00.000Z",
+    "ttl_ms": 3_600_000,
+    "poll_interval_ms": 2000,
+    "status": "input_required",
+    "status_message": "Waiting for approval",
+    "input_requests": {"approve": {"method": "elicitation/create", "params": {}}},
+    "session": "session-digest",
+    "call_digest": "call-digest",
+    "approvers": {"approve": ["alice", "scope:deployers"]},
+    "answered_by": {"earlier": "bob"},
+    "steps": [{"name": "build", "status": "succeeded"}],
+    "requested_by": "carol",
+    "related_task_ids": ["mcp-task-0"],
+    "progress": {"progress": 2, "total": 3},
+    "paused": True,
+}
+
+
+def test_every_task_state_field_is_set_apart_from_its_default_here() -> None:
+    assert set(EVERY_FIELD) == {item.name for item in fields(TaskState)}
+    for item in fields(TaskState):
+        default = item.default_factory() if item.default_factory is not MISSING else item.default
+        assert EVERY_FIELD[item.name] != default, item.name
+
+
+def test_every_task_state_field_goes_through_the_memo_and_reaches_the_snapshot() -> None:
+    state = TaskState(**EVERY_FIELD)
+    read = TaskState.from_memo(state.to_memo())
+    assert read == state  # to_memo() writes every field and from_memo() reads it back
+    snapshot = snapshot_of(state)
+    assert isinstance(snapshot, TaskSnapshot)
+    for item in fields(TaskState):
+        assert getattr(snapshot, item.name) == EVERY_FIELD[item.name], item.name
+
+
+def test_a_snapshot_copies_the_state_it_comes_from() -> None:
+    state = TaskState(**EVERY_FIELD)
+    snapshot = snapshot_of(state)
+    snapshot.input_requests.clear()
+    snapshot.approvers["approve"].append("mallory")
+    assert state.input_requests and state.approvers["approve"] == ["alice", "scope:deployers"]

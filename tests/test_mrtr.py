@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -54,8 +54,8 @@ async def test_a_retry_without_the_answer_asks_again(mcp: McpClient) -> None:
 
 async def test_a_tampered_request_state_is_invalid_params(mcp: McpClient) -> None:
     first = (await mcp.call_tool("test_tool_with_task")).result
-    body, signature = first["requestState"].split(".")
-    forged = f"{body[:-2]}AA.{signature}"
+    state = first["requestState"]
+    forged = f"{state[:12]}{'A' if state[12] != 'A' else 'B'}{state[13:]}"  # in the payload
     reply = await mcp.call_tool(
         "test_tool_with_task", extra={"inputResponses": ALICE, "requestState": forged}
     )
@@ -92,11 +92,14 @@ async def test_a_sync_tool_completes_after_its_mrtr_round(mcp: McpClient) -> Non
 
 
 def test_request_state_expires() -> None:
-    codec = RequestStateCodec(b"k" * 32, lifetime_s=60)
-    token = codec.encode(PendingRound("t", "d", "p", {"a": 1}), now=1000.0)
-    assert codec.decode(token, now=1059.0).answers == {"a": 1}
+    now = [1_800_000_000.0]
+    codec = RequestStateCodec(b"k" * 32, lifetime_s=60, clock=lambda: now[0])
+    token = codec.encode(PendingRound("t", "d", "p", {"a": 1}))
+    now[0] += 59
+    assert codec.decode(token).answers == {"a": 1}
+    now[0] += 2
     with pytest.raises(McpError) as caught:
-        codec.decode(token, now=1061.0)
+        codec.decode(token)
     assert caught.value.code == errors.INVALID_PARAMS and "expired" in caught.value.message
 
 
@@ -257,5 +260,5 @@ def test_a_prelude_taking_three_arguments_is_refused_at_registration() -> None:
         Tool("t", "d", {"type": "object"}, handler=_never, mrtr=mrtr)  # type: ignore[arg-type]
 
 
-async def _never(call: ToolCall) -> dict[str, Any]:
+async def _never(call: ToolCall) -> NoReturn:
     raise AssertionError("not called")

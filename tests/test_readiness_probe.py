@@ -15,6 +15,7 @@ from prometheus_client import REGISTRY
 from temporalio.client import Client
 
 from mcp_server.observability.probes import READY_CACHE_S, Readiness
+from mcp_server.tasks.backend import TemporalBackend
 from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTES
 
 ADDRESS = "10.20.30.40:7233"
@@ -58,7 +59,7 @@ class Clock:
 
 
 def readiness(temporal: CountingTemporal, clock: Clock) -> Readiness:
-    return Readiness(cast(Client, temporal), clock=clock)
+    return Readiness(TemporalBackend(cast(Client, temporal)), clock=clock)
 
 
 async def test_a_flood_of_probes_costs_temporal_one_check_per_interval() -> None:
@@ -105,7 +106,7 @@ async def test_the_embedded_engine_is_shown_without_its_address() -> None:
     outage = {"since": "2026-12-04T10:00:00Z",
               "reason": f"the Temporal dev server at {ADDRESS} was killed by signal 9"}  # fmt: skip
     status = {"state": "restarting", "address": ADDRESS, "restarts": 0, "outage": outage}
-    probe = Readiness(cast(Client, CountingTemporal()), engine=lambda: status)
+    probe = Readiness(TemporalBackend(cast(Client, CountingTemporal())), engine=lambda: status)
     ready, body = await probe.check()
     assert not ready and body["engine"]["state"] == "restarting"
     assert "killed by signal 9" in body["engine"]["outage"]["reason"]

@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp_server.protocol.frame import errors
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tools.registry import Tool, ToolCall
+from mcp_tasks.contracts.tool_messages import ToolResult
 from tests.asgi_stack import AsgiStack, AsgiStackFactory
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import NO_CAPABILITIES, TASKS
@@ -119,8 +120,8 @@ def test_token_add_takes_scopes_and_refuses_what_is_not_a_scope(tmp_path: Path) 
     assert json.loads(path.read_text())["tokens"][-1]["scopes"] == ["deploy"]
 
 
-async def _nothing(call: ToolCall) -> dict[str, Any]:
-    return {}
+async def _nothing(call: ToolCall) -> ToolResult:
+    return ToolResult([])
 
 
 def test_a_tool_declares_its_scopes_as_a_set_or_a_list_never_one_string() -> None:

@@ -16,7 +16,7 @@ import pytest
 from temporalio.api.common.v1 import Payload
 
 from mcp_server.inbox.csrf import CsrfTokens
-from mcp_server.inbox.session import SessionCodec
+from mcp_server.inbox.session import SessionCookies
 from mcp_server.protocol.frame.errors import INVALID_PARAMS, McpError
 from mcp_server.protocol.frame.request_state import PendingRound, RequestStateCodec
 from mcp_server.protocol.services import state_secret
@@ -71,15 +71,15 @@ def test_request_state_signed_before_a_rotation_is_read_after_it() -> None:
 
 
 def test_an_inbox_sign_in_and_its_form_token_survive_a_rotation() -> None:
-    before = SessionCodec(keys(OLD), 3600)
+    before = SessionCookies(keys(OLD), 3600)
     session = before.new(ALICE)
     cookie, token = before.encode(session), CsrfTokens(keys(OLD)).token(session)
-    during = SessionCodec(keys(ROTATING), 3600)
+    during = SessionCookies(keys(ROTATING), 3600)
     assert during.decode(cookie) == session
     assert CsrfTokens(keys(ROTATING)).valid(session, token)
-    assert SessionCodec(keys(NEW), 3600).decode(cookie) is None
+    assert SessionCookies(keys(NEW), 3600).decode(cookie) is None
     assert not CsrfTokens(keys(NEW)).valid(session, token)
-    assert SessionCodec(keys(NEW), 3600).decode(during.encode(session)) == session
+    assert SessionCookies(keys(NEW), 3600).decode(during.encode(session)) == session
 
 
 def test_a_short_state_secret_key_is_refused_naming_the_variable_never_the_value() -> None:

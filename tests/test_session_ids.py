@@ -11,7 +11,8 @@ import base64
 import mcp_types as core
 import pytest
 
-from mcp_server.http.sessions import CLOCK_SKEW_S, SESSION_LIFETIME_S, Session, SessionCodec
+from mcp_server.http.sessions import SESSION_LIFETIME_S, Session, SessionCodec
+from mcp_tasks.signed_tokens import CLOCK_SKEW_S
 from tests.asgi_stack import AsgiStack
 from tests.legacy_client import LegacyClient
 
@@ -21,7 +22,7 @@ ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 def respellings(session_id: str) -> list[str]:
     """Other spellings of `session_id` that a lenient base64 decoder reads as the same bytes."""
-    body, signature = session_id.split(".")
+    signed, signature = session_id.rsplit(".", 1)
     last = signature[-1]  # 32 bytes: the last character carries 4 bits and 2 unused ones
     same_bits = next(
         c for c in ALPHABET if c != last and ALPHABET.index(c) >> 2 == ALPHABET.index(last) >> 2
@@ -29,7 +30,7 @@ def respellings(session_id: str) -> list[str]:
     assert base64.urlsafe_b64decode(signature[:-1] + same_bits + "=") == base64.urlsafe_b64decode(
         signature + "="
     )
-    spellings = [f"{body}.{signature}=", f"{body}.{signature[:-1]}{same_bits}"]
+    spellings = [f"{signed}.{signature}=", f"{signed}.{signature[:-1]}{same_bits}"]
     if "-" in session_id:
         spellings.append(session_id.replace("-", "+", 1))
     return spellings

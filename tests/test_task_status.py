@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 from temporalio.client import WorkflowExecutionStatus
 
+from mcp_server.tasks.listing import STATUS_QUERIES
 from mcp_tasks.contracts.task_status import (
     ANSWERS_PENDING_MESSAGE,
+    CANCEL_REQUESTED_MESSAGE,
+    CLOSED_BY_EXECUTION,
     INBOX_LABELS,
     OPEN_STATUSES,
     TASK_STATUSES,
@@ -18,6 +21,7 @@ from mcp_tasks.contracts.task_status import (
     TRANSITIONS,
     TaskStatus,
     can_move,
+    cancel_acknowledged,
     closed_status,
     is_terminal,
     listed_status,
@@ -96,6 +100,33 @@ def test_a_listing_keeps_the_memo_unless_the_execution_closed_without_saying_how
     memo: TaskStatus, execution: str | None, reads: TaskStatus
 ) -> None:
     assert listed_status(memo, execution) == reads
+
+
+@pytest.mark.parametrize(
+    ("current", "shown"),
+    [
+        ("working", ("cancelled", CANCEL_REQUESTED_MESSAGE)),
+        ("input_required", ("cancelled", CANCEL_REQUESTED_MESSAGE)),
+        ("cancelled", ("cancelled", None)),
+        ("completed", None),
+        ("failed", None),
+    ],
+)
+def test_a_2025_cancel_shows_the_task_cancelled_at_once_unless_it_already_ended_otherwise(
+    current: TaskStatus, shown: tuple[TaskStatus, str | None] | None
+) -> None:
+    assert cancel_acknowledged(current) == shown
+
+
+def test_every_status_has_its_listing_query_and_a_closed_one_names_its_executions() -> None:
+    assert set(STATUS_QUERIES) == set(TASK_STATUSES)
+    for status in OPEN_STATUSES:
+        assert STATUS_QUERIES[status].startswith('ExecutionStatus="Running" AND ')
+        assert STATUS_QUERIES[status].endswith(f'="{status}"')
+    for status in TERMINAL_STATUSES:
+        named = set(re.findall(r'"(\w+)"', STATUS_QUERIES[status]))
+        executions = {e for e, s in CLOSED_BY_EXECUTION.items() if s == status}
+        assert named == {e.title().replace("_", "") for e in executions}  # TIMED_OUT: TimedOut
 
 
 def test_the_inbox_has_a_label_for_every_status() -> None:

@@ -14,7 +14,16 @@ HOUR_MS = 3_600_000
 
 def snapshot(status: TaskStatus, ttl_ms: int | None) -> TaskSnapshot:
     created = "2026-08-01T10:30:00.000Z"
-    return TaskSnapshot("mcp-task-1", "owner", status, None, created, created, ttl_ms, None, {})
+    return TaskSnapshot(
+        task_id="mcp-task-1",
+        tool="slow_compute",
+        owner="owner",
+        created_at=created,
+        last_updated_at=created,
+        ttl_ms=ttl_ms,
+        poll_interval_ms=None,
+        status=status,
+    )
 
 
 def at(ms: int) -> datetime:

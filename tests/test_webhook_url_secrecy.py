@@ -12,7 +12,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.webhooks import WebhookSender
+from activities.delivery import DeliverySender
 from mcp_server.runtime.devserver import free_port
 from mcp_tasks import logging as log_setup
 from mcp_tasks.contracts.webhooks import WebhookDelivery
@@ -31,9 +31,9 @@ def slack() -> Iterator[WebhookReceiver]:
     receiver.stop()
 
 
-def sender_for(url: str) -> WebhookSender:
+def sender_for(url: str) -> DeliverySender:
     chat = WebhookEndpoint(id="chat", url=url, events=frozenset({"completed"}), format="slack")
-    return WebhookSender(WebhookEndpoints([chat]), None)
+    return DeliverySender(WebhookEndpoints([chat]))
 
 
 def delivery() -> WebhookDelivery:
@@ -46,7 +46,7 @@ async def test_a_delivery_logged_at_debug_never_shows_the_webhook_url_path(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     url = f"http://127.0.0.1:{slack.port}{SLACK_PATH}"
-    result = await ActivityEnvironment().run(sender_for(url).deliver, delivery())
+    result = await ActivityEnvironment().run(sender_for(url).deliver_webhook, delivery())
     assert result["status"] == 204 and len(slack.unique()) == 1
     logged = "\n".join(f"{r.name} {r.getMessage()}" for r in caplog.records)
     assert SLACK_TOKEN not in logged and "/services/" not in logged
@@ -58,7 +58,7 @@ async def test_a_failed_delivery_names_the_endpoint_never_its_url(
     caplog.set_level(logging.DEBUG)
     url = f"http://127.0.0.1:{free_port()}{SLACK_PATH}"  # nothing listens there
     with pytest.raises(ApplicationError) as raised:
-        await ActivityEnvironment().run(sender_for(url).deliver, delivery())
+        await ActivityEnvironment().run(sender_for(url).deliver_webhook, delivery())
     assert "'chat'" in raised.value.message and SLACK_TOKEN not in raised.value.message
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert SLACK_TOKEN not in logged
@@ -75,7 +75,7 @@ async def test_an_operator_who_turns_httpx_logging_on_sees_only_scheme_and_host(
     httpx_logger.setLevel(logging.DEBUG)  # by hand, after the server's log setup
     try:
         url = f"http://127.0.0.1:{slack.port}{SLACK_PATH}"
-        await ActivityEnvironment().run(sender_for(url).deliver, delivery())
+        await ActivityEnvironment().run(sender_for(url).deliver_webhook, delivery())
     finally:
         httpx_logger.removeHandler(handler)
         httpx_logger.setLevel(before)

@@ -4,12 +4,11 @@ sandbox imports it, so it must not import the test stack (uvicorn, httpx)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from temporalio import workflow
 
 from mcp_server.tools.registry import Tool, ToolRegistry
 from mcp_tasks.contracts.task_state import TaskInput
+from mcp_tasks.contracts.tool_messages import ToolResult
 from workflows.results import text_result
 from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
 
@@ -24,19 +23,19 @@ async def ask_approval(flow: TaskWorkflow) -> bool:
         elicitation("Go ahead?", {"approve": {"type": "boolean"}}, ["approve"]),
         status_message="Waiting for approval",
     )
-    return (answer.get("content") or {}).get("approve") is True
+    return answer.content.get("approve") is True
 
 
 @task_workflow(TYPE)
 class ApprovalV1(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         approved = await ask_approval(self)
         return text_result(f"v1: approved={approved}", structured={"version": 1})
 
 
 @task_workflow(TYPE)
 class ApprovalV2(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         # Asked once, at the start: an execution that began on V1 has no marker here, so it
         # keeps the old branch even after its answer arrives on V2.
         new_code = workflow.patched(PATCH)

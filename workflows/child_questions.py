@@ -45,8 +45,10 @@ FORM_TYPES = frozenset({"string", "number", "integer", "boolean", "array"})
 INPUT_METHODS = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
 
 
-def invalid_input_request(request: dict[str, Any]) -> str | None:
+def invalid_input_request(request: object) -> str | None:
     """Why `request` is not an input request a client can answer; None when it is one."""
+    if not isinstance(request, dict):
+        return "an input request must be an object"
     method = request.get("method")
     if method not in INPUT_METHODS:
         return f"method must be one of {sorted(INPUT_METHODS)}, not {method!r}"
@@ -86,7 +88,7 @@ class ChildQuestions(TaskWorkflow):
     child_id = ""
 
     @workflow.signal(name=REPORT_SIGNAL)
-    def child_report(self, payload: dict[str, Any]) -> None:
+    def child_report(self, payload: Any) -> None:
         try:
             report = ReportInput.model_validate(payload)
         except ValidationError as err:
@@ -100,10 +102,13 @@ class ChildQuestions(TaskWorkflow):
         self.report(message or self._current.status_message or "Working")
 
     @workflow.signal(name=ASK_SIGNAL, unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
-    async def child_ask(self, payload: dict[str, Any]) -> None:
+    async def child_ask(self, payload: Any) -> None:
         # Long-running by design: the handler waits for the answers as ask_all() does; a task
         # that closes first (cancelled) abandons it, and the child is cancelled with it.
-        question_id = payload.get("questionId") if isinstance(payload, dict) else None
+        if not isinstance(payload, dict):  # no question to answer: dropped, as it always was
+            workflow.logger.warning("an mcp.ask that is not an object was dropped")
+            return
+        question_id = payload.get("questionId")
         try:
             ask = AskInput.model_validate(payload)
         except ValidationError as err:
@@ -134,7 +139,7 @@ class ChildQuestions(TaskWorkflow):
         by = self._current.answered_by
         answer = AnswerInput(
             question_id=ask.question_id,
-            input_responses={names[key]: dict(response) for key, response in answers.items()},
+            input_responses={names[key]: response.raw for key, response in answers.items()},
             answered_by={names[key]: by[key] for key in answers if key in by} or None,
         )
         await self._tell_child(answer)

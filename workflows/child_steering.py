@@ -13,17 +13,20 @@ from typing import Any
 
 from temporalio import workflow
 
+from mcp_tasks.contracts.task_state import SteerMessage
 from workflows.steering import (
-    CONTRACT_VERSION,
     PAUSE_SIGNAL,
     PAUSED_SIGNAL,
     RESUME_SIGNAL,
     STEER_SIGNAL,
     ChildRelay,
-    SteerMessage,
     paused_report,
 )
 from workflows.task_workflow import TaskWorkflow
+
+with workflow.unsafe.imports_passed_through():  # pydantic models: loaded once, not per run
+    from mcp_tasks.contracts.interactive import PauseInput, ResumeInput
+    from mcp_tasks.contracts.interactive import SteerInput as RelayedSteer
 
 
 class ChildSteering(TaskWorkflow):
@@ -38,10 +41,14 @@ class ChildSteering(TaskWorkflow):
         self._relay.attach(child)
 
     def on_steer(self, message: SteerMessage) -> None:
-        self._relay.send(STEER_SIGNAL, message.contract_payload())
+        steer = RelayedSteer(seq=message.seq, message=message.message, sender=message.by or None)
+        self._relay.send(STEER_SIGNAL, steer)
 
     def on_pause(self, paused: bool) -> None:
-        self._relay.send(PAUSE_SIGNAL if paused else RESUME_SIGNAL, {"v": CONTRACT_VERSION})
+        if paused:
+            self._relay.send(PAUSE_SIGNAL, PauseInput())
+        else:
+            self._relay.send(RESUME_SIGNAL, ResumeInput())
 
     @workflow.signal(name=PAUSED_SIGNAL)
     def child_paused(self, payload: Any) -> None:

@@ -14,13 +14,14 @@ from typing import Any
 from temporalio import workflow
 
 from mcp_tasks.contracts.task_state import TaskInput
+from mcp_tasks.contracts.tool_messages import InputResponse, ToolResult
 from workflows.results import text_result
 from workflows.task_workflow import TaskWorkflow, elicitation, protocol_error, task_workflow
 
 
 @task_workflow("SlowCompute")
 class SlowComputeWorkflow(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         seconds = float(task.arguments.get("seconds", 0))
         label = str(task.arguments.get("label", ""))
         self.report(f"Computing {label!r} for {seconds:g} s")
@@ -34,7 +35,7 @@ class SlowComputeWorkflow(TaskWorkflow):
 
 @task_workflow("FailingJob")
 class FailingJobWorkflow(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         self.report("Running a job that will fail")
         await workflow.sleep(1)
         return text_result("failing_job failed: the simulated job reported an error", is_error=True)
@@ -42,7 +43,7 @@ class FailingJobWorkflow(TaskWorkflow):
 
 @task_workflow("ProtocolErrorJob")
 class ProtocolErrorJobWorkflow(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         self.report("Running a job that will hit a protocol error")
         await workflow.sleep(0.5)
         raise protocol_error(-32603, "protocol_error_job: simulated internal error")
@@ -50,7 +51,7 @@ class ProtocolErrorJobWorkflow(TaskWorkflow):
 
 @task_workflow("ConfirmDelete")
 class ConfirmDeleteWorkflow(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         filename = str(task.arguments["filename"])
         answer = await self.ask(
             "confirm",
@@ -61,8 +62,7 @@ class ConfirmDeleteWorkflow(TaskWorkflow):
             ),
             status_message=f"Waiting for confirmation to delete {filename}",
         )
-        content = answer.get("content") or {}
-        if answer.get("action") == "accept" and content.get("confirm") is True:
+        if answer.accepted and answer.content.get("confirm") is True:
             return text_result(f"Deleted {filename}", structured={"deleted": True})
         return text_result(
             f"Kept {filename}: deletion was not confirmed", structured={"deleted": False}
@@ -71,7 +71,7 @@ class ConfirmDeleteWorkflow(TaskWorkflow):
 
 @task_workflow("MultiInput")
 class MultiInputWorkflow(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         answers = await self.ask_all(
             {
                 "name": elicitation("What is your name?", {"name": {"type": "string"}}, ["name"]),
@@ -82,30 +82,30 @@ class MultiInputWorkflow(TaskWorkflow):
             status_message="Waiting for two answers",
         )
         summary = ", ".join(
-            f"{key}: {answers[key].get('action')} {answers[key].get('content')}" for key in answers
+            f"{key}: {answer.action} {answer.raw.get('content')}" for key, answer in answers.items()
         )
         return text_result(f"Received both inputs ({summary})")
 
 
 @task_workflow("TestToolWithTask")
 class TestToolWithTaskWorkflow(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
-        answer = task.prelude_responses.get("name") or {}
-        name = str((answer.get("content") or {}).get("name", "stranger"))
+    async def execute(self, task: TaskInput) -> ToolResult:
+        answer = InputResponse.read(task.prelude_responses.get("name"))
+        name = str(answer.content.get("name", "stranger"))
         self.report(f"Greeting {name}")
         await workflow.sleep(0.5)
         return text_result(f"Hello, {name}! This greeting ran as a durable task.")
 
 
-def _completed(answer: dict[str, Any]) -> dict[str, Any]:
+def _completed(answer: InputResponse) -> ToolResult:
     """The text the elicitation fixtures return: the action and the content, as JSON."""
-    content = json.dumps(answer.get("content") or {}, sort_keys=True)
-    return text_result(f"Elicitation completed: action={answer.get('action')}, content={content}")
+    content = json.dumps(answer.content, sort_keys=True)
+    return text_result(f"Elicitation completed: action={answer.action}, content={content}")
 
 
 @task_workflow("TestSampling")
 class TestSamplingWorkflow(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         message = {"role": "user", "content": {"type": "text", "text": task.arguments["prompt"]}}
         answer = await self.ask(
             "sample",
@@ -115,7 +115,7 @@ class TestSamplingWorkflow(TaskWorkflow):
             },
             status_message="Waiting for the client's LLM",
         )
-        content = answer.get("content")
+        content = answer.raw.get("content")
         blocks = content if isinstance(content, list) else [content]
         texts = [b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
         return text_result(f"LLM response: {' '.join(texts) or json.dumps(content)}")
@@ -123,7 +123,7 @@ class TestSamplingWorkflow(TaskWorkflow):
 
 @task_workflow("TestElicitation")
 class TestElicitationWorkflow(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         properties = {
             "username": {"type": "string", "description": "User's response"},
             "email": {"type": "string", "description": "User's email address"},
@@ -133,8 +133,8 @@ class TestElicitationWorkflow(TaskWorkflow):
             elicitation(str(task.arguments["message"]), properties, ["username", "email"]),
             status_message="Waiting for the user's information",
         )
-        content = json.dumps(answer.get("content") or {}, sort_keys=True)
-        return text_result(f"User response: action={answer.get('action')}, content={content}")
+        content = json.dumps(answer.content, sort_keys=True)
+        return text_result(f"User response: action={answer.action}, content={content}")
 
 
 # SEP-1034: a default for every primitive type.
@@ -149,7 +149,7 @@ _DEFAULTS_FORM: dict[str, Any] = {
 
 @task_workflow("TestElicitationDefaults")
 class TestElicitationDefaultsWorkflow(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         answer = await self.ask(
             "profile",
             elicitation("Review your profile (every field has a default)", _DEFAULTS_FORM),
@@ -193,7 +193,7 @@ _ENUMS_FORM: dict[str, Any] = {
 
 @task_workflow("TestElicitationEnums")
 class TestElicitationEnumsWorkflow(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         answer = await self.ask(
             "choices",
             elicitation("Choose options (every enum form)", _ENUMS_FORM),

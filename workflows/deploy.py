@@ -38,6 +38,7 @@ from temporalio.exceptions import TimeoutError as ActivityTimeout
 from temporalio.workflow import ActivityCancellationType
 
 from mcp_tasks.contracts.task_state import TaskInput, iso_timestamp
+from mcp_tasks.contracts.tool_messages import ToolResult
 from workflows.deploy_timeline import timeline
 from workflows.results import text_result
 from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
@@ -67,7 +68,7 @@ class DeployWorkflow(TaskWorkflow):
         self._waiting: str | None = None
         self._finished = False
 
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         name = str(task.arguments["pipeline"])
         try:
             pipeline = await workflow.execute_activity_method(
@@ -93,7 +94,7 @@ class DeployWorkflow(TaskWorkflow):
                 self._timeline()
             raise
 
-    async def _run(self, name: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    async def _run(self, name: str, steps: list[dict[str, Any]]) -> ToolResult:
         total = len(steps)
         for index, step in enumerate(steps):
             label = f'step {index + 1}/{total} "{step["name"]}"'
@@ -151,8 +152,7 @@ class DeployWorkflow(TaskWorkflow):
             approvers=step.get("approvers"),
         )
         self._waiting = None
-        content = answer.get("content") or {}
-        return answer.get("action") == "accept" and content.get("approve") is True
+        return answer.accepted and answer.content.get("approve") is True
 
     async def _command(self, command: str, step: dict[str, Any]) -> dict[str, Any]:
         """The command's outcome. An activity that fails outright is an outcome too
@@ -214,7 +214,7 @@ class DeployWorkflow(TaskWorkflow):
             return f"{where}; nothing to roll back"
         return f"{where}; rolled back: {', '.join(self._rolled_back)}"
 
-    def _result(self, text: str, *, is_error: bool = False) -> dict[str, Any]:
+    def _result(self, text: str, *, is_error: bool = False) -> ToolResult:
         self._finished = True
         self._timeline()  # published with the final state
         return text_result(text, structured={"steps": self.steps}, is_error=is_error)

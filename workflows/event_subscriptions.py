@@ -65,7 +65,7 @@ from mcp_tasks.contracts.events import (
     VerifyInput,
 )
 from mcp_tasks.contracts.task_state import iso_timestamp
-from workflows.event_delivery import EventDeliveryWorkflow
+from workflows.delivery import EventDeliveryWorkflow
 
 ROTATION_GRACE = timedelta(minutes=5)
 # After a failed handshake, the same URL is not challenged again for this long (the same

@@ -38,6 +38,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError, ChildWorkflowError, is_cancelled_exception
 
 from mcp_tasks.contracts.task_state import TaskInput
+from mcp_tasks.contracts.tool_messages import ToolResult
 from workflows.child_questions import ChildQuestions
 from workflows.child_steering import ChildSteering
 from workflows.results import text_result
@@ -62,7 +63,7 @@ def pick(value: Any, path: str | None) -> Any:
     return value
 
 
-def tool_error(message: str, details: Sequence[Any]) -> dict[str, Any]:
+def tool_error(message: str, details: Sequence[Any]) -> ToolResult:
     """The result of a child's `McpToolError`: its message, its first detail (an object) as
     `structuredContent`."""
     first = details[0] if details else None
@@ -72,7 +73,7 @@ def tool_error(message: str, details: Sequence[Any]) -> dict[str, Any]:
 
 @task_workflow("ExposedWorkflow")
 class ExposedWorkflow(ChildSteering, ChildQuestions):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         config = task.tool_config
         child_type, queue = str(config["workflow"]), str(config["task_queue"])
         args = (
@@ -103,7 +104,7 @@ class ExposedWorkflow(ChildSteering, ChildQuestions):
                 return tool_error(message, cause.details)
             return text_result(f"{child_type} failed: {message}", is_error=True)
         if is_call_tool_result(result) and workflow.patched(INTERACTIVE_PATCH):
-            return {"resultType": "complete", "isError": False, **result}
+            return ToolResult.read(result)
         value = pick(result, config.get("result_path"))
         structured = value if isinstance(value, dict) else {"result": value}
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

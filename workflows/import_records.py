@@ -23,7 +23,7 @@ committed.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
@@ -32,6 +32,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 from mcp_tasks.contracts.task_state import TaskInput
+from mcp_tasks.contracts.tool_messages import ToolResult
 from workflows.results import text_result
 from workflows.task_workflow import TaskWorkflow, task_workflow
 
@@ -68,22 +69,22 @@ class ImportProgress:
 
 @task_workflow("ImportRecords")
 class ImportRecordsWorkflow(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         spec = _spec(task)
         delay = timedelta(milliseconds=int(task.arguments.get("chunk_delay_ms", 0)))
         if not workflow.patched(PATCH):
             return await self._execute_v1(spec, delay)
-        if self.carried:
-            progress = ImportProgress(**self.carried)
-        else:
+        progress = self.resumed(ImportProgress)
+        if progress is None:
             try:
                 plan = await workflow.execute_activity_method(
                     RecordImports.plan_import, spec, **_chunk_options()
                 )
             except ActivityError as err:
                 return text_result(f"Cannot import {spec.source!r}: {_reason(err)}", is_error=True)
-            progress = ImportProgress(plan["columns"], plan["totalRows"], plan["offset"],
-                                      plan["line"])  # fmt: skip
+            progress = ImportProgress(
+                plan["columns"], plan["totalRows"], plan["offset"], plan["line"]
+            )
             self.report(_progress(0, progress.total_rows))
             self.cancel_message = _cancelled(0, progress.total_rows)
         per_run = max(1, int(task.tool_config.get("chunks_per_run", CHUNKS_PER_RUN)))
@@ -91,11 +92,11 @@ class ImportRecordsWorkflow(TaskWorkflow):
 
     async def _import(
         self, spec: ImportSpec, p: ImportProgress, delay: timedelta, per_run: int
-    ) -> dict[str, Any]:
+    ) -> ToolResult:
         chunks = 0
         while p.row <= p.total_rows:
             if chunks and (chunks >= per_run or workflow.info().is_continue_as_new_suggested()):
-                self.continue_as_new(asdict(p))
+                self.continue_as_new(p)
             rows = min(spec.chunk_size, p.total_rows - p.row + 1)
             chunk = workflow.start_activity_method(
                 RecordImports.import_chunk,
@@ -128,7 +129,7 @@ class ImportRecordsWorkflow(TaskWorkflow):
             summary += f"; the source ended after row {p.row - 1:,}, shorter than when planned"
         return text_result(summary, structured=_totals(spec, p))
 
-    async def _execute_v1(self, spec: ImportSpec, delay: timedelta) -> dict[str, Any]:
+    async def _execute_v1(self, spec: ImportSpec, delay: timedelta) -> ToolResult:
         """The import as runs started before `PATCH` were recorded: the same commands."""
         try:
             plan = await workflow.execute_activity_method(
@@ -206,7 +207,7 @@ def _totals(spec: ImportSpec, p: ImportProgress) -> dict[str, Any]:
     }
 
 
-def _stopped(spec: ImportSpec, p: ImportProgress, reason: str) -> dict[str, Any]:
+def _stopped(spec: ImportSpec, p: ImportProgress, reason: str) -> ToolResult:
     text = (
         f"The import of {spec.source!r} stopped at row {p.row:,}: {reason}. "
         f"{p.imported:,} of {p.total_rows:,} rows were committed"

@@ -15,11 +15,10 @@ check (a question under Temporal's cap but over ours) replays as it ran.
 
 from __future__ import annotations
 
-from typing import Any
-
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
+from mcp_tasks.contracts.task_state import TaskState
 from workflows.results import encoded_size
 
 INPUT_SIZE_PATCH = "input-requests-size-limit"
@@ -27,10 +26,10 @@ INPUT_TOO_LARGE_ERROR = "InputRequestsTooLarge"
 MAX_MEMO_BYTES = 1_000_000
 
 
-def refuse_oversized(memo: dict[str, Any], keys: list[str]) -> None:
-    """Raise InputRequestsTooLarge when `memo` (the state the question would publish) is too
-    large to store; return otherwise."""
-    size = encoded_size(memo)
+def refuse_oversized(state: TaskState, keys: list[str]) -> None:
+    """Raise InputRequestsTooLarge when the memo of `state` (the state the question would
+    publish) is too large to store; return otherwise."""
+    size = encoded_size(state.to_memo())
     if size <= MAX_MEMO_BYTES or not workflow.patched(INPUT_SIZE_PATCH):
         return
     raise ApplicationError(

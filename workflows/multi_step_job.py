@@ -10,6 +10,7 @@ from temporalio.common import RetryPolicy
 from temporalio.workflow import ActivityCancellationType
 
 from mcp_tasks.contracts.task_state import TaskInput
+from mcp_tasks.contracts.tool_messages import ToolResult
 from workflows.results import text_result
 from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
 
@@ -23,7 +24,7 @@ class MultiStepJobWorkflow(TaskWorkflow):
     and pausable: each step boundary is a safe point, and the steer messages it hands over are
     shown in the next step's statusMessage and listed in the result."""
 
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         steps = int(task.arguments.get("steps", 3))
         step_seconds = float(task.arguments.get("step_seconds", 2))
         name = str(task.arguments.get("name", "job"))
@@ -40,8 +41,7 @@ class MultiStepJobWorkflow(TaskWorkflow):
                 ),
                 status_message=f"Waiting for approval to run {name!r}",
             )
-            content = answer.get("content") or {}
-            if answer.get("action") != "accept" or content.get("approve") is not True:
+            if not answer.accepted or answer.content.get("approve") is not True:
                 return text_result(
                     f"{name!r} was not approved; nothing ran",
                     structured={"name": name, "approved": False, "steps": []},

@@ -53,6 +53,7 @@ from mcp_tasks.contracts.quota import (
     ReleaseSlot,
 )
 from mcp_tasks.contracts.task_state import TaskInput, iso_timestamp, parse_timestamp
+from mcp_tasks.contracts.tool_messages import ToolResult
 
 QUOTA_WORKFLOW = "McpQuota"
 RESERVE_UPDATE = "mcp.quota.reserve"
@@ -297,7 +298,7 @@ async def release_slot(task: TaskInput) -> None:
         workflow.logger.warning("could not release the quota slot of %s", task.task_id)
 
 
-Execute = Callable[[Any, TaskInput], Coroutine[Any, Any, dict[str, Any]]]
+Execute = Callable[[Any, TaskInput], Coroutine[Any, Any, ToolResult]]
 
 
 def releasing_slot(execute: Execute) -> Execute:
@@ -312,7 +313,7 @@ def releasing_slot(execute: Execute) -> Execute:
     if getattr(execute, "_releases_slot", False):
         return execute
 
-    async def run(self: Any, task: TaskInput) -> dict[str, Any]:
+    async def run(self: Any, task: TaskInput) -> ToolResult:
         try:
             result = await execute(self, task)
         except BaseException as err:

@@ -17,6 +17,7 @@ from typing import Any
 from temporalio import workflow
 
 from mcp_tasks.contracts.task_state import TaskInput
+from mcp_tasks.contracts.tool_messages import ToolResult
 from workflows.results import text_result
 from workflows.task_workflow import TaskWorkflow, elicitation, task_workflow
 
@@ -25,7 +26,7 @@ DECISIONS = {"approve": "approved", "reject": "rejected"}
 
 @task_workflow("RequestApproval")
 class RequestApprovalWorkflow(TaskWorkflow):
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
+    async def execute(self, task: TaskInput) -> ToolResult:
         message = str(task.arguments["message"])
         deadline_s = task.arguments.get("deadline_seconds")
         properties: dict[str, Any] = {
@@ -55,8 +56,8 @@ class RequestApprovalWorkflow(TaskWorkflow):
             )
         except TimeoutError:
             return self._outcome("expired", None, None, asked_at)
-        content = answer.get("content") or {}
-        if answer.get("action") != "accept" or content.get("decision") not in DECISIONS:
+        content = answer.content
+        if not answer.accepted or content.get("decision") not in DECISIONS:
             # The human dismissed the form: no decision was made.
             return self._outcome("dismissed", None, self.answered_by.get("decision"), asked_at)
         reason = content.get("reason")
@@ -69,7 +70,7 @@ class RequestApprovalWorkflow(TaskWorkflow):
 
     def _outcome(
         self, decision: str, reason: str | None, decided_by: str | None, asked_at: Any
-    ) -> dict[str, Any]:
+    ) -> ToolResult:
         waited = (workflow.now() - asked_at).total_seconds()
         # Who decided, by name (SubmitInput.by); said in the text when approvers decide.
         name = self._current.answered_by.get("decision") if decided_by else None

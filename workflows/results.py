@@ -1,9 +1,12 @@
-"""Builders for CallToolResult dicts, used by synchronous tools and task workflows alike."""
+"""Builders for tool results (`ToolResult`, mcp_tasks/contracts/tool_messages.py), used by
+synchronous tools and task workflows alike."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from mcp_tasks.contracts.tool_messages import JsonObject, ToolResult
 
 # Temporal rejects any payload above 2 MiB (and gRPC messages above 4 MiB). A task result is a
 # workflow result, so it must fit with room for the payload's own metadata.
@@ -11,25 +14,19 @@ MAX_RESULT_BYTES = 2_000_000
 
 
 def text_result(
-    text: str, *, structured: dict[str, Any] | None = None, is_error: bool = False
-) -> dict[str, Any]:
-    result: dict[str, Any] = {
-        "resultType": "complete",
-        "content": [{"type": "text", "text": text}],
-        "isError": is_error,
-    }
-    if structured is not None:
-        result["structuredContent"] = structured
-    return result
+    text: str, *, structured: JsonObject | None = None, is_error: bool = False
+) -> ToolResult:
+    """A result of one text block, with `structuredContent` when given."""
+    return ToolResult([{"type": "text", "text": text}], structured, is_error)
 
 
 def encoded_size(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
 
 
-def bounded(result: dict[str, Any]) -> dict[str, Any]:
+def bounded(result: ToolResult) -> ToolResult:
     """The result itself, or a tool error naming its size when it cannot be stored by Temporal."""
-    size = encoded_size(result)
+    size = encoded_size(result.wire())
     if size <= MAX_RESULT_BYTES:
         return result
     return text_result(

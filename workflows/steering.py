@@ -23,15 +23,18 @@ from typing import Any
 
 from temporalio import workflow
 
-# The names and version are the interactive contract's, defined once (the server signals the
+# The names and payloads are the interactive contract's, defined once (the server signals the
 # task workflow with the same names the task workflow relays to a team's child). Passed
 # through: the contracts module loads pydantic, which the sandbox need not re-import.
 with workflow.unsafe.imports_passed_through():
-    from mcp_tasks.contracts.interactive import CONTRACT_VERSION as CONTRACT_VERSION
     from mcp_tasks.contracts.interactive import PAUSE_SIGNAL as PAUSE_SIGNAL
     from mcp_tasks.contracts.interactive import PAUSED_SIGNAL as PAUSED_SIGNAL
     from mcp_tasks.contracts.interactive import RESUME_SIGNAL as RESUME_SIGNAL
     from mcp_tasks.contracts.interactive import STEER_SIGNAL as STEER_SIGNAL
+    from mcp_tasks.contracts.interactive import PauseInput, ResumeInput
+
+    # The `mcp.steer` a team's workflow receives (SteerInput below is the one the server sends).
+    from mcp_tasks.contracts.interactive import SteerInput as RelayedSteer
 # The longest steer message the server accepts (characters): it is kept in the history and,
 # for an exposed workflow, in the child's too.
 MAX_STEER_CHARS = 4000
@@ -46,22 +49,6 @@ class SteerInput:
     request_id: str = ""
     # The display name of who steered ("" when not known).
     by: str = ""
-
-
-@dataclass(frozen=True)
-class SteerMessage:
-    """A steer message as a tool reads it: its number in the task, its text, who sent it."""
-
-    seq: int
-    message: str
-    by: str = ""
-
-    def contract_payload(self) -> dict[str, Any]:
-        """The `mcp.steer` payload of the interactive contract, for a team's workflow."""
-        payload: dict[str, Any] = {"v": CONTRACT_VERSION, "seq": self.seq, "message": self.message}
-        if self.by:
-            payload["from"] = self.by
-        return payload
 
 
 def paused_report(payload: Any) -> bool | None:
@@ -87,8 +74,8 @@ class ChildRelay:
         self._child = child
         self._flush()
 
-    def send(self, signal: str, payload: dict[str, Any]) -> None:
-        self._pending.append((signal, payload))
+    def send(self, signal: str, payload: RelayedSteer | PauseInput | ResumeInput) -> None:
+        self._pending.append((signal, payload.wire()))
         self._flush()
 
     def _flush(self) -> None:

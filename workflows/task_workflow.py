@@ -30,7 +30,7 @@ A tool's workflow subclasses `TaskWorkflow`, implements `execute()`, and is decl
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import timedelta
 from typing import Any, NoReturn, TypeVar
 
@@ -39,6 +39,7 @@ from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError, FailureError, is_cancelled_exception
 
 from mcp_tasks.contracts.approvers import describe_approvers, outstanding_ids
+from mcp_tasks.contracts.carried import Carried, CarriedSteering, Progress
 from mcp_tasks.contracts.task_state import (
     CANCEL_REQUESTED_SIGNAL,
     MEMO_KEY,
@@ -49,17 +50,20 @@ from mcp_tasks.contracts.task_state import (
     STATE_QUERY,
     SUBMIT_INPUT_SIGNAL,
     AuditStamp,
+    SteerMessage,
     SubmitInput,
     TaskInput,
+    TaskMemo,
     TaskState,
     iso_timestamp,
 )
 from mcp_tasks.contracts.task_status import TaskStatus, published_status
+from mcp_tasks.contracts.tool_messages import InputRequest, InputResponse, JsonObject, ToolResult
 from workflows.input_limits import refuse_oversized
 from workflows.quota import releasing_slot
 from workflows.redaction import Redactor
 from workflows.results import bounded
-from workflows.steering import PAUSE_SIGNAL, RESUME_SIGNAL, STEER_SIGNAL, SteerInput, SteerMessage
+from workflows.steering import PAUSE_SIGNAL, RESUME_SIGNAL, STEER_SIGNAL, SteerInput
 from workflows.webhooks import Notifications, failure_message
 
 STATUS_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_STATUS)
@@ -68,6 +72,7 @@ WAITING_SINCE_KEY = SearchAttributeKey.for_datetime(SEARCH_ATTRIBUTE_WAITING_SIN
 # Runs that reach a change of waiting on code with this patch upsert McpWaitingSince.
 WAITING_SINCE_PATCH = "mcp-waiting-since-attribute"
 W = TypeVar("W", bound="TaskWorkflow")
+P = TypeVar("P", bound=Progress)
 
 
 def protocol_error(code: int, message: str, data: Any = None) -> ApplicationError:
@@ -87,8 +92,8 @@ _FORM_TYPES = frozenset({"string", "number", "integer", "boolean", "array"})
 
 
 def elicitation(
-    message: str, properties: dict[str, Any], required: list[str] | None = None
-) -> dict[str, Any]:
+    message: str, properties: JsonObject, required: list[str] | None = None
+) -> InputRequest:
     """A form-mode `elicitation/create` input request.
 
     Each property must be one of the flat, typed schemas a form may ask for (the spec's
@@ -118,12 +123,14 @@ class TaskWorkflow:
     def __init__(self) -> None:
         # The state mirrored into the memo; set when run() starts, before anything awaits.
         self._state: TaskState | None = None
-        self._outstanding: dict[str, dict[str, Any]] = {}
+        self._outstanding: dict[str, InputRequest] = {}
         self._answers: dict[str, Any] = {}
         self._issued_keys: set[str] = set()
         # Redacts the task's secret arguments from all it publishes (see workflows/redaction.py).
         self._redactor = Redactor()
         self.task: TaskInput | None = None
+        # What the previous run handed on (None in the task's first run).
+        self._carried: Carried | None = None
         # Input key -> digest of the principal whose tasks/update answered it.
         self.answered_by: dict[str, str] = {}
         # The statusMessage a cancelled task ends with (a tool may say what was done).
@@ -138,8 +145,8 @@ class TaskWorkflow:
 
     # ----- what subclasses implement and call -------------------------------------------
 
-    async def execute(self, task: TaskInput) -> dict[str, Any]:
-        """Do the tool's work and return its CallToolResult dict."""
+    async def execute(self, task: TaskInput) -> ToolResult:
+        """Do the tool's work and return its result."""
         raise NotImplementedError
 
     def report(self, message: str, *, poll_interval_ms: int | None = None) -> None:
@@ -167,40 +174,46 @@ class TaskWorkflow:
             key = f"{base}-{n}"
         return key
 
-    @property
-    def carried(self) -> dict[str, Any]:
-        """The `progress` the previous run passed to `continue_as_new()`; {} in the first."""
-        return dict(self.task.carried.get("progress") or {}) if self.task else {}
+    def resumed(self, progress_type: type[P]) -> P | None:
+        """The progress the previous run passed to `continue_as_new()`, as a `progress_type`;
+        None in the task's first run."""
+        if self._carried is None:
+            return None
+        return progress_type(**self._carried.progress)
 
-    def continue_as_new(self, progress: dict[str, Any]) -> NoReturn:
+    def continue_as_new(self, progress: Progress) -> NoReturn:
         """Close this run and go on in a new one of the same task, from the start of
         `execute()`: the workflow ID (so the taskId), the task state tasks/get shows, the
-        cancel message, the keys issued and `progress` (read back as `self.carried`) stay; the
-        open-task quota slot stays held (only the task's real end releases it). Call it
-        between steps, with no question outstanding."""
+        cancel message, the keys issued and `progress`, a dataclass (read back with
+        `self.resumed(type)`) stay; the open-task quota slot stays held (only the task's real
+        end releases it). Call it between steps, with no question outstanding."""
         if self._outstanding or self._answers:
             raise RuntimeError("a task cannot continue as new while a question is open")
         assert self.task is not None
-        state = self._current.to_memo()
-        carried = {"state": state, "progress": progress, "cancelMessage": self.cancel_message,
-                   "issuedKeys": sorted(self._issued_keys),
-                   "answeredBy": self.answered_by,
-                   **({"webhooksSent": self._notifications.sent}
-                      if self._notifications.sent else {}),
-                   **self._steering_carried(),
-                   "historyBase": self._notifications.sequence()}  # fmt: skip
-        workflow.continue_as_new(replace(self.task, carried=carried), memo={MEMO_KEY: state})
+        carried = Carried(
+            state=self._current,
+            progress=asdict(progress),
+            cancel_message=self.cancel_message,
+            issued_keys=tuple(self._issued_keys),
+            answered_by=self.answered_by,
+            webhooks_sent=self._notifications.sent,
+            steering=self._steering_carried(),
+            history_base=self._notifications.sequence(),
+        )
+        workflow.continue_as_new(
+            replace(self.task, carried=carried.wire()), memo={MEMO_KEY: self._current.to_memo()}
+        )
 
     async def ask(
         self,
         key: str,
-        request: dict[str, Any],
+        request: InputRequest,
         *,
         status_message: str | None = None,
         timeout: timedelta | None = None,  # noqa: ASYNC109 (a durable Temporal timer)
         approvers: list[str] | None = None,
-    ) -> dict[str, Any]:
-        """Park at `input_required` until `key` is answered; return the InputResponse.
+    ) -> InputResponse:
+        """Park at `input_required` until `key` is answered; return the client's response.
 
         With `timeout`, a durable timer withdraws the question when it fires and raises
         `TimeoutError` (the task goes back to `working`). With `approvers` (names, see
@@ -210,22 +223,22 @@ class TaskWorkflow:
         answers = await self.ask_all(
             {key: request}, status_message=status_message, timeout=timeout, approvers=approvers
         )
-        return dict(answers[key])
+        return answers[key]
 
     async def ask_all(
         self,
-        requests: dict[str, dict[str, Any]],
+        requests: dict[str, InputRequest],
         *,
         status_message: str | None = None,
         timeout: timedelta | None = None,  # noqa: ASYNC109 (a durable Temporal timer)
         approvers: list[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, InputResponse]:
         """Ask several questions at once; return when every one has been answered."""
         reused = [key for key in requests if key in self._issued_keys]
         if reused:
             raise ValueError(f"input request keys {reused} were already used in this task")
         asking = self._scrub({**self._outstanding, **requests})
-        refuse_oversized(replace(self._current, input_requests=asking).to_memo(), list(requests))
+        refuse_oversized(replace(self._current, input_requests=asking), list(requests))
         self._issued_keys.update(requests)
         self._outstanding.update(requests)
         previous_message = self._current.status_message
@@ -254,7 +267,7 @@ class TaskWorkflow:
             self._change(status_message=previous_message or "Working")
             self._publish()
             raise
-        answers = {key: self._answers.pop(key) for key in requests}
+        answers = {key: InputResponse.read(self._answers.pop(key)) for key in requests}
         self._change(status_message=previous_message or "Working")
         self._publish()
         return answers
@@ -290,27 +303,20 @@ class TaskWorkflow:
             self._change(paused=paused)
             self._publish()
 
-    def _steering_carried(self) -> dict[str, Any]:
+    def _steering_carried(self) -> CarriedSteering | None:
         """What a continued run needs of the steering: nothing for a task never steered."""
         if not (self._steer_count or self._paused):
-            return {}
-        queued = [{"seq": m.seq, "message": m.message, "by": m.by} for m in self._steered]
-        return {"steering": {"count": self._steer_count, "paused": self._paused, "queued": queued}}
+            return None
+        return CarriedSteering(self._steer_count, self._paused, tuple(self._steered))
 
-    def _take_steering(self, carried: Any) -> None:
+    def _take_steering(self, carried: CarriedSteering) -> None:
         """Go on from the previous run's steering; messages this run took in before run()
         started are numbered after the carried ones."""
-        if not isinstance(carried, dict):
-            return
-        count = int(carried.get("count") or 0)
-        queued = [
-            SteerMessage(int(m["seq"]), str(m["message"]), str(m.get("by") or ""))
-            for m in carried.get("queued") or ()
-        ]
+        count = carried.count
         early = [replace(m, seq=count + n) for n, m in enumerate(self._steered, start=1)]
-        self._steered = queued + early
+        self._steered = [*carried.queued, *early]
         self._steer_count = count + len(early)
-        self._paused = self._paused or bool(carried.get("paused"))
+        self._paused = self._paused or carried.paused
 
     # ----- Temporal handlers ------------------------------------------------------------
 
@@ -352,9 +358,10 @@ class TaskWorkflow:
         del stamp
 
     @workflow.query(name=STATE_QUERY)
-    def state(self) -> dict[str, Any]:
-        """The live state, for operators (`temporal workflow query --name mcp.state`)."""
-        return self._state.to_memo() if self._state is not None else {}
+    def state(self) -> TaskMemo | None:
+        """The live state, for operators (`temporal workflow query --name mcp.state`); set
+        before any query can arrive (run() sets it before it first awaits)."""
+        return self._state.to_memo() if self._state is not None else None
 
     # ----- the run wrapper --------------------------------------------------------------
 
@@ -364,20 +371,21 @@ class TaskWorkflow:
         # The starter wrote this memo with the start (or the previous run, with its
         # continue-as-new); keep it as our base without re-upserting.
         self._state = TaskState.initial(task, self.initial_status_message)
-        if task.carried:
-            self._state = TaskState.from_memo(task.carried.get("state")) or self._state
-            self.cancel_message = str(task.carried.get("cancelMessage") or self.cancel_message)
-            self._issued_keys = set(task.carried.get("issuedKeys") or ())
-            self.answered_by = dict(task.carried.get("answeredBy") or {})
-            self._take_steering(task.carried.get("steering"))
+        carried = self._carried = Carried.read(task.carried)
+        if carried is not None:
+            self._state = carried.state or self._state
+            self.cancel_message = carried.cancel_message or self.cancel_message
+            self._issued_keys = set(carried.issued_keys)
+            self.answered_by = dict(carried.answered_by)
+            if carried.steering is not None:
+                self._take_steering(carried.steering)
         if self._paused:  # paused before run() started: shown with the first publish
             self._change(paused=True)
-        sent = int(task.carried.get("webhooksSent") or 0)
-        base = int(task.carried.get("historyBase") or 0)
+        sent, base = (carried.webhooks_sent, carried.history_base) if carried else (0, 0)
         events_owner = task.owner if task.events else ""
         self._notifications = Notifications(task.task_id, task.webhooks, sent, base, events_owner)
         try:
-            result = bounded(self._redactor.value(await self.execute(task)))
+            result = bounded(self._scrubbed_result(await self.execute(task)))
         except BaseException as err:
             if is_cancelled_exception(err):
                 self._outstanding.clear()
@@ -396,13 +404,18 @@ class TaskWorkflow:
                 await self._notifications.settle()
             raise
         self._outstanding.clear()
-        summary = _first_line(result)
+        summary = _first_line(result.first_text)
         self._change(status_message=f"Completed: {summary}" if summary else "Completed")
         # Notified first: the final state and the close stay in one workflow task, so tasks/get
         # never reads a final status from a workflow that is still running.
         await self._notifications.closing("completed", self._scrubbed_state())
         self._publish(status="completed")
-        return result
+        return result.wire()
+
+    def _scrubbed_result(self, result: ToolResult) -> ToolResult:
+        if not self._redactor:
+            return result
+        return ToolResult.read(self._scrub(result.wire()))
 
     def _scrubbed_state(self) -> TaskState:
         return replace(self._current, status_message=self._scrub(self._current.status_message))
@@ -469,11 +482,8 @@ class TaskWorkflow:
         return ApplicationError(message, type="TaskFailed", non_retryable=True)
 
 
-def _first_line(result: dict[str, Any]) -> str:
-    """The first line of a result's first text block, at most 200 characters."""
-    content = result.get("content") or []
-    first = content[0] if content and isinstance(content[0], dict) else {}
-    text = str(first.get("text", "")) if first.get("type") == "text" else ""
+def _first_line(text: str) -> str:
+    """The first line of `text`, at most 200 characters."""
     line = text.strip().split("\n", 1)[0]
     return line if len(line) <= 200 else line[:199] + "…"
 

@@ -13,25 +13,20 @@ Temporal never starts an initiated child whose parent has already closed.
 
 The child's workflow id, `<taskId>.webhook.<first run id>.<n>` (n counts the task's
 notifications, carried over continue-as-new), is the delivery id: the same on every retry and
-after every restart, so a receiver deduplicates on it. The child runs one activity
-(activities/webhooks.py), retried with exponential back-off from 1 s to 5 min for up to a
-day; a refusal (4xx but 408 and 429) or an endpoint the worker no longer knows is not retried.
-
-Children carry no task memo and no `Mcp*` search attribute: tasks/list, the expiry sweep, the
-quotas and the open-task gauges never count them.
+after every restart, so a receiver deduplicates on it. The child is the delivery engine's
+`McpWebhookDelivery` (workflows/delivery.py: retried for up to a day; a refusal, or an
+endpoint the worker no longer knows, is not retried).
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
-from temporalio.exceptions import TimeoutError as TemporalTimeoutError
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from mcp_tasks.contracts.events import (
     EVENT_NAMES,
@@ -42,53 +37,14 @@ from mcp_tasks.contracts.events import (
 )
 from mcp_tasks.contracts.task_state import TaskState, iso_timestamp
 from mcp_tasks.contracts.task_status import TaskStatus
-from mcp_tasks.contracts.webhooks import (
-    DELIVER_ACTIVITY,
-    DELIVERIES_HELP,
-    DELIVERIES_METRIC,
-    GONE_ERROR,
-    REJECTED_ERROR,
-    UNKNOWN_ENDPOINT_ERROR,
-    WebhookDelivery,
-)
+from mcp_tasks.contracts.webhooks import WebhookDelivery
+from workflows.delivery import WebhookDeliveryWorkflow
 
 # Guards the commands notifications add (a marker, child starts): only tasks that name
 # endpoints ever reach it, and their histories all have the marker.
 WEBHOOKS_PATCH = "mcp-webhooks"
-DELIVERY_WORKFLOW = "McpWebhookDelivery"
-RETRY_POLICY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(minutes=5),
-    non_retryable_error_types=[REJECTED_ERROR, GONE_ERROR, UNKNOWN_ENDPOINT_ERROR],
-)
-GIVE_UP_AFTER = timedelta(days=1)
-# One attempt: the activity's own 10 s limit on the POST, and some room.
-ATTEMPT_TIMEOUT = timedelta(seconds=30)
 MAX_MESSAGE_CHARS = 1000
 MAX_REQUESTS = 20
-
-
-@workflow.defn(name=DELIVERY_WORKFLOW)
-class WebhookDeliveryWorkflow:
-    @workflow.run
-    async def run(self, delivery: WebhookDelivery) -> dict[str, Any]:
-        try:
-            result: dict[str, Any] = await workflow.execute_activity(
-                DELIVER_ACTIVITY,
-                delivery,
-                result_type=dict,
-                start_to_close_timeout=ATTEMPT_TIMEOUT,
-                schedule_to_close_timeout=GIVE_UP_AFTER,
-                retry_policy=RETRY_POLICY,
-            )
-        except ActivityError as err:
-            if isinstance(err.cause, TemporalTimeoutError):  # a day of retries went by: lost
-                workflow.metric_meter().create_counter(DELIVERIES_METRIC, DELIVERIES_HELP).add(
-                    1, {"outcome": "gave_up"}
-                )
-            raise
-        return result
 
 
 def task_view(state: TaskState) -> dict[str, Any]:

@@ -40,14 +40,15 @@ from mcp_server.observability.probes import EngineStatus
 from mcp_server.observability.routes import add_operations_routes, operations
 from mcp_server.protocol.frame.errors import INVALID_REQUEST, McpError
 from mcp_server.protocol.services import build_services, clock, state_secret
+from mcp_server.tasks.backend import TemporalBackend
 from mcp_server.tasks.event_subscriptions import (
     SubscriptionStore,
     TemporalSubscriptionStore,
     events_offered,
 )
+from mcp_server.tasks.inbox_store import InboxStore, TemporalInboxStore
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore
 from mcp_server.tasks.ui_links import workflow_url
-from mcp_server.tasks.waiting import WaitingTasks
 from mcp_server.temporal.codec_server import CodecCorsMiddleware, add_codec_routes
 from mcp_server.temporal.connection import connect
 from mcp_server.tools.registry import ToolRegistry
@@ -116,16 +117,20 @@ def create_app(
     *,
     client: Client | None = None,
     store: TaskStore | None = None,
+    inbox: InboxStore | None = None,
     local_client: Callable[[], Client | None] | None = None,
     engine: EngineStatus | None = None,
     now: Callable[[], datetime] = clock,
 ) -> FastAPI:
     """Build the app. Without `store`, the lifespan connects to Temporal (or uses `client`).
 
+    `inbox`: what the approval inbox reads beside `store` (by default read from Temporal, with
+    the client; without a client and without `inbox`, the inbox answers 503).
+
     `now`: the clock of TTLs and timestamps (tests move it instead of waiting a TTL out).
 
     `local_client`: the client of a worker of this process on the same task queue, if one
-    runs now; creates then ask Temporal for an eager start (tasks/store.py).
+    runs now; creates then ask Temporal for an eager start (tasks/starts.py).
 
     `engine`: the state of the embedded Temporal this process supervises, for /readyz.
 
@@ -166,10 +171,11 @@ def create_app(
         )
         app.state.endpoint = McpEndpoint(services, SessionCodec(secret))
         app.state.services = services
-        app.state.waiting = WaitingTasks(temporal) if temporal is not None else None
+        app.state.inbox = inbox or (TemporalInboxStore(temporal) if temporal else None)
+        backend = TemporalBackend(temporal) if temporal is not None else None
         app.state.store = task_store
         async with (
-            operations(app, settings, registry, temporal, engine),
+            operations(app, settings, registry, backend, engine),
             _revocations(authenticator, subscriptions),
         ):
             yield

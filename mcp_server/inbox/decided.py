@@ -3,16 +3,19 @@ Rejected, Declined, the chosen value, or the fields answered), who made it, when
 comment that came with it (a `comment`, `reason` or `note` field).
 
 An answer is read as an approval when its content holds exactly one boolean and otherwise only
-text (the shape approval.py sends: the boolean, an optional comment)."""
+text (the shape approval.py sends: the boolean, an optional comment). templates/_decisions.html
+shows them."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from mcp_server.inbox.history import Decision
-from mcp_server.inbox.html import h, join, parse_time, when
+from mcp_server.inbox.templating import macro
+from mcp_server.inbox.times import parse_time, when
+from mcp_server.tasks.task_history import Decision
 
 COMMENT_FIELDS = ("comment", "reason", "note")
 
@@ -48,22 +51,32 @@ def decision_label(answer: dict[str, Any]) -> tuple[str, str]:
     return ("Answered: " + ", ".join(fields) if fields else "Answered"), "ok"
 
 
-def _one(key: str, decision: Decision, now: datetime) -> str:
+@dataclass(frozen=True)
+class Decided:
+    """One answered question's decision, as its task's page shows it."""
+
+    key: str
+    label: str
+    tone: str  # ok | bad | idle
+    by: str
+    at: str  # as recorded (ISO 8601)
+    when: str  # the moment and how long ago, or `at` when it is no timestamp
+    comment: str | None
+
+
+def _one(key: str, decision: Decision, now: datetime) -> Decided:
     label, tone = decision_label(decision.answer)
     content = decision.answer.get("content")
     comment = _comment(content) if isinstance(content, dict) else None
-    said = f'<blockquote class="comment">{h(comment)}</blockquote>' if comment else ""
     at = parse_time(decision.at)
-    return (
-        f'<li class="decision" data-key="{h(key)}"><span class="verdict t-{tone}">{h(label)}'
-        f'</span> by <strong class="by">{h(decision.by)}</strong> '
-        f'<time datetime="{h(decision.at)}">{h(when(at, now) if at else decision.at)}</time>'
-        f'<div class="key">{h(key)}</div>{said}</li>'
-    )
+    moment = when(at, now) if at else decision.at
+    return Decided(key, label, tone, decision.by, decision.at, moment, comment)
+
+
+def decided_items(decided: dict[str, Decision], now: datetime) -> list[Decided]:
+    """The decisions, oldest first."""
+    return [_one(key, d, now) for key, d in sorted(decided.items(), key=lambda i: i[1].at)]
 
 
 def render_decisions(decided: dict[str, Decision], now: datetime) -> str:
-    if not decided:
-        return ""
-    items = join(_one(key, d, now) for key, d in sorted(decided.items(), key=lambda i: i[1].at))
-    return f'<div class="card decisions"><h2>Decisions</h2><ul>{items}</ul></div>'
+    return str(macro("_decisions.html", "decisions")(decided_items(decided, now)))

@@ -1,13 +1,14 @@
 """An elicitation form from its `requestedSchema`, and the submitted form back as an answer.
 
-Rendering: strings (with enum / oneOf titles: a select; minLength/maxLength; format email, uri,
-date), numbers and integers (minimum/maximum), booleans (a checkbox), arrays of enum values (a
-multiple select); `required`, `default`, `title` as the label and `description` as help text.
-An approval (one required boolean, approval.py) is two buttons instead of its checkbox. A form
-posts `action` (its button) and `confirm`: Reject and Decline end the task (a deploy rolls
-back), so they are taken only with `confirm` equal to the action (set by inbox.js after a
-dialog, or by the server's confirmation page, pages.confirm_page). Any other request
-(sampling, URL mode, ...) is described, not rendered: only an MCP client can answer it.
+Rendering (templates/_fields.html and _request.html draw what is read here): strings (with
+enum / oneOf titles: a select; minLength/maxLength; format email, uri, date), numbers and
+integers (minimum/maximum), booleans (a checkbox), arrays of enum values (a multiple select);
+`required`, `default`, `title` as the label and `description` as help text. An approval (one
+required boolean, approval.py) is two buttons instead of its checkbox. A form posts `action`
+(its button) and `confirm`: Reject and Decline end the task (a deploy rolls back), so they are
+taken only with `confirm` equal to the action (set by inbox.js after a dialog, or by the
+server's confirmation page, pages.confirm_page). Any other request (sampling, URL mode, ...) is
+described, not rendered: only an MCP client can answer it.
 
 Parsing turns the posted strings back into JSON values (a number field into a number, ...);
 whether the answer is valid is decided by the protocol layer's own check (the same as
@@ -17,12 +18,13 @@ whether the answer is valid is decided by the protocol layer's own check (the sa
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.datastructures import FormData
 
 from mcp_server.inbox.approval import Option, choice_field, choice_of
-from mcp_server.inbox.html import h, hidden, join
+from mcp_server.inbox.templating import macro
 
 FIELD_PREFIX = "f."
 CONFIRM_FIELD = "confirm"
@@ -57,69 +59,78 @@ def _options(schema: dict[str, Any]) -> list[tuple[str, str]] | None:
     return None
 
 
-def _select(name: str, options: list[tuple[str, str]], chosen: set[str], attrs: str) -> str:
-    items = join(
-        f'<option value="{h(v)}"{" selected" if v in chosen else ""}>{h(t)}</option>'
-        for v, t in options
-    )
-    return f'<select name="{h(name)}" id="{h(name)}"{attrs}>{items}</select>'
+@dataclass(frozen=True)
+class Control:
+    """A field's control: a checkbox, a select, or an input of type `kind`."""
+
+    name: str
+    kind: str  # "checkbox", "select", or an input type: text, email, url, date, number
+    required: bool = False
+    checked: bool = False  # a checkbox
+    value: object = None  # an input's value (None: none)
+    limits: list[tuple[str, object]] = field(default_factory=list)  # step, min, maxlength...
+    options: list[tuple[str, str]] = field(default_factory=list)  # a select's (value, title)
+    chosen: frozenset[str] = frozenset()
+    multiple: bool = False
+    blank: bool = False  # a select's empty first option
 
 
-def _control(name: str, schema: dict[str, Any], required: bool) -> str:
+@dataclass(frozen=True)
+class Field:
+    control: Control
+    label: object
+    help: object
+    required: bool
+
+
+def _control(name: str, schema: dict[str, Any], required: bool) -> Control:
     kind = schema.get("type")
     default = schema.get("default")
-    req = " required" if required else ""
     if kind == "boolean":
-        checked = " checked" if default is True else ""
-        return f'<input type="checkbox" name="{h(name)}" id="{h(name)}" value="true"{checked}>'
+        return Control(name, "checkbox", checked=default is True)
     if kind == "array" and isinstance(schema.get("items"), dict):
+        values = frozenset(str(v) for v in default) if isinstance(default, list) else frozenset()
         items = _options(schema["items"]) or []
-        chosen = {str(v) for v in default} if isinstance(default, list) else set()
-        return _select(name, items, chosen, f" multiple{req}")
+        return Control(name, "select", required, options=items, chosen=values, multiple=True)
     options = _options(schema)
     if options is not None:
-        chosen = {str(default)} if default is not None else set()
-        blank = "" if required and default is not None else '<option value="">—</option>'
-        select = _select(name, options, chosen, req)
-        return select.replace(">", f">{blank}", 1) if blank else select
-    attrs = req
+        chosen = frozenset() if default is None else frozenset({str(default)})
+        blank = not (required and default is not None)
+        return Control(name, "select", required, options=options, chosen=chosen, blank=blank)
+    limits: list[tuple[str, object]] = []
     if kind in ("number", "integer"):
-        step = "1" if kind == "integer" else "any"
-        attrs += f' step="{step}"'
+        limits.append(("step", "1" if kind == "integer" else "any"))
         for key, attr in (("minimum", "min"), ("maximum", "max")):
             if isinstance(schema.get(key), int | float):
-                attrs += f' {attr}="{h(schema[key])}"'
+                limits.append((attr, schema[key]))
         input_type = "number"
     else:
         input_type = _INPUT_TYPES.get(str(schema.get("format")), "text")
         for key, attr in (("minLength", "minlength"), ("maxLength", "maxlength")):
             if isinstance(schema.get(key), int):
-                attrs += f' {attr}="{h(schema[key])}"'
-    value = f' value="{h(default)}"' if default is not None else ""
-    return f'<input type="{input_type}" name="{h(name)}" id="{h(name)}"{value}{attrs}>'
+                limits.append((attr, schema[key]))
+    return Control(name, input_type, required, value=default, limits=limits)
 
 
-def render_fields(schema: dict[str, Any], skip: str | None = None) -> str:
+def form_fields(schema: dict[str, Any], skip: str | None = None) -> list[Field]:
+    """The form's fields, in the schema's order (`skip`: a choice's property, its buttons)."""
     properties = schema.get("properties")
     if not isinstance(properties, dict):
-        return ""
+        return []
     required = set(schema.get("required") or [])
     rows = []
     for prop, sub in properties.items():
         if prop == skip:
             continue
         sub = sub if isinstance(sub, dict) else {}
-        name = FIELD_PREFIX + str(prop)
-        label = h(sub.get("title") or prop)
-        mark = ' <span class="req" title="required">*</span>' if prop in required else ""
-        help_text = sub.get("description")
-        helper = f'<p class="help">{h(help_text)}</p>' if help_text else ""
-        css = "field check" if sub.get("type") == "boolean" else "field"
-        rows.append(
-            f'<div class="{css}"><label for="{h(name)}">{label}{mark}</label>'
-            f"{_control(name, sub, prop in required)}{helper}</div>"
-        )
-    return join(rows)
+        needed = prop in required
+        control = _control(FIELD_PREFIX + str(prop), sub, needed)
+        rows.append(Field(control, sub.get("title") or prop, sub.get("description"), needed))
+    return rows
+
+
+def render_fields(schema: dict[str, Any], skip: str | None = None) -> str:
+    return str(macro("_fields.html", "fields")(form_fields(schema, skip)))
 
 
 def heading_of(key: str, request: dict[str, Any]) -> str:
@@ -138,59 +149,71 @@ def message_of(request: dict[str, Any]) -> str:
     return str(params.get("message", "")) if isinstance(params, dict) else ""
 
 
-def _button(action: str, label: str, css: str, confirm: str | None = None) -> str:
-    ask = f' data-confirm="{h(confirm)}"' if confirm else ""
-    return (
-        f'<button type="submit" name="action" value="{action}" class="{css}"{ask}>'
-        f"{h(label)}</button>"
-    )
+@dataclass(frozen=True)
+class Button:
+    action: str  # the value it posts as `action`
+    label: str
+    css: str
+    confirm: str | None = None  # what inbox.js asks before it sends
 
 
-def _actions(schema: dict[str, Any], message: str, consequence: str) -> str:
+def _buttons(schema: dict[str, Any], message: str, consequence: str) -> list[Button]:
     """A button per answer of a choice (approval.py); Send / Decline for any other form. A
     button that sends stays disabled until the form is valid (inbox.js); one that rejects or
     declines asks first (inbox.js in a dialog; without it the server, on a page)."""
     choice = choice_of(schema, message)
-    if choice is not None:
-        buttons = join(
-            _button(o.action, o.label, "danger needs-valid", f"{o.label}? {consequence}")
-            if o.ends
-            else _button(o.action, o.label, "primary needs-valid")
-            for o in choice.options
-        )
-    else:
-        buttons = _button("accept", "Send answer", "primary needs-valid") + _button(
-            "decline", "Decline", "danger", f"Decline to answer? {consequence}"
-        )
-    return f'<div class="actions">{hidden(CONFIRM_FIELD, "")}{buttons}</div>'
+    if choice is None:
+        return [
+            Button("accept", "Send answer", "primary needs-valid"),
+            Button("decline", "Decline", "danger", f"Decline to answer? {consequence}"),
+        ]
+    return [
+        Button(o.action, o.label, "danger needs-valid", f"{o.label}? {consequence}")
+        if o.ends
+        else Button(o.action, o.label, "primary needs-valid")
+        for o in choice.options
+    ]
 
 
-# The form's default button, disabled: Enter in a field sends nothing (implicit submission
-# would otherwise press the first button, Approve); only a click on a button decides.
-_NO_ENTER = '<button type="submit" class="no-enter" disabled hidden aria-hidden="true"></button>'
+@dataclass(frozen=True)
+class Question:
+    """An outstanding input request as a task's page shows it: a form for a viewer who may
+    answer it (`answerable`), else read-only with whose decision it awaits."""
+
+    key: str
+    heading: str
+    message: str
+    answerable: bool
+    task_id: str = ""
+    csrf: str = ""
+    method: object = None  # the request's method, for one that is not a form
+    fields: list[Field] | None = None  # None: not a form (only an MCP client can answer it)
+    buttons: list[Button] = field(default_factory=list)
+    confirm_field: str = CONFIRM_FIELD
+    choices: list[str] = field(default_factory=list)  # read-only: the choice's answers
+    awaits: str = ""  # read-only: whose decision it awaits
+
+
+def question_form(
+    task_id: str, key: str, request: dict[str, Any], csrf: str, consequence: str
+) -> Question:
+    """One outstanding input request: its form and its buttons, or a description.
+    `consequence`: what a rejection or a refusal does to the task, said before it is sent."""
+    message = message_of(request)
+    schema = form_schema(request)
+    heading = heading_of(key, request)
+    if schema is None:
+        return Question(key, heading, message, True, method=request.get("method", "?"))
+    fields = form_fields(schema, skip=choice_field(schema))
+    buttons = _buttons(schema, message, consequence)
+    return Question(key, heading, message, True, task_id, csrf, fields=fields, buttons=buttons)
 
 
 def render_request(
     task_id: str, key: str, request: dict[str, Any], csrf: str, consequence: str
 ) -> str:
-    """One outstanding input request: its form and its buttons, or a description.
-    `consequence`: what a rejection or a refusal does to the task, said before it is sent."""
-    message = message_of(request)
-    schema = form_schema(request)
-    text = f'<p class="message">{h(message)}</p>' if message else ""
-    if schema is None:
-        return (
-            f'<article class="request" data-key="{h(key)}"><h3>{h(heading_of(key, request))}</h3>'
-            f'{text}<p class="note">This request ({h(request.get("method", "?"))}) can only be '
-            "answered by an MCP client.</p></article>"
-        )
-    return (
-        f'<article class="request" data-key="{h(key)}"><h3>{h(heading_of(key, request))}</h3>'
-        f'{text}<form method="post" action="/inbox/tasks/{h(task_id)}/answer" class="answer">'
-        f"{_NO_ENTER}{hidden('csrf', csrf)}{hidden('key', key)}"
-        f"{render_fields(schema, skip=choice_field(schema))}"
-        f"{_actions(schema, message, consequence)}</form></article>"
-    )
+    question = question_form(task_id, key, request, csrf, consequence)
+    return str(macro("_request.html", "question")(question))
 
 
 def _convert(prop: str, schema: dict[str, Any], raw: list[str]) -> tuple[bool, Any]:

@@ -3,20 +3,22 @@
 Each row shows the tool, the question's own message (its first line), a summary of the task's
 arguments (e.g. `pipeline=release`), whose decision it awaits and how long it has waited. The
 page ends with where it is in the whole list and a link to the next page (paging.py), so no
-waiting task is out of reach however many newer ones arrive.
+waiting task is out of reach however many newer ones arrive. templates/_list.html draws it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
 from mcp_server.inbox.forms import message_of
-from mcp_server.inbox.html import duration, h, join, page, parse_time
 from mcp_server.inbox.paging import WaitingPage
+from mcp_server.inbox.templating import macro, render_page
+from mcp_server.inbox.times import duration, parse_time
 from mcp_server.tasks.waiting import Waiting
 from mcp_tasks.contracts.approvers import describe_approvers
 
@@ -60,74 +62,63 @@ def summary_of(arguments: dict[str, Any], question: str = "") -> str:
     return _cut(", ".join(parts), MAX_SUMMARY)
 
 
+@dataclass(frozen=True)
+class Row:
+    """One waiting task in the list."""
+
+    task_id: str
+    tool: str
+    summary: str  # its arguments in a line
+    question: str
+    step: str  # its status message
+    mine: bool  # its creator's (else: the viewer is one of its approvers)
+    awaits: str  # mine: whose decision it awaits
+    requested_by: str | None  # as approver: who asked
+    created_at: str
+    age: str
+
+
 def _awaits(waiting: Waiting) -> str:
     names = sorted({n for k in waiting.request_keys for n in waiting.snapshot.approvers.get(k, [])})
-    if waiting.mine:
-        who = f"awaits {describe_approvers(names)}" if names else "awaits you"
-        return f'yours<div class="from">{h(who)}</div>'
-    asked = f'<div class="from">asked by {h(waiting.requested_by)}</div>'
-    return "as approver" + (asked if waiting.requested_by else "")
+    return f"awaits {describe_approvers(names)}" if names else "awaits you"
 
 
-def _row(waiting: Waiting, arguments: dict[str, Any], now: datetime) -> str:
+def _row(waiting: Waiting, arguments: dict[str, Any], now: datetime) -> Row:
     question = question_of(waiting)
-    summary = summary_of(arguments, question)
-    args = f'<div class="args">{h(summary)}</div>' if summary else ""
-    step = waiting.status_message or ""
-    return (
-        f'<tr data-task="{h(waiting.task_id)}"><td><a href="/inbox/tasks/{h(waiting.task_id)}">'
-        f'<span class="tool">{h(waiting.tool)}</span></a>{args}'
-        f'<div class="id">{h(waiting.task_id)}</div></td>'
-        f'<td class="msg"><div class="question">{h(question)}</div>'
-        f'<div class="step">{h(step)}</div></td>'
-        f'<td class="whose">{_awaits(waiting)}</td>'
-        f'<td class="age" title="{h(waiting.created_at)}">{h(age(waiting.created_at, now))}</td>'
-        "</tr>"
+    return Row(
+        task_id=waiting.task_id,
+        tool=waiting.tool,
+        summary=summary_of(arguments, question),
+        question=question,
+        step=waiting.status_message or "",
+        mine=waiting.mine,
+        awaits=_awaits(waiting),
+        requested_by=waiting.requested_by,
+        created_at=waiting.created_at,
+        age=age(waiting.created_at, now),
     )
 
 
-def _pager(shown: WaitingPage) -> str:
-    if shown.total == 0:
-        return ""
+def _where(shown: WaitingPage) -> str:
     if not shown.tasks:
-        where = f"{shown.total} waiting; none after this point"
-    else:
-        last = shown.first + len(shown.tasks) - 1
-        where = f"{shown.first} to {last} of {shown.total}, oldest first"
-    links = []
-    if shown.after is not None:
-        links.append('<a href="/inbox" class="first">← Oldest</a>')
-    if shown.next is not None:
-        links.append(f'<a href="/inbox?after={quote(shown.next)}" class="next">Next page →</a>')
-    capped = (
-        f'<p class="error" role="alert">More tasks wait than the inbox reads at once: it reads '
-        f"the newest {shown.read}. Answer or cancel some to see the older ones.</p>"
-        if shown.capped
-        else ""
-    )
-    return f'{capped}<nav class="pager"><span>{h(where)}</span>{join(links)}</nav>'
+        return f"{shown.total} waiting; none after this point"
+    last = shown.first + len(shown.tasks) - 1
+    return f"{shown.first} to {last} of {shown.total}, oldest first"
+
+
+def _section_context(
+    shown: WaitingPage, arguments: dict[str, dict[str, Any]], now: datetime
+) -> dict[str, object]:
+    return {
+        "shown": shown,
+        "rows": [_row(w, arguments.get(w.task_id, {}), now) for w in shown.tasks],
+        "where": _where(shown),
+        "next": None if shown.next is None else quote(shown.next),
+    }
 
 
 def list_section(shown: WaitingPage, arguments: dict[str, dict[str, Any]], now: datetime) -> str:
-    if not shown.tasks and shown.total:
-        inner = '<div class="empty"><p class="big">No more tasks on this page.</p></div>'
-    elif not shown.tasks:
-        inner = (
-            '<div class="empty"><p class="big">Nothing waits for you.</p>'
-            "<p>Tasks that need your decision appear here as soon as they ask.</p></div>"
-        )
-    else:
-        rows = join(_row(w, arguments.get(w.task_id, {}), now) for w in shown.tasks)
-        inner = (
-            '<table class="tasks"><thead><tr><th>Task</th><th>Question</th><th>Role</th>'
-            f"<th>Age</th></tr></thead><tbody>{rows}</tbody></table>"
-        )
-    count = f"{shown.total} waiting" if shown.total else "all clear"
-    return (
-        f'<section id="list" data-version="{h(shown.version)}"><div class="heading"><h1>Waiting '
-        f'for your input</h1><span class="count">{h(count)}</span></div>{inner}'
-        f"{_pager(shown)}</section>"
-    )
+    return str(macro("_list.html", "list_section")(**_section_context(shown, arguments, now)))
 
 
 def list_page(
@@ -137,5 +128,11 @@ def list_page(
     user: str,
     logout: str | None,
 ) -> str:
-    body = list_section(shown, arguments, now)
-    return page("Inbox", body, user=user, logout_csrf=logout, live="/inbox/events")
+    return render_page(
+        "list.html",
+        title="Inbox",
+        user=user,
+        logout_csrf=logout,
+        live="/inbox/events",
+        **_section_context(shown, arguments, now),
+    )

@@ -30,7 +30,6 @@ from mcp_server.inbox import pages
 from mcp_server.inbox.csrf import FIELD_NAME
 from mcp_server.inbox.events import list_stream, task_stream
 from mcp_server.inbox.forms import FormProblem, NeedsConfirmation, answer_of, message_of
-from mcp_server.inbox.history import Arguments, Decision, decisions
 from mcp_server.inbox.list_page import list_page, list_section, list_version, summary_of
 from mcp_server.inbox.login import Login
 from mcp_server.inbox.paging import WaitingPage, page_of
@@ -42,8 +41,10 @@ from mcp_server.protocol.core.tasks import lookup, submit_answers, task_to_answe
 from mcp_server.protocol.frame.errors import INTERNAL_ERROR, McpError
 from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.errors import TaskError, TaskNotFound
+from mcp_server.tasks.inbox_store import InboxStore
 from mcp_server.tasks.snapshots import TaskSnapshot
-from mcp_server.tasks.waiting import Waiting, WaitingTasks
+from mcp_server.tasks.task_history import Decision
+from mcp_server.tasks.waiting import Waiting
 from mcp_tasks.identity import Principal, identity_of
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -56,7 +57,6 @@ class Inbox:
         self.signin = signin
         # taskId -> its workflow in the team's Temporal Web UI (MCP_TASKS_TEMPORAL_UI_URL)
         self.web_ui = web_ui or (lambda task_id: None)
-        self._arguments: Arguments | None = None
 
     # ----- helpers -------------------------------------------------------------------------
 
@@ -81,36 +81,34 @@ class Inbox:
     def _logout_token(self, session: InboxSession) -> str | None:
         return self.signin.csrf.token(session) if self.signin.required else None
 
-    def _query(self, request: Request) -> WaitingTasks:
-        query: WaitingTasks | None = request.app.state.waiting
-        if query is None:
+    def _store(self, request: Request) -> InboxStore:
+        store: InboxStore | None = request.app.state.inbox
+        if store is None:
             raise McpError(
                 INTERNAL_ERROR, "the inbox needs the server's Temporal client", http_status=503
             )
-        return query
+        return store
 
     async def _waiting(self, request: Request, principal: Principal) -> list[Waiting]:
         identity = identity_of(principal)
-        return await self._query(request).waiting_for(
+        waiting, _ = await self._store(request).waiting_all(
             principal.digest, identity.approver_ids, identity.every
         )
+        return waiting
 
     async def _page(
         self, request: Request, principal: Principal
     ) -> tuple[WaitingPage, dict[str, dict[str, Any]]]:
         """The page of the list the request names (`after`), and its tasks' arguments."""
         identity = identity_of(principal)
-        query = self._query(request)
-        waiting, capped = await query.waiting_all(
+        store = self._store(request)
+        waiting, capped = await store.waiting_all(
             principal.digest, identity.approver_ids, identity.every
         )
         after = request.query_params.get("after")
         shown = page_of(waiting, after, list_version(waiting), capped=capped)
-        if self._arguments is None:
-            self._arguments = Arguments(query.client)
-        arguments = self._arguments
         found = await asyncio.gather(
-            *(arguments.of(w.task_id) for w in shown.tasks), return_exceptions=True
+            *(store.arguments(w.task_id) for w in shown.tasks), return_exceptions=True
         )
         return shown, {
             w.task_id: args
@@ -124,8 +122,8 @@ class Inbox:
         if not snapshot.answered_by:
             return {}
         try:
-            client = self._query(request).client
-            return await decisions(client, snapshot.task_id, set(snapshot.answered_by))
+            store = self._store(request)
+            return await store.decisions(snapshot.task_id, set(snapshot.answered_by))
         except (McpError, TaskError):
             return {}
 
@@ -133,10 +131,8 @@ class Inbox:
         """What the task was asked to do, for its page: its arguments in a line and what its
         tool says of them (a deploy: its pipeline's description). Empty when its history is
         out of reach."""
-        if self._arguments is None:
-            self._arguments = Arguments(self._query(request).client)
         try:
-            arguments = await self._arguments.of(snapshot.task_id)
+            arguments = await self._store(request).arguments(snapshot.task_id)
         except (McpError, TaskError):
             return ""
         asked = " ".join(message_of(r) for r in snapshot.input_requests.values())

@@ -4,11 +4,11 @@ Rules implemented:
 - The cookie holds a random session id, the principal the credential stood for (subject,
   scopes, client), with `--auth tokens` the SHA-256 the tokens file knows the token by (so the
   token is checked again on every request: signin.py), and an expiry; never the credential
-  itself. It is `base64url(json).base64url(hmac-sha256)`, keyed by a key derived from the state
-  secret for this use alone and for the authentication configuration that issued it
-  (`auth_binding`: the mode and a digest of its settings), so no other signed value of the
-  server (sessions, requestState) is one, and a cookie issued under another configuration
-  (`--auth none`, then `tokens`; `tokens`, then `jwt`) is no session at all.
+  itself. It is a signed token of the state secret (mcp_tasks/signed_tokens.py) under a salt of
+  its own that names the authentication configuration that issued it (`auth_binding`: the mode
+  and a digest of its settings), so no other signed value of the server (sessions,
+  requestState) is one, and a cookie issued under another configuration (`--auth none`, then
+  `tokens`; `tokens`, then `jwt`) is no session at all.
 - The local user (every scope) is a session's principal only under `--auth none`.
 - A session lasts `inbox_session_s`, and never longer than the JWT it came from (its `exp`).
 - Expired, malformed or badly signed cookies are no session at all.
@@ -20,35 +20,22 @@ Rules implemented:
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import json
 import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server.protocol.frame.state_keys import Signer, StateSecret
+from mcp_server.protocol.frame.state_keys import StateSecret, keys_of
+from mcp_tasks import legacy_tokens
 from mcp_tasks.identity import Principal
+from mcp_tasks.signed_tokens import SignedTokens
 
 COOKIE_NAME = "mcp_inbox"
 COOKIE_PATH = "/inbox"
 # A session that only carries the login form's CSRF token.
 PRE_LOGIN_S = 600
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def derive_key(secret: bytes, purpose: str) -> bytes:
-    """A key of its own for each use of the state secret."""
-    return hmac.new(secret, f"mcp-tasks inbox {purpose} v1".encode(), hashlib.sha256).digest()
+_MAX_COOKIE_LENGTH = 4096
 
 
 @dataclass(frozen=True)
@@ -84,13 +71,18 @@ def _principal_of(value: object) -> Principal | None:
     return Principal(subject, frozenset(map(str, scopes)), client, value.get("e") is True)
 
 
-class SessionCodec:
+class SessionCookies:
     def __init__(self, secret: StateSecret, lifetime_s: int, binding: str = "none") -> None:
-        """`binding`: the authentication configuration (auth/authenticators.py `auth_binding`); the
-        key is derived for it alone, from each key of the state secret (signed with the first,
-        a cookie signed with any is read: a rotation keeps every sign-in)."""
-        purpose = "session" if binding == "none" else f"session under {binding}"
-        self._signer = Signer(secret, lambda key: derive_key(key, purpose))
+        """`binding`: the authentication configuration (auth/authenticators.py `auth_binding`),
+        part of the cookie's salt; signed with the first key of the state secret, a cookie
+        signed with any is read (a rotation keeps every sign-in)."""
+        self._keys = keys_of(secret)
+        self._binding = binding
+        self._tokens = SignedTokens(
+            self._keys,
+            f"mcp-tasks inbox session under {binding}",
+            max_age_s=max(lifetime_s, PRE_LOGIN_S),
+        )
         self.lifetime_s = lifetime_s
         self.local_user_allowed = binding == "none"
 
@@ -114,18 +106,14 @@ class SessionCodec:
             body["p"] = _principal_json(session.principal)
         if session.credential is not None:
             body["k"] = session.credential
-        payload = _b64(json.dumps(body, separators=(",", ":")).encode())
-        return f"{payload}.{_b64(self._signer.sign(payload.encode('ascii')))}"
+        return self._tokens.dumps(body)
 
     def decode(self, cookie: str | None) -> InboxSession | None:
-        if not cookie or cookie.count(".") != 1 or len(cookie) > 4096:
+        if not cookie or len(cookie) > _MAX_COOKIE_LENGTH:
             return None
-        payload, signature = cookie.split(".")
         try:
-            if not self._signer.verify(payload.encode("ascii"), _unb64(signature)):
-                return None
-            body = json.loads(_unb64(payload))
-        except (ValueError, UnicodeError):
+            body = self._body(cookie)
+        except ValueError:  # not ours (TokenError), or an old-format body that is not JSON
             return None
         if not isinstance(body, dict):
             return None
@@ -143,6 +131,11 @@ class SessionCodec:
         if credential is not None and not isinstance(credential, str):
             return None
         return InboxSession(session_id, expires, principal, credential)
+
+    def _body(self, cookie: str) -> Any:
+        if cookie.count(".") == 1:  # issued before signed_tokens.py (legacy_tokens.py)
+            return json.loads(legacy_tokens.inbox_cookie_body(cookie, self._keys, self._binding))
+        return self._tokens.loads(cookie)
 
 
 def cookie_header(value: str, max_age: int, secure: bool) -> str:

@@ -34,7 +34,7 @@ from mcp_server.auth.authenticators import (
     token_hash,
 )
 from mcp_server.inbox.csrf import CsrfTokens
-from mcp_server.inbox.session import COOKIE_NAME, InboxSession, SessionCodec, cookie_header
+from mcp_server.inbox.session import COOKIE_NAME, InboxSession, SessionCookies, cookie_header
 from mcp_server.protocol.frame.state_keys import StateSecret
 from mcp_tasks.identity import ANONYMOUS, Principal, reserved_subject
 from mcp_tasks.settings import Settings
@@ -52,7 +52,7 @@ class SignedIn(NamedTuple):
 @dataclass(frozen=True)
 class SignIn:
     authenticator: Authenticator
-    sessions: SessionCodec
+    sessions: SessionCookies
     csrf: CsrfTokens
     # Sign-in is needed (tokens, jwt); without it every visitor is the local user.
     required: bool
@@ -141,7 +141,7 @@ class SignIn:
 def inbox_signin(settings: Settings, authenticator: Authenticator, secret: StateSecret) -> SignIn:
     return SignIn(
         authenticator=authenticator,
-        sessions=SessionCodec(secret, settings.inbox_session_s, auth_binding(settings)),
+        sessions=SessionCookies(secret, settings.inbox_session_s, auth_binding(settings)),
         csrf=CsrfTokens(secret),
         required=settings.auth != "none",
         secure_cookie=settings.inbox_secure_cookie,

@@ -1,15 +1,38 @@
 """A task's steps (the memo's `steps`, published by `deploy` and any task workflow) as a
-picture: one row per step, a bar placed on the task's time axis and coloured by status (an
-SVG with presentation attributes only: the CSP allows no inline style), then the step's
-duration, exit code and the tail of its output."""
+picture: one row per step, a bar placed on the task's time axis and coloured by status, then
+the step's duration, exit code and the tail of its output (templates/_timeline.html draws
+them)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from mcp_server.inbox.html import duration, h, join, parse_time
+from mcp_server.inbox.templating import macro
+from mcp_server.inbox.times import duration, parse_time
 from mcp_tasks.contracts.task_state import STEP_STATUSES
+
+
+@dataclass(frozen=True)
+class Track:
+    """A step's bar on the task's time axis, in percent of it (the SVG's viewBox is 100)."""
+
+    x: str
+    width: str
+
+
+@dataclass(frozen=True)
+class StepRow:
+    name: str
+    status: str  # as the step gives it
+    state: str  # what its bar stands for (a step without a status is pending)
+    css: str
+    track: Track | None  # None: the bare rail
+    took: str | None
+    exit_code: object
+    rollback: str | None
+    output: object
 
 
 def _css(status: str) -> str:
@@ -25,7 +48,9 @@ def _span(steps: list[dict[str, Any]], now: datetime) -> tuple[datetime, float] 
     return first, max(1.0, (max(ends) - first).total_seconds())
 
 
-def _bar(step: dict[str, Any], span: tuple[datetime, float] | None, now: datetime) -> str:
+def _track(
+    step: dict[str, Any], span: tuple[datetime, float] | None, now: datetime
+) -> Track | None:
     status = str(step.get("status", "pending"))
     started = parse_time(step.get("startedAt"))
     ended = parse_time(step.get("endedAt")) or (now if started else None)
@@ -36,53 +61,42 @@ def _bar(step: dict[str, Any], span: tuple[datetime, float] | None, now: datetim
         first, total = span
         x = min(98.5, max(0.0, (started - first).total_seconds() / total * 100))
         width = min(100 - x, max(1.5, (ended - started).total_seconds() / total * 100))
-    track = (
-        f'<rect class="track {_css(status)}" x="{x:.2f}" y="0" width="{width:.2f}" '
-        'height="10" rx="1"/>'
-        if width
-        else ""
-    )
-    return (
-        '<svg class="gantt" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" '
-        f'aria-label="{h(status)}"><rect class="rail" x="0" y="0" width="100" height="10" '
-        f'rx="1"/>{track}</svg>'
-    )
+    return Track(f"{x:.2f}", f"{width:.2f}") if width else None
 
 
-def _facts(step: dict[str, Any], now: datetime) -> str:
-    facts = [f'<span class="badge {_css(str(step.get("status")))}">{h(step.get("status"))}</span>']
+def _took(step: dict[str, Any], now: datetime) -> str | None:
     started = parse_time(step.get("startedAt"))
-    if started is not None:
-        ended = parse_time(step.get("endedAt"))
-        took = duration(((ended or now) - started).total_seconds())
-        facts.append(f"<span>{h(took)}{'' if ended else ' so far'}</span>")
-    if step.get("exitCode") is not None:
-        facts.append(f"<span>exit {h(step['exitCode'])}</span>")
+    if started is None:
+        return None
+    ended = parse_time(step.get("endedAt"))
+    took = duration(((ended or now) - started).total_seconds())
+    return took if ended else f"{took} so far"
+
+
+def _rollback(step: dict[str, Any]) -> str | None:
     rollback = step.get("rollback")
     if isinstance(rollback, dict):
-        code = rollback.get("exitCode")
-        facts.append(f'<span class="dim">rollback: exit {h(code)}</span>')
-    elif rollback:
-        facts.append(f'<span class="dim">rollback: {h(rollback)}</span>')
-    return join(facts)
+        return f"exit {rollback.get('exitCode')}"
+    return str(rollback) if rollback else None
+
+
+def step_rows(steps: list[dict[str, Any]] | None, now: datetime) -> list[StepRow]:
+    span = _span(steps or [], now)
+    return [
+        StepRow(
+            name=str(step.get("name", "?")),
+            status=str(step.get("status")),
+            state=str(step.get("status", "pending")),
+            css=_css(str(step.get("status"))),
+            track=_track(step, span, now),
+            took=_took(step, now),
+            exit_code=step.get("exitCode"),
+            rollback=_rollback(step),
+            output=step.get("outputTail"),
+        )
+        for step in steps or []
+    ]
 
 
 def render_timeline(steps: list[dict[str, Any]] | None, now: datetime) -> str:
-    if not steps:
-        return '<p class="note">This task publishes no steps.</p>'
-    span = _span(steps, now)
-    rows = []
-    for step in steps:
-        tail = step.get("outputTail")
-        output = (
-            f'<details><summary>output</summary><pre class="tail">{h(tail)}</pre></details>'
-            if tail
-            else ""
-        )
-        rows.append(
-            f'<li class="step {_css(str(step.get("status")))}">'
-            f'<div class="step-name">{h(step.get("name", "?"))}</div>'
-            f'<div class="step-bar">{_bar(step, span, now)}</div>'
-            f'<div class="step-facts">{_facts(step, now)}</div>{output}</li>'
-        )
-    return f'<ol class="timeline">{join(rows)}</ol>'
+    return str(macro("_timeline.html", "timeline")(step_rows(steps, now)))

@@ -161,7 +161,7 @@ TEMPORAL_REQUEST_LATENCY = temporal_errors.TEMPORAL_REQUEST_LATENCY
 # share of `temporal` is the Temporal reads per tasks/get.
 TASK_READS = followed.TASK_READS
 
-# The worker's own metrics: webhook delivery attempts (activities/webhooks.py), recorded through
+# The worker's own metrics: webhook delivery attempts (activities/delivery.py), recorded through
 # the Temporal SDK's meter and so served with the SDK's metrics on the worker's port
 # (MCP_TASKS_WORKER_METRICS_PORT), not by this registry. Outcome: delivered, failed (retried),
 # rejected (a 4xx, not retried), gone (a 410: stopped), suspended (the endpoint is suspended after

@@ -28,19 +28,12 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-from temporalio.client import Client
-
 from mcp_server.observability import metrics
+from mcp_server.tasks.backend import TaskBackend
 from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTES
 
-_RPC_TIMEOUT = timedelta(seconds=2)
 READY_CACHE_S = 2.0  # the default of MCP_TASKS_READY_CACHE_S
 
 log = logging.getLogger(__name__)
@@ -60,12 +53,12 @@ Checked = tuple[bool, dict[str, Any]]
 class Readiness:
     def __init__(
         self,
-        client: Client,
+        backend: TaskBackend,
         cache_s: float = READY_CACHE_S,
         clock: Callable[[], float] = time.monotonic,
         engine: EngineStatus | None = None,
     ) -> None:
-        self.client = client
+        self.backend = backend
         self.engine = engine
         self.cache_s = cache_s
         self._attributes_seen = False  # once registered, they stay: not asked again
@@ -111,7 +104,7 @@ class Readiness:
         body: dict[str, Any] = {"temporal": "ok", "searchAttributes": "ok"}
         missing: list[str] = []
         try:
-            await self.client.service_client.check_health(timeout=_RPC_TIMEOUT)
+            await self.backend.check_health()
         except Exception as err:
             log.warning("readiness: Temporal is unreachable: %s", err)
             body.update(temporal=f"unreachable: {_kind(err)}", searchAttributes="unknown")
@@ -131,10 +124,8 @@ class Readiness:
     async def _absent_attributes(self) -> list[str]:
         if self._attributes_seen:
             return []
-        listed = await self.client.operator_service.list_search_attributes(
-            ListSearchAttributesRequest(namespace=self.client.namespace), timeout=_RPC_TIMEOUT
-        )
-        absent = [name for name in SEARCH_ATTRIBUTES if name not in listed.custom_attributes]
+        registered = await self.backend.search_attributes()
+        absent = [name for name in SEARCH_ATTRIBUTES if name not in registered]
         self._attributes_seen = not absent
         return absent
 
@@ -158,27 +149,3 @@ def _kind(err: Exception) -> str:
     status = getattr(err, "status", None)
     name = getattr(status, "name", None)
     return f"{type(err).__name__} {name}" if isinstance(name, str) else type(err).__name__
-
-
-async def pollers(client: Client, task_queue: str, max_age: timedelta) -> tuple[int, int]:
-    """For the workers gauge (visibility.py): Temporal keeps listing a poller well after its
-    worker died, so a worker counts only while its poller's `last_access_time` is recent (a
-    live worker polls again at least once per long poll, Temporal's
-    `matching.longPollExpirationInterval`, 1 min by default; MCP_TASKS_READY_POLLER_MAX_AGE_S,
-    75 s, is that plus a margin). Returns (workflow pollers of `task_queue` seen within
-    `max_age`, pollers listed but older)."""
-    response = await client.workflow_service.describe_task_queue(
-        DescribeTaskQueueRequest(
-            namespace=client.namespace,
-            task_queue=TaskQueue(name=task_queue),
-            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-        ),
-        timeout=_RPC_TIMEOUT,
-    )
-    oldest = datetime.now(UTC) - max_age
-    live = sum(
-        1
-        for poller in response.pollers
-        if poller.HasField("last_access_time") and poller.last_access_time.ToDatetime(UTC) >= oldest
-    )
-    return live, len(response.pollers) - live

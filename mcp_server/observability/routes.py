@@ -20,11 +20,11 @@ from fastapi import FastAPI
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from temporalio.client import Client
 
 from mcp_server.observability import metrics as metric_defs
 from mcp_server.observability.probes import EngineStatus, Readiness, liveness
 from mcp_server.observability.visibility import OpenTaskGauges
+from mcp_server.tasks.backend import TaskBackend
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.settings import Settings
 
@@ -34,20 +34,20 @@ async def operations(
     app: FastAPI,
     settings: Settings,
     registry: ToolRegistry,
-    client: Client | None,
+    backend: TaskBackend | None,
     engine: EngineStatus | None = None,
 ) -> AsyncIterator[None]:
     app.state.readiness = app.state.gauges = None
-    if client is None:  # a store without Temporal (tests of the app alone): no probes to run
+    if backend is None:  # a store without Temporal (tests of the app alone): no probes to run
         yield
         return
-    readiness = Readiness(client, settings.ready_cache_s, engine=engine)
+    readiness = Readiness(backend, settings.ready_cache_s, engine=engine)
     app.state.readiness = readiness
     tools = sorted(t.name for t in registry.tools() if t.task_support != "never")
-    gauges = OpenTaskGauges(client, tools, settings, readiness=readiness)
+    gauges = OpenTaskGauges(backend, tools, settings, readiness=readiness)
     app.state.gauges = gauges
     ui_url = (settings.temporal_ui_url or "").rstrip("/")
-    metric_defs.DEPLOYMENT.labels(client.namespace, settings.task_queue, ui_url).set(1)
+    metric_defs.DEPLOYMENT.labels(backend.namespace, settings.task_queue, ui_url).set(1)
     hook = metric_defs.ScrapeHook(asyncio.get_running_loop(), gauges.start)
     REGISTRY.register(hook)
     try:

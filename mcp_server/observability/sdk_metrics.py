@@ -45,9 +45,8 @@ from mcp_server.observability.metrics import (
     WEBHOOK_DELIVERY_SECONDS,
     WEBHOOK_OUTCOMES,
 )
-from mcp_tasks.contracts.webhooks import DELIVER_ACTIVITY, DELIVERIES_HELP
+from mcp_tasks.contracts.webhooks import DELIVER_ACTIVITY, DELIVERIES_HELP, DELIVERY_WORKFLOW
 from mcp_tasks.settings import ConfigError, Settings
-from workflows.webhooks import DELIVERY_WORKFLOW
 
 CORE_LOGGER = "temporalio.core"
 

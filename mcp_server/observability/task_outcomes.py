@@ -116,16 +116,17 @@ class _TaskWorkflowOutcomes(WorkflowInboundInterceptor):
             return await self.next.handle_signal(input)
         before = instance.state()
         await self.next.handle_signal(input)
-        if before.get("status") != "input_required" or instance.state().get("status") == (
-            "input_required"
-        ):
+        after = instance.state()
+        if before is None or before["status"] != "input_required":
             return None
-        waited = wait_seconds(str(before.get("lastUpdatedAt", "")), workflow.now())
+        if after is not None and after["status"] == "input_required":
+            return None
+        waited = wait_seconds(before["lastUpdatedAt"], workflow.now())
         if waited is not None:
             histogram = workflow.metric_meter().create_histogram_float(
                 INPUT_ANSWER_SECONDS, "Time from input_required to its answer (seconds)"
             )
-            histogram.record(waited, {"tool": str(before.get("tool", ""))})
+            histogram.record(waited, {"tool": before["tool"]})
         return None
 
 

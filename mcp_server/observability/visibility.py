@@ -11,7 +11,7 @@ waiting tasks are listed (their memo says since when they wait, `lastUpdatedAt`)
 of the oldest wait and the waits older than `input_wait_threshold_s`; the working tasks
 started before `stalled_after_s` ago are listed for those whose state has not changed since
 (stalled); each listing reads at most `max_listed` tasks. The workers polling the task queue
-are counted by their pollers' last access (probes.py `pollers`). Every query is limited to
+are counted by their pollers' last access (tasks/backend.py `pollers`). Every query is limited to
 this deployment's task queue (`TaskQueue=`): another deployment in the same namespace has
 gauges of its own.
 
@@ -29,36 +29,26 @@ import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
-from temporalio.client import Client
-
 from mcp_server.observability import metrics
-from mcp_server.observability.probes import Readiness, pollers
-from mcp_server.tasks.memo import task_state_of
-from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTE_STATUS, SEARCH_ATTRIBUTE_TOOL
+from mcp_server.observability.probes import Readiness
+from mcp_server.tasks.backend import TaskBackend
+from mcp_tasks.contracts.task_status import OPEN_STATUSES, TASK_STATUSES, TaskStatus
 from mcp_tasks.settings import Settings
 
 log = logging.getLogger("mcp_server.observability.visibility")
-_RPC_TIMEOUT = timedelta(seconds=5)
-STATUSES = ("working", "input_required")
-
-
-def _query(tool: str, status: str, task_queue: str) -> str:
-    return (
-        f'{SEARCH_ATTRIBUTE_TOOL}="{tool}" AND {SEARCH_ATTRIBUTE_STATUS}="{status}" '
-        f'AND ExecutionStatus="Running" AND TaskQueue="{task_queue}"'
-    )
+STATUSES: tuple[TaskStatus, ...] = tuple(s for s in TASK_STATUSES if s in OPEN_STATUSES)
 
 
 class OpenTaskGauges:
     def __init__(
         self,
-        client: Client,
+        backend: TaskBackend,
         tools: list[str],
         settings: Settings,
         max_listed: int = 10_000,
         readiness: Readiness | None = None,
     ) -> None:
-        self.client = client
+        self.backend = backend
         self.readiness = readiness
         self.tools = tools
         self.every_s = settings.metrics_refresh_s
@@ -82,16 +72,15 @@ class OpenTaskGauges:
 
     async def refresh(self) -> None:
         counts = {
-            (tool, status): (await self.client.count_workflows(
-                _query(tool, status, self.task_queue), rpc_timeout=_RPC_TIMEOUT)).count
-            for tool in self.tools for status in STATUSES
-        }  # fmt: skip
-        waits = await self._ages('AND ExecutionStatus="Running"', "input_required")
+            (tool, status): await self.backend.count_running(tool, status, self.task_queue)
+            for tool in self.tools
+            for status in STATUSES
+        }
+        waits = await self._ages("input_required", None)
         since = datetime.now(UTC) - timedelta(seconds=self.stalled_after_s)
         # stalled for X: started more than X ago, which the visibility store can filter on
-        started = f'AND ExecutionStatus="Running" AND StartTime < "{since:%Y-%m-%dT%H:%M:%SZ}"'
-        working = await self._ages(started, "working")
-        live, _ = await pollers(self.client, self.task_queue, self.poller_max_age)
+        working = await self._ages("working", since)
+        live, _ = await self.backend.pollers(self.task_queue, self.poller_max_age)
         metrics.WORKERS_POLLING.set(live)
         for (tool, status), count in counts.items():
             metrics.OPEN_TASKS.labels(tool, status).set(count)
@@ -105,18 +94,17 @@ class OpenTaskGauges:
             metrics.STALLED_TASKS.labels(tool).set(stalled[tool])
         metrics.VISIBILITY_REFRESHED_AT.set(time.time())
 
-    async def _ages(self, condition: str, status: str) -> list[tuple[str, float]]:
+    async def _ages(
+        self, status: TaskStatus, started_before: datetime | None
+    ) -> list[tuple[str, float]]:
         """(tool, seconds since its state last changed) of the running tasks in `status`."""
-        query = (
-            f'{SEARCH_ATTRIBUTE_STATUS}="{status}" AND TaskQueue="{self.task_queue}" {condition}'
+        running = await self.backend.running(
+            status, self.task_queue, started_before, self.max_listed
         )
         now = datetime.now(UTC)
         ages: list[tuple[str, float]] = []
-        async for execution in self.client.list_workflows(
-            query, limit=self.max_listed, page_size=1000, rpc_timeout=_RPC_TIMEOUT
-        ):
-            state = await task_state_of(execution)
-            if state is None or state.tool not in self.tools:
+        for state in running:
+            if state.tool not in self.tools:
                 continue
             try:
                 since = datetime.fromisoformat(state.last_updated_at.replace("Z", "+00:00"))

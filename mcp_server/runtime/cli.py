@@ -222,7 +222,7 @@ async def run_dev(args: argparse.Namespace, settings: Settings) -> None:
         await _serve(
             [
                 # Creates start on the worker's own client, which may hand a new task's first
-                # workflow task straight to it (eager workflow start, tasks/store.py).
+                # workflow task straight to it (eager workflow start, tasks/starts.py).
                 _http_part(
                     settings,
                     registry,

@@ -28,9 +28,9 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from activities import quota as quota_activities
 from activities.callback_http import CallbackPolicy
-from activities.event_delivery import EventSender
+from activities.delivery import DeliverySender
+from activities.event_handshake import EndpointHandshakes
 from activities.webhook_health import EndpointHealth, SuspensionPolicy
-from activities.webhooks import WebhookSender
 from mcp_server.observability.sdk_metrics import export_worker_zeros
 from mcp_server.observability.task_outcomes import TaskOutcomes
 from mcp_server.tasks.expiry import run_sweeper
@@ -38,10 +38,9 @@ from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.settings import ConfigError, Settings
 from mcp_tasks.webhooks.endpoints import load_endpoints
 from workflows import quota, session_tasks
-from workflows.event_delivery import EventDeliveryWorkflow
+from workflows.delivery import EventDeliveryWorkflow, WebhookDeliveryWorkflow
 from workflows.event_subscriptions import EventSubscriptionsWorkflow
 from workflows.secret_interceptor import SecretsInterceptor
-from workflows.webhooks import WebhookDeliveryWorkflow
 
 # The project's own workflow package and the contracts it shares with activities and the server
 # (mcp_tasks/contracts/), imported once per worker process instead of once per workflow run
@@ -114,10 +113,9 @@ def build_worker(
         settings.webhook_suspend_min_attempts,
         settings.webhook_suspend_failure_rate,
     )
-    sender = WebhookSender(endpoints, settings.public_url, EndpointHealth(policy))
-    events = EventSender(
-        CallbackPolicy(settings.events_allow_private_addresses, settings.events_ca_file)
-    )
+    callbacks = CallbackPolicy(settings.events_allow_private_addresses, settings.events_ca_file)
+    sender = DeliverySender(endpoints, settings.public_url, EndpointHealth(policy), callbacks)
+    handshakes = EndpointHandshakes(callbacks)
     # Sync (`def`) activities, whose blocking I/O must stay off the event loop, run on this
     # pool: one thread per activity slot, so a slot never waits for a thread (threads are
     # made on demand).
@@ -147,9 +145,9 @@ def build_worker(
         activities=[
             *registry.activities,
             *quota_activities.ACTIVITIES,
-            sender.deliver,
-            events.verify_endpoint,
-            events.deliver,
+            sender.deliver_webhook,
+            sender.deliver_event,
+            handshakes.verify_endpoint,
         ],
         # Secret arguments out of the exceptions the SDK logs and Temporal records.
         # Then the task SLIs (how tasks end, answer waits, activity retries), counted once.

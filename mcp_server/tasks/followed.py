@@ -3,8 +3,9 @@ answered without a call to Temporal (docs/concepts/temporal-mapping.md, "Reads a
 follows").
 
 Rules implemented:
-- What is kept is a read made as before (store.py: `describe()`, the memo, the history's tail),
-  the only source of truth; it is answered again until the task's history grows.
+- What is kept is a read made as before (snapshot_reads.py: `describe()`, the memo, the
+  history's tail), the only source of truth; it is answered again until the task's history
+  grows.
 - Following a task is one history long-poll of the run that was read (the call listen's watchers
   make, watchers.py): it returns when an event is added, or empty after Temporal's long-poll
   timeout (20 s). An event past the read's history length marks the copy stale, and the next

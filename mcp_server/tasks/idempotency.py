@@ -1,6 +1,6 @@
 """Idempotent task creation: the taskId of a call that carries an idempotency key.
 
-Built on Temporal's workflow-ID policies, with no table of our own (store.py, `create`):
+Built on Temporal's workflow-ID policies, with no table of our own (starts.py, `create`):
 - The taskId is derived from (principal digest, key) alone, so a retry names the same
   workflow ID. It is a digest, the same shape as a random taskId: neither the key nor the
   principal can be read from it.

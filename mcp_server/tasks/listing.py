@@ -28,7 +28,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_server.tasks.errors import BackendRefused, from_rpc_error
 from mcp_server.tasks.snapshots import TaskSnapshot, listed_snapshot
-from mcp_server.tasks.store import RPC_TIMEOUT
+from mcp_server.tasks.timeouts import RPC_TIMEOUT
 from mcp_tasks.contracts.approvers import PRINCIPAL_PREFIX, SCOPE_PREFIX
 from mcp_tasks.contracts.task_state import (
     MEMO_KEY,
@@ -42,18 +42,32 @@ from mcp_tasks.contracts.task_state import (
     iso_timestamp,
     parse_timestamp,
 )
-from mcp_tasks.contracts.task_status import TASK_STATUSES
+from mcp_tasks.contracts.task_status import (
+    CLOSED_BY_EXECUTION,
+    OPEN_STATUSES,
+    TASK_STATUSES,
+    TaskStatus,
+)
 from mcp_tasks.identity import Principal
 
-# Where a status lives: the search attribute while the task runs, the execution once it closed
-# (a failed workflow never upserts "failed").
-STATUS_QUERIES = {
-    "working": f'ExecutionStatus="Running" AND {SEARCH_ATTRIBUTE_STATUS}="working"',
-    "input_required": f'ExecutionStatus="Running" AND {SEARCH_ATTRIBUTE_STATUS}="input_required"',
-    "completed": 'ExecutionStatus="Completed"',
-    "cancelled": 'ExecutionStatus="Canceled"',
-    "failed": 'ExecutionStatus IN ("Failed", "Terminated", "TimedOut")',
-}
+
+def _status_query(status: TaskStatus) -> str:
+    """Where a status lives: the search attribute while the task runs, the execution once it
+    closed (a failed workflow never upserts "failed"): the executions `closed_status` reads so."""
+    if status in OPEN_STATUSES:
+        return f'ExecutionStatus="Running" AND {SEARCH_ATTRIBUTE_STATUS}="{status}"'
+    # Visibility spells a `WorkflowExecutionStatus` name in CamelCase (TIMED_OUT: TimedOut).
+    names = [
+        f'"{execution.title().replace("_", "")}"'
+        for execution, closed in CLOSED_BY_EXECUTION.items()
+        if closed == status
+    ]
+    if len(names) == 1:
+        return f"ExecutionStatus={names[0]}"
+    return f"ExecutionStatus IN ({', '.join(names)})"
+
+
+STATUS_QUERIES: dict[TaskStatus, str] = {status: _status_query(status) for status in TASK_STATUSES}
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-/]{1,128}")
 _SCOPE_NAME = re.compile(r"scope:[A-Za-z0-9_.:\-/]{1,200}")
 _DIGEST = re.compile(r"[0-9a-f]{32}")

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 
 from temporalio.client import Client
 
-from mcp_tasks.contracts.webhooks import SUSPENDED_ERROR
-from workflows.webhooks import DELIVERY_WORKFLOW
+from mcp_tasks.contracts.webhooks import DELIVERY_WORKFLOW, SUSPENDED_ERROR
 
 DEFAULT_LIMIT = 200
 

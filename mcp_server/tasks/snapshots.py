@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,7 @@ from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 from mcp_server.tasks.errors import TaskFailure
 from mcp_tasks.contracts.task_state import PROTOCOL_ERROR_TYPE, TaskState
-from mcp_tasks.contracts.task_status import TaskStatus, listed_status
+from mcp_tasks.contracts.task_status import listed_status
 from workflows.child_questions import progress_text
 
 if TYPE_CHECKING:
@@ -32,39 +32,17 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class TaskSnapshot:
-    """A task as `tasks/get` shows it, before TTL and owner checks."""
+class TaskSnapshot(TaskState):
+    """A task as `tasks/get` shows it, before TTL and owner checks: the task state its
+    workflow published (every `TaskState` field, so a new memo field reaches every reader with
+    no edit here), with `status` and `statusMessage` as Temporal's record of the execution
+    settles them, and what only the server knows."""
 
-    task_id: str
-    owner: str
-    status: TaskStatus
-    status_message: str | None
-    created_at: str
-    last_updated_at: str
-    ttl_ms: int | None
-    poll_interval_ms: int | None
-    input_requests: dict[str, Any]
     result: dict[str, Any] | None = None
     error: TaskFailure | None = None
     # What the task tells clients (tasks/poll_interval.py); None: `poll_interval_ms`, the tool's
     # base, which the poll limiter always counts against.
     advertised_poll_interval_ms: int | None = None
-    # Issue 12 (TaskState's fields of the same names): request key -> approver names; request
-    # key -> who answered it; the step timeline; the display name of who created the task.
-    approvers: dict[str, list[str]] = field(default_factory=dict)
-    answered_by: dict[str, str] = field(default_factory=dict)
-    steps: list[dict[str, Any]] | None = None
-    requested_by: str | None = None
-    # The tool the task runs (the approval inbox shows it).
-    tool: str = ""
-    # Tasks its creating request called related, as recorded (operators see them).
-    related_task_ids: list[str] = field(default_factory=list)
-    # Whether it holds at a safe point after a pause (shown as `paused` only to clients that
-    # declared the steering extension: protocol/core/client_view.py).
-    paused: bool = False
-    # How far the task is, as its workflow last reported it (TaskState.progress):
-    # {"progress": n, "total"?: m}; None when it reported no numbers.
-    progress: dict[str, float] | None = None
     # How far its history had come when it was read (sequence.py): a later read never has a
     # smaller one. 0 when not read from the history (a listing, a task just created).
     sequence: int = 0
@@ -127,25 +105,17 @@ def with_activity_progress(message: str, description: Description, now: datetime
 
 
 def snapshot_of(state: TaskState) -> TaskSnapshot:
-    return TaskSnapshot(
-        task_id=state.task_id,
-        owner=state.owner,
-        status=state.status,
-        status_message=state.status_message,
-        created_at=state.created_at,
-        last_updated_at=state.last_updated_at,
-        ttl_ms=state.ttl_ms,
-        poll_interval_ms=state.poll_interval_ms,
-        input_requests=dict(state.input_requests),
-        approvers={key: list(names) for key, names in state.approvers.items()},
-        answered_by=dict(state.answered_by),
-        steps=[dict(step) for step in state.steps] if state.steps is not None else None,
-        requested_by=state.requested_by,
-        tool=state.tool,
-        related_task_ids=list(state.related_task_ids),
-        paused=state.paused,
-        progress=dict(state.progress) if state.progress is not None else None,
-    )
+    """The snapshot of a published state: each of its fields, the containers copied (a reader
+    may change its snapshot, never the state it came from)."""
+    return TaskSnapshot(**{item.name: _copied(getattr(state, item.name)) for item in fields(state)})
+
+
+def _copied(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copied(item) for item in value]
+    return value
 
 
 def listed_snapshot(state: TaskState, execution: WorkflowExecutionStatus | None) -> TaskSnapshot:

@@ -13,6 +13,9 @@ Rules implemented:
   first by createdAt; `waiting_all` says when there were more than it read (the inbox says so,
   and pages through what it read: mcp_server/inbox/paging.py).
 - Errors are the task layer's own (`BackendUnavailable` / `BackendRefused`).
+
+The inbox reads it through `InboxStore` (inbox_store.py); `waiting_of` is the rule of every
+store.
 """
 
 from __future__ import annotations
@@ -25,14 +28,14 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from mcp_server.tasks.errors import from_rpc_error
+from mcp_server.tasks.listing import STATUS_QUERIES
 from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of
-from mcp_server.tasks.store import RPC_TIMEOUT
+from mcp_server.tasks.timeouts import RPC_TIMEOUT
 from mcp_tasks.contracts.approvers import outstanding_ids
 from mcp_tasks.contracts.task_state import (
     MEMO_KEY,
     SEARCH_ATTRIBUTE_APPROVERS,
     SEARCH_ATTRIBUTE_OWNER,
-    SEARCH_ATTRIBUTE_STATUS,
     TaskState,
 )
 
@@ -66,7 +69,7 @@ def _quoted(value: str) -> str:
 
 
 def inbox_query(owner: str, approver_ids: Iterable[str], every_approver: bool) -> str:
-    base = f'ExecutionStatus="Running" AND {SEARCH_ATTRIBUTE_STATUS}="input_required"'
+    base = STATUS_QUERIES["input_required"]
     if every_approver:
         return base
     ids = sorted(set(approver_ids))
@@ -76,23 +79,36 @@ def inbox_query(owner: str, approver_ids: Iterable[str], every_approver: bool) -
     return f"{base} AND ({who})"
 
 
+def waiting_of(
+    state: TaskState, owner: str, approver_ids: frozenset[str], every_approver: bool
+) -> Waiting | None:
+    """The task as the inbox of `owner` (with `approver_ids`) lists it; None when it waits for
+    nothing, or for nobody this principal is (visibility is a filter, not the rule)."""
+    if state.status != "input_required":
+        return None
+    mine = state.owner == owner
+    named = bool(state.approvers) if every_approver else _names(state, approver_ids)
+    if not (mine or named):
+        return None
+    return Waiting(
+        task_id=state.task_id,
+        tool=state.tool,
+        created_at=state.created_at,
+        status_message=state.status_message,
+        request_keys=tuple(sorted(state.input_requests)),
+        mine=mine,
+        snapshot=snapshot_of(state),
+        requested_by=state.requested_by,
+    )
+
+
+def oldest_first(found: list[Waiting]) -> list[Waiting]:
+    return sorted(found, key=lambda w: (w.created_at, w.task_id))
+
+
 class WaitingTasks:
     def __init__(self, client: Client) -> None:
         self._client = client
-
-    @property
-    def client(self) -> Client:
-        return self._client
-
-    async def waiting_for(
-        self,
-        owner: str,
-        approver_ids: frozenset[str] = frozenset(),
-        every_approver: bool = False,
-        limit: int = MAX_READ,
-    ) -> list[Waiting]:
-        found, _ = await self.waiting_all(owner, approver_ids, every_approver, limit)
-        return found
 
     async def waiting_all(
         self,
@@ -111,27 +127,14 @@ class WaitingTasks:
             ):
                 read += 1
                 state = TaskState.from_memo(await execution.memo_value(MEMO_KEY, None))
-                if state is None or state.status != "input_required":
+                if state is None:
                     continue
-                mine = state.owner == owner
-                named = bool(state.approvers) if every_approver else _names(state, approver_ids)
-                if not (mine or named):
-                    continue
-                found.append(
-                    Waiting(
-                        task_id=state.task_id,
-                        tool=state.tool,
-                        created_at=state.created_at,
-                        status_message=state.status_message,
-                        request_keys=tuple(sorted(state.input_requests)),
-                        mine=mine,
-                        snapshot=snapshot_of(state),
-                        requested_by=state.requested_by,
-                    )
-                )
+                waiting = waiting_of(state, owner, approver_ids, every_approver)
+                if waiting is not None:
+                    found.append(waiting)
         except RPCError as err:
             raise from_rpc_error(err, "list waiting tasks") from err
-        return sorted(found, key=lambda w: (w.created_at, w.task_id)), read >= limit
+        return oldest_first(found), read >= limit
 
 
 def _names(state: TaskState, approver_ids: frozenset[str]) -> bool:

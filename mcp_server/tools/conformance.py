@@ -17,6 +17,7 @@ from typing import Any
 
 from mcp_server.tools import conformance_mrtr
 from mcp_server.tools.registry import SyncHandler, Tool, ToolCall, ToolRegistry
+from mcp_tasks.contracts.tool_messages import ToolResult
 from workflows import conformance
 from workflows.results import text_result
 from workflows.task_workflow import elicitation
@@ -26,13 +27,13 @@ _ELICIT: dict[str, Any] = {"elicitation": {}}
 _SAMPLE: dict[str, Any] = {"sampling": {}}
 
 
-async def _logging_tool(call: ToolCall) -> dict[str, Any]:
+async def _logging_tool(call: ToolCall) -> ToolResult:
     # At 2026-07-28 this reaches the client only when the request's _meta names a logLevel.
     await call.log("info", "test_logging_tool ran")
     return text_result("test_logging_tool ran")
 
 
-async def _tool_with_logging(call: ToolCall) -> dict[str, Any]:
+async def _tool_with_logging(call: ToolCall) -> ToolResult:
     # Three info messages about 50 ms apart, as tools-call-with-logging expects.
     for step, text in enumerate(
         ("Tool execution started", "Tool processing data", "Tool execution completed")
@@ -43,28 +44,28 @@ async def _tool_with_logging(call: ToolCall) -> dict[str, Any]:
     return text_result("test_tool_with_logging sent three log messages")
 
 
-async def _greet(call: ToolCall) -> dict[str, Any]:
+async def _greet(call: ToolCall) -> ToolResult:
     return text_result(f"Hello, {call.arguments['name']}!")
 
 
-async def _missing_capability(call: ToolCall) -> dict[str, Any]:
+async def _missing_capability(call: ToolCall) -> ToolResult:
     answer = call.input_responses["sample"]
     content = answer.get("content")
     text = content.get("text") if isinstance(content, dict) else None
     return text_result(f"The client sampled: {text or answer}")
 
 
-async def _streaming_elicitation(call: ToolCall) -> dict[str, Any]:
+async def _streaming_elicitation(call: ToolCall) -> ToolResult:
     answer = call.input_responses["favorite"]
     return text_result(f"Elicitation answered: {answer.get('action')} {answer.get('content')}")
 
 
-async def _dynamic(call: ToolCall) -> dict[str, Any]:
+async def _dynamic(call: ToolCall) -> ToolResult:
     return text_result("test_dynamic_tool is here until the next test_trigger_tool_change")
 
 
 def _trigger_tool_change(registry: ToolRegistry) -> SyncHandler:
-    async def toggle(call: ToolCall) -> dict[str, Any]:
+    async def toggle(call: ToolCall) -> ToolResult:
         if registry.get("test_dynamic_tool") is None:
             registry.add(Tool("test_dynamic_tool", "Comes and goes.", _EMPTY, handler=_dynamic))
             return text_result("added test_dynamic_tool; listeners get tools/list_changed")
@@ -74,7 +75,7 @@ def _trigger_tool_change(registry: ToolRegistry) -> SyncHandler:
     return toggle
 
 
-async def _header_param(call: ToolCall) -> dict[str, Any]:
+async def _header_param(call: ToolCall) -> ToolResult:
     return text_result(f"Region {call.arguments['region']} echoed from Mcp-Param-Region")
 
 
@@ -89,8 +90,8 @@ _IMAGE = {"type": "image", "data": _RED_PIXEL_PNG, "mimeType": "image/png"}
 def _fixed(*content: dict[str, Any], is_error: bool = False) -> SyncHandler:
     """A handler that always returns `content`."""
 
-    async def handler(call: ToolCall) -> dict[str, Any]:
-        return {"resultType": "complete", "content": list(content), "isError": is_error}
+    async def handler(call: ToolCall) -> ToolResult:
+        return ToolResult(list(content), is_error=is_error)
 
     return handler
 
@@ -149,7 +150,7 @@ _JSON_SCHEMA_2020_12: dict[str, Any] = {
 }
 
 
-async def _tool_with_progress(call: ToolCall) -> dict[str, Any]:
+async def _tool_with_progress(call: ToolCall) -> ToolResult:
     # 0, 50 and 100 of 100, about 50 ms apart, as tools-call-with-progress expects.
     for step, progress in enumerate((0.0, 50.0, 100.0)):
         if step:
@@ -158,7 +159,7 @@ async def _tool_with_progress(call: ToolCall) -> dict[str, Any]:
     return text_result("test_tool_with_progress finished after reporting 0, 50 and 100 of 100")
 
 
-async def _json_schema_tool(call: ToolCall) -> dict[str, Any]:
+async def _json_schema_tool(call: ToolCall) -> ToolResult:
     contact = call.arguments.get("phone") or call.arguments.get("email")
     return text_result(f"Valid contact for {call.arguments.get('name', 'someone')}: {contact}")
 

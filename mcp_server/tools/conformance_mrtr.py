@@ -18,6 +18,7 @@ from mcp_server.tools.registry import (
     ToolCall,
     ToolRegistry,
 )
+from mcp_tasks.contracts.tool_messages import InputResponse, ToolResult
 from workflows.results import text_result
 from workflows.task_workflow import elicitation
 
@@ -38,10 +39,8 @@ def _sampling(text: str, max_tokens: int) -> dict[str, Any]:
 
 def _field(answer: Any, name: str) -> Any:
     """A field of an accepted elicitation's content; None when declined or absent."""
-    if not isinstance(answer, dict) or answer.get("action") != "accept":
-        return None
-    content = answer.get("content")
-    return content.get(name) if isinstance(content, dict) else None
+    response = InputResponse.read(answer)
+    return response.content.get(name) if response.accepted else None
 
 
 def _sampled(answer: Any) -> str:
@@ -57,24 +56,24 @@ def _roots(answer: Any) -> str:
     return ", ".join(str(u) for u in uris) or "(none)"
 
 
-async def _greet_by_name(call: ToolCall) -> dict[str, Any]:
+async def _greet_by_name(call: ToolCall) -> ToolResult:
     return text_result(f"Hello, {_field(call.input_responses['user_name'], 'name')}!")
 
 
-async def _capital(call: ToolCall) -> dict[str, Any]:
+async def _capital(call: ToolCall) -> ToolResult:
     return text_result(f"The model answered: {_sampled(call.input_responses['capital_question'])}")
 
 
-async def _list_roots(call: ToolCall) -> dict[str, Any]:
+async def _list_roots(call: ToolCall) -> ToolResult:
     return text_result(f"The client's roots: {_roots(call.input_responses['client_roots'])}")
 
 
-async def _request_state(call: ToolCall) -> dict[str, Any]:
+async def _request_state(call: ToolCall) -> ToolResult:
     # mrtr.py verified the signed requestState (tool, arguments, principal, expiry) on the retry.
     return text_result(f"state-ok: confirmed ok={_field(call.input_responses['confirm'], 'ok')}")
 
 
-async def _summary(call: ToolCall) -> dict[str, Any]:
+async def _summary(call: ToolCall) -> ToolResult:
     answers = call.input_responses
     parts = []
     if "user_name" in answers:
@@ -101,7 +100,7 @@ def _multi_round_mrtr(arguments: dict[str, Any], so_far: MrtrRound) -> InputRequ
     return {}
 
 
-async def _multi_round(call: ToolCall) -> dict[str, Any]:
+async def _multi_round(call: ToolCall) -> ToolResult:
     name = _field(call.input_responses["step1"], "name")
     color = _field(call.input_responses["step2"], "color")
     return text_result(f"{name}'s favorite color is {color}")

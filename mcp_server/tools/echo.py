@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from mcp_server.tools.registry import Tool, ToolCall, ToolRegistry
+from mcp_tasks.contracts.tool_messages import ToolResult
 from workflows.results import text_result
 
 
-async def _echo(call: ToolCall) -> dict[str, Any]:
+async def _echo(call: ToolCall) -> ToolResult:
     text = str(call.arguments.get("text", ""))
     return text_result(text, structured={"text": text, "length": len(text)})
 

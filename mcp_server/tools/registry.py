@@ -26,6 +26,7 @@ from jsonschema.protocols import Validator
 
 from mcp_server.tasks.ttl import kept_for
 from mcp_server.tools.patterns import ArgumentValidator
+from mcp_tasks.contracts.tool_messages import InputRequest, ToolResult
 from mcp_tasks.settings import Settings
 
 TaskSupport = Literal["never", "optional", "required"]
@@ -69,11 +70,11 @@ class ToolCall:
     log: Logger = _no_log
 
 
-SyncHandler = Callable[[ToolCall], Awaitable[dict[str, Any]]]
+SyncHandler = Callable[[ToolCall], Awaitable[ToolResult]]
 
 # Input requests (MRTR) by the key their answers come back under, e.g.
 # {"name": {"method": "elicitation/create", "params": {...}}}.
-InputRequests = dict[str, dict[str, Any]]
+InputRequests = dict[str, InputRequest]
 
 
 @dataclass(frozen=True)

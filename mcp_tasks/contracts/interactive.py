@@ -28,6 +28,8 @@ from pydantic.alias_generators import to_camel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, models_json_schema
 from pydantic_core import core_schema
 
+from mcp_tasks.contracts.tool_messages import CALL_TOOL_RESULT_KEYS
+
 CONTRACT_VERSION = 1
 # The team's workflow -> the task workflow.
 REPORT_SIGNAL = "mcp.report"
@@ -40,9 +42,6 @@ PAUSE_SIGNAL = "mcp.pause"
 RESUME_SIGNAL = "mcp.resume"
 # The application error type of a failure that is the tool's error, not a crash.
 TOOL_ERROR_TYPE = "McpToolError"
-# The keys a CallToolResult may have: a return value with a `content` array and no other key
-# is the tool's result as it is.
-CALL_TOOL_RESULT_KEYS = frozenset({"content", "structuredContent", "isError", "_meta"})
 SCHEMA_FILE_NAME = "interactive.schema.json"
 
 
@@ -151,7 +150,8 @@ SIGNALS: dict[str, type[_Payload]] = {
 
 
 def is_call_tool_result(value: Any) -> bool:
-    """Whether a workflow's return value is a CallToolResult to pass on as it is."""
+    """Whether a workflow's return value is a CallToolResult to pass on as it is: a `content`
+    array and no key a CallToolResult does not have."""
     return (
         isinstance(value, dict)
         and isinstance(value.get("content"), list)

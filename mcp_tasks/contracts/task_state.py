@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 from mcp_tasks.contracts.task_status import TASK_STATUSES, TaskStatus
 
@@ -119,8 +119,8 @@ class TaskInput:
     # no command.
     events: bool = False
     # What the previous run of this task handed on when it continued as new
-    # (TaskWorkflow.continue_as_new): the task state it showed and the tool's own progress.
-    # Empty in a task's first run.
+    # (TaskWorkflow.continue_as_new): a `Carried` as JSON (mcp_tasks/contracts/carried.py, which
+    # alone knows its keys). Empty in a task's first run.
     carried: dict[str, Any] = field(default_factory=dict)
     # The display name (subject) of the caller who created the task ("" when not known);
     # `owner` stays the digest that isolates tasks.
@@ -141,12 +141,46 @@ class SubmitInput:
     by: str = ""
 
 
+@dataclass(frozen=True)
+class SteerMessage:
+    """A steer message as a tool reads it: its number in the task, its text, who sent it."""
+
+    seq: int
+    message: str
+    by: str = ""
+
+
 @dataclass
 class AuditStamp:
     """Who asked for a change: kept in the workflow history (payload of a signal)."""
 
     principal: str
     request_id: str = ""
+
+
+class TaskMemo(TypedDict):
+    """The task state as the memo holds it under MEMO_KEY (`TaskState.to_memo()`)."""
+
+    v: int
+    taskId: str
+    tool: str
+    owner: str
+    createdAt: str
+    lastUpdatedAt: str
+    ttlMs: int | None
+    pollIntervalMs: int | None
+    status: TaskStatus
+    statusMessage: str | None
+    inputRequests: dict[str, Any]
+    session: NotRequired[str]
+    callDigest: NotRequired[str]
+    approvers: NotRequired[dict[str, list[str]]]
+    answeredBy: NotRequired[dict[str, str]]
+    steps: NotRequired[list[dict[str, Any]]]
+    requestedBy: NotRequired[str]
+    relatedTaskIds: NotRequired[list[str]]
+    progress: NotRequired[dict[str, float]]
+    paused: NotRequired[bool]
 
 
 @dataclass(frozen=True)
@@ -167,7 +201,7 @@ class TaskState:
     session: str | None = None
     # Likewise: the call digest of a task started with an idempotency key.
     call_digest: str | None = None
-    # Issue 12, each written only when set. Request key -> approver names as given, for every
+    # Each written only when set. Request key -> approver names as given, for every
     # request of the task that named approvers (kept for the task's whole life).
     approvers: dict[str, list[str]] = field(default_factory=dict)
     # Request key -> display name of who answered it.
@@ -205,8 +239,8 @@ class TaskState:
             related_task_ids=list(task.related_task_ids),
         )
 
-    def to_memo(self) -> dict[str, Any]:
-        return {
+    def to_memo(self) -> TaskMemo:
+        memo: TaskMemo = {
             "v": MEMO_VERSION,
             "taskId": self.task_id,
             "tool": self.tool,
@@ -218,16 +252,27 @@ class TaskState:
             "status": self.status,
             "statusMessage": self.status_message,
             "inputRequests": dict(self.input_requests),
-            **({"session": self.session} if self.session else {}),
-            **({"callDigest": self.call_digest} if self.call_digest else {}),
-            **({"approvers": _copy_lists(self.approvers)} if self.approvers else {}),
-            **({"answeredBy": dict(self.answered_by)} if self.answered_by else {}),
-            **({"steps": [dict(step) for step in self.steps]} if self.steps is not None else {}),
-            **({"requestedBy": self.requested_by} if self.requested_by else {}),
-            **({"relatedTaskIds": list(self.related_task_ids)} if self.related_task_ids else {}),
-            **({"progress": dict(self.progress)} if self.progress is not None else {}),
-            **({"paused": True} if self.paused else {}),
         }
+        # Each of the others is written only when set, so every other memo stays as it was.
+        if self.session:
+            memo["session"] = self.session
+        if self.call_digest:
+            memo["callDigest"] = self.call_digest
+        if self.approvers:
+            memo["approvers"] = _copy_lists(self.approvers)
+        if self.answered_by:
+            memo["answeredBy"] = dict(self.answered_by)
+        if self.steps is not None:
+            memo["steps"] = [dict(step) for step in self.steps]
+        if self.requested_by:
+            memo["requestedBy"] = self.requested_by
+        if self.related_task_ids:
+            memo["relatedTaskIds"] = list(self.related_task_ids)
+        if self.progress is not None:
+            memo["progress"] = dict(self.progress)
+        if self.paused:
+            memo["paused"] = True
+        return memo
 
     @classmethod
     def from_memo(cls, memo: object) -> TaskState | None:

@@ -10,10 +10,12 @@ Who decides a task's status:
   while it runs (`published_status`: open questions or not), and `completed` or `cancelled`
   when it ends; a failure is Temporal's to record (the workflow raised, was terminated or
   timed out);
-- the task store (mcp_server/tasks/store.py) reads a running task as published, but for a task
-  whose questions are all answered and not yet taken in by the workflow, which reads `working`
-  (`running_status`); a closed task reads as its execution ended (`closed_status`), whatever
-  its memo said last;
+- the task store (mcp_server/tasks/snapshot_reads.py) reads a running task as published, but
+  for a task whose questions are all answered and not yet taken in by the workflow, which
+  reads `working` (`running_status`); a closed task reads as its execution ended
+  (`closed_status`), whatever its memo said last;
+- a 2025-11-25 `tasks/cancel` answers at once as the cancellation will end, before the task
+  has taken it in (`cancel_acknowledged`);
 - a listing (tasks/list, the operator CLI) reads the memo, and how the execution ended when it
   closed without the memo saying so (`listed_status`).
 
@@ -63,6 +65,10 @@ CLOSED_BY_EXECUTION: dict[str, TaskStatus] = {
 }
 # What the message of a running task whose questions are all answered says.
 ANSWERS_PENDING_MESSAGE = "Processing the answers"
+# What the message of a task says once a cancellation is asked for, until the task ends.
+CANCEL_REQUESTED_MESSAGE = "Cancellation requested"
+# What a cancelled task says when its workflow never said anything of its own.
+CANCELLED_MESSAGE = "Cancelled"
 # The approval inbox's label of each status.
 INBOX_LABELS: dict[TaskStatus, str] = {
     "working": "working",
@@ -98,6 +104,18 @@ def running_status(published: TaskStatus, unanswered: bool) -> tuple[TaskStatus,
 def closed_status(execution: str) -> TaskStatus | None:
     """How a closed execution (a `WorkflowExecutionStatus` name) reads; None while running."""
     return CLOSED_BY_EXECUTION.get(execution)
+
+
+def cancel_acknowledged(current: TaskStatus) -> tuple[TaskStatus, str | None] | None:
+    """How a 2025-11-25 `tasks/cancel` shows a task read as `current` when the cancellation was
+    asked for: `cancelled` at once (with `CANCEL_REQUESTED_MESSAGE` while the task has not ended
+    yet; None: its message stands), as that revision's result promises. None when the task can
+    no longer become `cancelled` (it completed or failed): the request is refused."""
+    if current == "cancelled":
+        return current, None
+    if not can_move(current, "cancelled"):
+        return None
+    return "cancelled", CANCEL_REQUESTED_MESSAGE
 
 
 def listed_status(memo: TaskStatus, execution: str | None) -> TaskStatus:

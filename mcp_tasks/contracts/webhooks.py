@@ -1,13 +1,15 @@
-"""What the webhook delivery workflow (workflows/webhooks.py) and its activity
-(activities/webhooks.py) agree on: the activity's name, its input, the errors it raises for
-what no retry can fix, and the names of the metrics both record (served on the worker's SDK
-metrics port, MCP_TASKS_WORKER_METRICS_PORT)."""
+"""What the webhook delivery workflow (workflows/delivery.py), its activity
+(activities/delivery.py) and the server agree on: the workflow's and the activity's names, their
+input, the errors the activity raises for what no retry can fix (the event deliveries raise
+the same ones), and the names of the metrics both record (served on the worker's SDK metrics
+port, MCP_TASKS_WORKER_METRICS_PORT)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+DELIVERY_WORKFLOW = "McpWebhookDelivery"
 DELIVER_ACTIVITY = "mcp_tasks.deliver_webhook"
 # ApplicationError types the activity raises for what no retry can fix.
 REJECTED_ERROR = "WebhookRejected"

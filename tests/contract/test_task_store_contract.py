@@ -11,63 +11,25 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from temporalio.client import Client
 
 from mcp_server.protocol.frame.errors import error_object
-from mcp_server.runtime.worker import build_worker
 from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.quota import QuotaExceeded
 from mcp_server.tasks.snapshots import TaskSnapshot
-from mcp_server.tasks.store import TaskStore, TemporalTaskStore, new_task_id
+from mcp_server.tasks.store import TaskStore, new_task_id
 from mcp_server.tasks.ttl import is_expired
-from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.contracts.task_state import AuditStamp, SubmitInput, TaskInput, iso_timestamp
-from mcp_tasks.settings import Settings
 from tests.fakes.clock import SettableClock
-from tests.fakes.memory_store import MemoryTaskStore
 from workflows.steering import PAUSE_SIGNAL, RESUME_SIGNAL, STEER_SIGNAL, SteerInput
 
 ELICIT: dict[str, Any] = {"elicitation": {}}
 ACCEPT = {"action": "accept", "content": {"confirm": True}}
 STAMP = AuditStamp(principal="someone")
-
-
-@pytest.fixture
-def clock() -> SettableClock:
-    """The clock both stores read for TTLs: a test moves it instead of waiting."""
-    return SettableClock()
-
-
-@pytest.fixture
-async def memory_store(clock: SettableClock) -> AsyncIterator[MemoryTaskStore]:
-    memory = MemoryTaskStore(clock=clock)
-    yield memory
-    await memory.close()
-
-
-@pytest.fixture(scope="module")
-async def contract_queue(temporal_client: Client, registry: ToolRegistry) -> AsyncIterator[str]:
-    """A task queue of this module's own with one worker for all its tests (starting a worker
-    is the slow part; the tests' tasks, owners and sessions are their own)."""
-    settings = Settings(task_queue=f"contract-{uuid.uuid4()}")
-    async with build_worker(temporal_client, settings, registry):
-        yield settings.task_queue
-
-
-@pytest.fixture
-async def temporal_store(
-    temporal_client: Client, contract_queue: str, clock: SettableClock
-) -> AsyncIterator[TemporalTaskStore]:
-    """The Temporal store, a fresh one per test (its caches and clock are the test's),
-    following the running tasks it reads again, as a server's does (tasks/followed.py)."""
-    temporal = TemporalTaskStore(temporal_client, contract_queue, clock, followed_max=100)
-    yield temporal
-    await temporal.close()
 
 
 @pytest.fixture(params=[pytest.param("temporal", marks=pytest.mark.e2e), "memory"])

@@ -32,6 +32,7 @@ from mcp_server.tasks.not_found import NotFoundDeadline
 from mcp_server.tasks.poll_interval import DEFAULT_MAX_MS, advertised_ms
 from mcp_server.tasks.quota import QuotaExceeded
 from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of
+from mcp_server.tasks.task_history import Decision
 from mcp_server.tasks.ttl import is_expired, ttl_after_close
 from mcp_tasks.contracts.task_state import (
     AuditStamp,
@@ -40,7 +41,8 @@ from mcp_tasks.contracts.task_state import (
     TaskState,
     iso_timestamp,
 )
-from mcp_tasks.contracts.task_status import TaskStatus
+from mcp_tasks.contracts.task_status import CANCELLED_MESSAGE, TaskStatus
+from mcp_tasks.contracts.tool_messages import InputRequest, InputResponse
 from mcp_tasks.identity import Identity
 from tests.fakes.task_runner import SCRIPTS, Script, ScriptFailed
 from workflows.steering import PAUSE_SIGNAL, SteerInput
@@ -62,6 +64,8 @@ class _Task:
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     job: asyncio.Task[None] | None = None
     steered: list[str] = field(default_factory=list)
+    # The first answer to each key, who gave it and when (what Temporal's history keeps).
+    decided: dict[str, Decision] = field(default_factory=dict)
 
 
 class _Run:
@@ -75,16 +79,22 @@ class _Run:
         self._store._change(self._entry, status_message=message)
 
     async def ask_all(
-        self, requests: dict[str, dict[str, Any]], status_message: str
-    ) -> dict[str, Any]:
+        self,
+        requests: dict[str, InputRequest],
+        status_message: str,
+        approvers: list[str] | None = None,
+    ) -> dict[str, InputResponse]:
         entry = self._entry
         previous = entry.state.status_message
         entry.outstanding.update(requests)
-        self._store._change(entry, status_message=status_message)
+        named = dict(entry.state.approvers)
+        if approvers:  # kept for the task's whole life, as TaskWorkflow keeps them
+            named.update({key: list(approvers) for key in requests})
+        self._store._change(entry, status_message=status_message, approvers=named)
         while not all(key in entry.answers for key in requests):
             entry.changed.clear()
             await entry.changed.wait()
-        answers = {key: entry.answers.pop(key) for key in requests}
+        answers = {key: InputResponse.read(entry.answers.pop(key)) for key in requests}
         self._store._change(entry, status_message=previous or "Working")
         return answers
 
@@ -103,6 +113,13 @@ class MemoryTaskStore:
         self.not_found = NotFoundDeadline()
         self._sessions: dict[str, list[str]] = {}
         self._session_changed: dict[str, asyncio.Event] = {}
+
+    def entries(self) -> list[_Task]:
+        """Every task it holds, oldest first (what memory_inbox.py reads)."""
+        return list(self._tasks.values())
+
+    def entry(self, task_id: str) -> _Task | None:
+        return self._tasks.get(task_id)
 
     async def close(self) -> None:
         """Stop every task still running (the end of a test)."""
@@ -149,15 +166,14 @@ class MemoryTaskStore:
         try:
             result = await script(entry.task, _Run(self, entry))
         except asyncio.CancelledError:
-            self._close(entry, "cancelled", "Cancelled")
+            self._close(entry, "cancelled", CANCELLED_MESSAGE)
             raise
         except ScriptFailed as failed:
             entry.error = failed.error
             self._close(entry, "failed", f"Task failed: {failed.error.message}")
             return
-        entry.result = result
-        text = next((c.get("text") for c in result.get("content", []) if "text" in c), None)
-        summary = str(text).splitlines()[0] if text else ""
+        entry.result = result.wire()
+        summary = result.first_text.strip().split("\n", 1)[0]
         self._close(entry, "completed", f"Completed: {summary}" if summary else "Completed")
 
     # ----- what a running task changes -----------------------------------------------------
@@ -282,6 +298,9 @@ class MemoryTaskStore:
         for key in accepted:
             entry.answers[key] = update.responses[key]
             del entry.outstanding[key]
+            answer, at = update.responses[key], iso_timestamp(self._clock())
+            if isinstance(answer, dict):
+                entry.decided[key] = Decision(answer, update.by or "someone", at)
             if update.by:
                 by = {**entry.state.answered_by, key: update.by}
                 entry.state = replace(entry.state, answered_by=by)
@@ -307,4 +326,4 @@ class MemoryTaskStore:
             with contextlib.suppress(asyncio.CancelledError):
                 await entry.job
         if entry.closed_at is None:  # no script, or cancelled before it first ran
-            self._close(entry, "cancelled", "Cancelled")
+            self._close(entry, "cancelled", CANCELLED_MESSAGE)

@@ -21,7 +21,7 @@ protocol errors.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NoReturn
 
 import mcp_types as core
 
@@ -45,7 +45,7 @@ _TASK_ID = {"type": "string", "minLength": 1, "description": "The taskId the too
 NOT_FOUND = "No such task: it never existed, has passed its retention, or belongs to someone else."
 
 
-async def _served_by_the_protocol_layer(call: ToolCall) -> dict[str, Any]:
+async def _served_by_the_protocol_layer(call: ToolCall) -> NoReturn:
     raise RuntimeError(f"{call.name} is served by mcp_server.protocol.attached.followup_tools")
 
 

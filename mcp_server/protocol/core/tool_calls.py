@@ -122,7 +122,7 @@ async def run_sync(
         report_progress=relay.progress_reporter(ctx),
         log=relay.log_sender(ctx, log_threshold),
     )
-    return tool_result(await call.tool.handler(tool_call))
+    return tool_result((await call.tool.handler(tool_call)).wire())
 
 
 async def task_input(

@@ -10,7 +10,7 @@ Rules implemented (docs/guides/events.md says why where the draft leaves a choic
   argument is looked up exactly as tasks/get does (one "not found" for missing, expired and
   another's). Over the principal's limit: QUOTA_EXCEEDED with `data.limit: "subscriptions"`;
   a handshake that fails: CALLBACK_ENDPOINT_ERROR with `data.reason`; a handshake over the
-  limits per destination (workflows/event_subscriptions.py, activities/event_delivery.py):
+  limits per destination (workflows/event_subscriptions.py, activities/event_handshake.py):
   RATE_LIMITED, nothing POSTed.
 - unsubscribe of a key that holds no subscription: -32602 with `data.kind: "subscription"`.
 - A subscription is bound to the credential that made it (the last one that refreshed it):

@@ -1,41 +1,29 @@
 """Integrity-protected, expiring `requestState` for MRTR rounds of tools/call (wire §1.6).
 
-The state is attacker-controlled, so it is signed with HMAC-SHA256 and binds the method, the
-tool, a digest of the arguments, the principal and an expiry. It also carries the answers of
-earlier rounds, so a stateless server can ask in several rounds. The round of a task run
-attached to the call (attached/rounds.py) names its task instead, and how many answers of
+The state is attacker-controlled, so it is a signed token (mcp_tasks/signed_tokens.py: under
+the state secret, read for `lifetime_s` and only in its canonical spelling) that binds the
+method, the tool, a digest of the arguments, the principal and an expiry. It also carries the
+answers of earlier rounds, so a stateless server can ask in several rounds. The round of a task
+run attached to the call (attached/rounds.py) names its task instead, and how many answers of
 that call were refused so far.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from mcp_server.protocol.frame import strict_json
 from mcp_server.protocol.frame.errors import invalid_params
-from mcp_server.protocol.frame.state_keys import Signer, StateSecret
+from mcp_server.protocol.frame.state_keys import StateSecret, keys_of
+from mcp_tasks import legacy_tokens
+from mcp_tasks.signed_tokens import ExpiredToken, ForgedToken, SignedTokens
 
-_B64URL = re.compile(r"[A-Za-z0-9_-]*")
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _unb64(text: str) -> bytes:
-    """The bytes of canonical unpadded base64url, and nothing else (ValueError): padding,
-    other alphabets, stray bits in the last character all name the same bytes differently."""
-    if not _B64URL.fullmatch(text):
-        raise ValueError("not unpadded base64url")
-    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    if _b64(data) != text:
-        raise ValueError("not canonical base64url")
-    return data
+MAX_TOKEN_LENGTH = 1_000_000
+_EXPIRED = "requestState has expired; call the tool again without it"
 
 
 def canonical_digest(value: Any) -> str:
@@ -56,48 +44,50 @@ class PendingRound:
 
 
 class RequestStateCodec:
-    def __init__(self, secret: StateSecret, lifetime_s: float = 900.0) -> None:
+    def __init__(
+        self,
+        secret: StateSecret,
+        lifetime_s: float = 900.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         """`secret`: the state secret's keys (state_keys.py): signed with the first, a token
         signed with any of them is read."""
-        self._signer = Signer(secret, what="requestState secret")
+        self._keys = keys_of(secret, "requestState secret")
+        self._tokens = SignedTokens(
+            self._keys, "mcp-tasks requestState", max_age_s=lifetime_s, clock=clock
+        )
         self._lifetime_s = lifetime_s
+        self._clock = clock
 
-    def encode(self, pending: PendingRound, *, now: float | None = None) -> str:
-        moment = time.time() if now is None else now
+    def encode(self, pending: PendingRound) -> str:
         payload = {
             "m": "tools/call",
             "t": pending.tool,
             "a": pending.arguments_digest,
             "p": pending.principal,
             "r": pending.answers,
-            "exp": int((moment + self._lifetime_s) * 1000),
+            "exp": int((self._clock() + self._lifetime_s) * 1000),
         }
         if pending.task_id:
             payload |= {"k": pending.task_id, "n": pending.refused}
-        body = strict_json.dumps(payload, separators=(",", ":")).encode("utf-8")
-        return f"{_b64(body)}.{_b64(self._signer.sign(body))}"
+        return self._tokens.dumps(payload)
 
-    def decode(self, token: object, *, now: float | None = None) -> PendingRound:
+    def decode(self, token: object) -> PendingRound:
         """The round a valid token describes; -32602 for anything forged, altered or stale."""
-        if not isinstance(token, str) or token.count(".") != 1 or len(token) > 1_000_000:
+        if not isinstance(token, str) or len(token) > MAX_TOKEN_LENGTH:
             raise invalid_params("requestState is malformed")
-        body_text, signature_text = token.split(".")
         try:
-            body = _unb64(body_text)
-            signature = _unb64(signature_text)
-        except (ValueError, TypeError) as exc:
-            raise invalid_params("requestState is malformed") from exc
-        if not self._signer.verify(body, signature):
-            raise invalid_params("requestState failed its integrity check")
-        try:
-            payload = strict_json.loads(body)
-        except ValueError as exc:  # signed with our key, and still read strictly
+            payload = self._payload(token)
+        except ForgedToken as exc:
+            raise invalid_params("requestState failed its integrity check") from exc
+        except ExpiredToken as exc:
+            raise invalid_params(_EXPIRED) from exc
+        except ValueError as exc:  # MalformedToken, or a body of the old format that is not JSON
             raise invalid_params("requestState is malformed") from exc
         if not isinstance(payload, dict):
             raise invalid_params("requestState is malformed")
-        moment = time.time() if now is None else now
-        if payload.get("m") != "tools/call" or payload.get("exp", 0) < moment * 1000:
-            raise invalid_params("requestState has expired; call the tool again without it")
+        if payload.get("m") != "tools/call" or payload.get("exp", 0) < self._clock() * 1000:
+            raise invalid_params(_EXPIRED)
         return PendingRound(
             tool=payload["t"],
             arguments_digest=payload["a"],
@@ -106,3 +96,8 @@ class RequestStateCodec:
             task_id=str(payload.get("k") or ""),
             refused=int(payload.get("n") or 0),
         )
+
+    def _payload(self, token: str) -> Any:
+        if token.count(".") == 1:  # issued before signed_tokens.py (legacy_tokens.py)
+            return strict_json.loads(legacy_tokens.request_state_body(token, self._keys))
+        return self._tokens.loads(token)

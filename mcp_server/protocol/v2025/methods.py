@@ -35,7 +35,7 @@ from mcp_server.protocol.frame.errors import invalid_params
 from mcp_server.protocol.frame.models import PaginatedParams, Params, TaskIdParams
 from mcp_server.protocol.frame.wire import HANDSHAKE_VERSIONS, TASKS_EXTENSION
 from mcp_server.protocol.v2025.views import cancel_task_result, get_task_result, task
-from mcp_tasks.contracts.task_status import can_move
+from mcp_tasks.contracts.task_status import cancel_acknowledged
 
 TASKS_PAGE_SIZE = 50
 
@@ -122,10 +122,11 @@ async def cancel_task(ctx: RequestContext, services: Services, params: TaskIdPar
     services.limits.rates.cancels.take(ctx.principal)
     snapshot = await tasks.lookup(ctx, services, params.task_id)
     await tasks.cancel(ctx, services, snapshot)
-    if snapshot.status != "cancelled" and not can_move(snapshot.status, "cancelled"):
+    shown = cancel_acknowledged(snapshot.status)
+    if shown is None:
         raise invalid_params(
             f"Cannot cancel task {params.task_id}: it is already {snapshot.status}"
         )
-    if snapshot.status != "cancelled":
-        snapshot = replace(snapshot, status="cancelled", status_message="Cancellation requested")
+    status, message = shown
+    snapshot = replace(snapshot, status=status, status_message=message or snapshot.status_message)
     return cancel_task_result(snapshot)

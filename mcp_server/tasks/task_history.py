@@ -1,10 +1,11 @@
-"""What the inbox reads from a task's Temporal history, which its memo does not keep:
+"""What the approval inbox reads from a task's Temporal history, which its memo does not keep
+(behind `InboxStore`, inbox_store.py):
 
 - `decisions`: for each answered question, the answer (its action and content), who gave it
   and when: the `mcp.submit_input` signal that delivered it, and the signal's event time.
   Only the first delivery of a key counts (the workflow ignores later ones).
-- `arguments_of`: the arguments the task was started with (its first event's input), minus
-  its secret arguments, for the list's summary; cached (they never change).
+- `Arguments`: the arguments a task was started with (its first event's input), minus its
+  secret arguments, for the list's summary; cached (they never change).
 
 Payloads go through the client's data converter (the payload key decrypts them). At most
 `MAX_PAGES` pages of history are read; a longer history shows what those pages hold.
@@ -25,7 +26,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from mcp_server.tasks.errors import from_rpc_error
-from mcp_server.tasks.store import RPC_TIMEOUT
+from mcp_server.tasks.timeouts import RPC_TIMEOUT
 from mcp_tasks.contracts.task_state import SUBMIT_INPUT_SIGNAL, SubmitInput, TaskInput
 
 MAX_PAGES = 10
