@@ -11,7 +11,7 @@ import base64
 import mcp_types as core
 import pytest
 
-from mcp_server.http.sessions import SESSION_LIFETIME_S, Session, SessionCodec
+from mcp_server.http.sessions import SESSION_LIFETIME_S, Session, SessionIds
 from mcp_tasks.signed_tokens import CLOCK_SKEW_S
 from tests.asgi_stack import AsgiStack
 from tests.legacy_client import LegacyClient
@@ -41,7 +41,7 @@ def session(principal: str = "alice") -> Session:
 
 
 def test_only_the_canonical_spelling_of_a_session_id_opens_it() -> None:
-    codec = SessionCodec(SECRET)
+    codec = SessionIds(SECRET)
     minted = codec.mint(session())
     assert codec.open(minted, "alice") is not None
     for other in respellings(minted):
@@ -50,7 +50,7 @@ def test_only_the_canonical_spelling_of_a_session_id_opens_it() -> None:
 
 def test_a_session_id_expires_after_its_lifetime() -> None:
     now = [1_800_000_000.0]
-    codec = SessionCodec(SECRET, clock=lambda: now[0])
+    codec = SessionIds(SECRET, clock=lambda: now[0])
     minted = codec.mint(session())
     now[0] += SESSION_LIFETIME_S - 1
     assert codec.open(minted, "alice") is not None  # hours-long approvals fit
@@ -59,9 +59,9 @@ def test_a_session_id_expires_after_its_lifetime() -> None:
 
 
 def test_a_session_id_minted_by_a_clock_far_ahead_is_refused() -> None:
-    ahead = SessionCodec(SECRET, clock=lambda: 1_800_000_000.0 + CLOCK_SKEW_S + 60)
+    ahead = SessionIds(SECRET, clock=lambda: 1_800_000_000.0 + CLOCK_SKEW_S + 60)
     minted = ahead.mint(session())
-    assert SessionCodec(SECRET, clock=lambda: 1_800_000_000.0).open(minted, "alice") is None
+    assert SessionIds(SECRET, clock=lambda: 1_800_000_000.0).open(minted, "alice") is None
 
 
 @pytest.mark.parametrize("which", [0, 1])

@@ -20,8 +20,8 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
-from mcp_server.http import transport
-from mcp_server.http.transport import SESSION_HEADER, session_digest
+from mcp_server.http import sse
+from mcp_server.http.handshake import SESSION_HEADER, session_digest
 from mcp_server.protocol.frame.errors import RATE_LIMITED
 from mcp_server.protocol.v2025 import session_stream as session_stream_module
 from mcp_server.tasks import session_tasks
@@ -202,7 +202,7 @@ async def test_an_idle_stream_asks_temporal_a_bounded_number_of_times(
     (each every 2 s). Held for 40 keep-alives (about 8 s), an idle stream reads its list once
     (then once per `ABSENT_POLL`); every 2 s would be 4 reads or more."""
     monkeypatch.setattr(session_stream_module, "SESSION_IDLE_S", 0.2)
-    monkeypatch.setattr(transport, "KEEPALIVE_S", 0.2)
+    monkeypatch.setattr(sse, "KEEPALIVE_S", 0.2)
     with counted_reads(monkeypatch) as reads:
         async with fresh_stack() as stack:
             client = LegacyClient(stack.http, stack.url)

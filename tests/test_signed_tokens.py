@@ -3,7 +3,7 @@ before it (mcp_tasks/legacy_tokens.py): each kind is its own salt, lasts its max
 only as written, and a token of each kind issued in the old format still works.
 
 The OLD_* strings were made by the code before signed_tokens.py (`RequestStateCodec.encode`,
-`SessionCodec.mint`, the inbox's `SessionCodec.encode` and `CsrfTokens.token`) under
+`SessionIds.mint`, the inbox's `SessionCookies.encode` and `CsrfTokens.token`) under
 OLD_SECRET; delete them with legacy_tokens.py.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import mcp_types as core
 import pytest
 
-from mcp_server.http.sessions import Session, SessionCodec
+from mcp_server.http.sessions import Session, SessionIds
 from mcp_server.inbox.csrf import CsrfTokens
 from mcp_server.inbox.session import InboxSession, SessionCookies
 from mcp_server.protocol.frame.errors import INVALID_PARAMS, McpError
@@ -91,7 +91,7 @@ def test_a_token_of_one_purpose_is_no_token_of_another() -> None:
     token = SignedTokens([KEY], "one", max_age_s=60).dumps(1)
     with pytest.raises(ForgedToken):
         SignedTokens([KEY], "two", max_age_s=60).loads(token)
-    session_id = SessionCodec(KEY).mint(Session("2025-11-25", core.ClientCapabilities(), "p"))
+    session_id = SessionIds(KEY).mint(Session("2025-11-25", core.ClientCapabilities(), "p"))
     with pytest.raises(McpError):
         RequestStateCodec(KEY).decode(session_id)
     assert SessionCookies(KEY, 3600).decode(session_id) is None
@@ -147,13 +147,13 @@ def test_a_request_state_of_the_old_format_is_read_until_it_expires() -> None:
 
 def test_a_session_id_of_the_old_format_opens_its_session_until_it_expires() -> None:
     now = [1_800_000_000.0 + 3600]
-    codec = SessionCodec(OLD_SECRET, clock=lambda: now[0])
+    codec = SessionIds(OLD_SECRET, clock=lambda: now[0])
     assert codec.open(OLD_SESSION_ID, "alice") == Session(
         "2025-11-25", core.ClientCapabilities(), "alice"
     )
     assert codec.open(OLD_SESSION_ID, "bob") is None
     assert codec.open(OLD_SESSION_ID + "=", "alice") is None
-    assert SessionCodec(KEY, clock=lambda: now[0]).open(OLD_SESSION_ID, "alice") is None
+    assert SessionIds(KEY, clock=lambda: now[0]).open(OLD_SESSION_ID, "alice") is None
     now[0] += 24 * 3600
     assert codec.open(OLD_SESSION_ID, "alice") is None
 

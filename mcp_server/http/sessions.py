@@ -45,7 +45,7 @@ class Session:
     principal: str
 
 
-class SessionCodec:
+class SessionIds:
     def __init__(self, secret: StateSecret, clock: Callable[[], float] = time.time) -> None:
         """`secret`: the state secret's keys (state_keys.py): minted with the first, an id
         signed with any of them is served, so a rotation keeps every session."""

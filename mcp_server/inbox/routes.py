@@ -16,7 +16,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import mcp_types as core
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import (
@@ -39,6 +38,7 @@ from mcp_server.inbox.signin import SIGN_IN_PATH, SignIn
 from mcp_server.protocol.core.context import RequestContext, Services
 from mcp_server.protocol.core.tasks import lookup, submit_answers, task_to_answer
 from mcp_server.protocol.frame.errors import INTERNAL_ERROR, McpError
+from mcp_server.protocol.v2026.request_context import modern_context
 from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.errors import TaskError, TaskNotFound
 from mcp_server.tasks.inbox_store import InboxStore
@@ -65,12 +65,11 @@ class Inbox:
         return services
 
     def context(self, request: Request, principal: Principal) -> RequestContext:
-        return RequestContext(
-            request_id=str(request.state.request_id),
-            method="tasks/update",
-            capabilities=core.ClientCapabilities(),
-            principal=principal.digest,
-            headers=request.headers,
+        return modern_context(
+            str(request.state.request_id),
+            "tasks/update",
+            principal.digest,
+            request.headers,
             grant=self.signin.authenticator.grant(principal),
             identity=identity_of(principal),
         )

@@ -50,6 +50,8 @@ from mcp_server.protocol.frame.models import (
 from mcp_server.protocol.frame.wire import V2025, V2026
 from mcp_server.protocol.v2025 import client_responses
 from mcp_server.protocol.v2025.methods import InitializeParams, negotiate
+from mcp_server.protocol.v2025.request_context import handshake_context
+from mcp_server.protocol.v2026.request_context import modern_context
 from mcp_server.stdio.headers import BodyHeaders, body_headers
 from mcp_tasks.identity import LOCAL_USER
 
@@ -165,46 +167,37 @@ class StdioConnection:
     def _modern(self, method: str, request_id: RequestId, params: dict[str, Any]) -> RequestContext:
         meta = request_meta(params)
         require_supported_version(meta.protocol_version)
-        return RequestContext(
-            request_id=request_id,
-            method=method,
-            capabilities=meta.client_capabilities,
-            principal=self.principal,
-            headers=body_headers(self.services.registry, method, params),
-            progress_token=meta.progress_token,
-            send=self.send,
-            streaming=True,
-            identity=LOCAL_USER,
+        headers = body_headers(self.services.registry, method, params)
+        ctx = modern_context(
+            request_id, method, self.principal, headers, meta=meta, identity=LOCAL_USER
         )
+        return ctx.streaming_to(self.send)
 
     def _legacy(self, method: str, request_id: RequestId, params: dict[str, Any]) -> RequestContext:
         assert self.handshake is not None
-        meta = params.get("_meta")
-        progress_token = meta.get("progressToken") if isinstance(meta, dict) else None
-        return RequestContext(
-            request_id=request_id,
-            method=method,
-            capabilities=self.handshake.capabilities,
-            principal=self.principal,
-            headers=body_headers(self.services.registry, method, params),
+        ctx = handshake_context(
+            request_id,
+            method,
+            self.principal,
+            body_headers(self.services.registry, method, params),
             version=self.handshake.version,
-            progress_token=_string_or_integer(progress_token),
-            send=self.send,
-            streaming=True,
+            capabilities=self.handshake.capabilities,
+            params=params,
             identity=LOCAL_USER,
         )
+        return ctx.streaming_to(self.send)
 
     async def _initialize(self, message: dict[str, Any], request_id: RequestId) -> dict[str, Any]:
         params = params_of(message)
         parsed = parse_params(InitializeParams, params)
         version = negotiate(parsed.protocol_version)
-        ctx = RequestContext(
-            request_id=request_id,
-            method="initialize",
-            capabilities=parsed.capabilities,
-            principal=self.principal,
-            headers=BodyHeaders(),
+        ctx = handshake_context(
+            request_id,
+            "initialize",
+            self.principal,
+            BodyHeaders(),
             version=version,
+            capabilities=parsed.capabilities,
         )
         entry = dispatch.lookup("initialize", V2025)
         result = await dispatch.call(entry, ctx, self.services, params)

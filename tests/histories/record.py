@@ -29,7 +29,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from mcp_server.http.transport import session_digest
+from mcp_server.http.handshake import session_digest
 from mcp_server.protocol.frame import errors
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.tools.loading import load_toolsets

@@ -1,6 +1,9 @@
 """What every method handler receives: the request as the transport parsed it, the channel back
 to the client for messages related to the request, and the server's services.
 
+A transport builds a RequestContext through its era's factory, never by hand:
+`v2026/request_context.py` (2026-07-28) and `v2025/request_context.py` (the handshake era).
+
 Per-request capabilities are authoritative at 2026-07-28; at 2025-11-25 they are the ones the
 client declared in `initialize`, carried by its signed session (nothing is kept in memory).
 """
@@ -8,7 +11,7 @@ client declared in `initialize`, carried by its signed session (nothing is kept 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -91,6 +94,11 @@ class RequestContext:
     # seconds): what an event subscription is bound to; "" on stdio and without auth.
     credential: str = ""
     credential_expires_at: float | None = None
+
+    def streaming_to(self, send: Send) -> RequestContext:
+        """This request answered on a stream: messages related to it go out by `send` before
+        its result."""
+        return replace(self, send=send, streaming=True)
 
     @property
     def era(self) -> Era:

@@ -24,10 +24,11 @@ from typing import Any
 import mcp_types as core
 
 from mcp_server.protocol.core import relay, tasks
-from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.core.context import Services
 from mcp_server.protocol.frame.errors import McpError, from_task_error
 from mcp_server.protocol.frame.routing_headers import HeaderSource
 from mcp_server.protocol.v2025 import mrtr
+from mcp_server.protocol.v2025.request_context import handshake_context
 from mcp_server.tasks.errors import TaskNotFound
 from mcp_tasks.identity import Identity
 
@@ -62,13 +63,13 @@ async def route(
             log.info("client declined input request %s: %s", request_id, message["error"])
         return None
     task_id, key = routed
-    ctx = RequestContext(
-        request_id=str(request_id),
-        method="tasks/update",
-        capabilities=capabilities,
-        principal=principal,
-        headers=headers,
+    ctx = handshake_context(
+        str(request_id),
+        "tasks/update",
+        principal,
+        headers,
         version=version,
+        capabilities=capabilities,
         identity=identity,
     )
     answer = {k: v for k, v in result.items() if k != "_meta"}
