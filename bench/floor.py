@@ -62,7 +62,7 @@ from bench import (
 from bench.floor_clients import Clients, Ledger, Progress
 from bench.floor_raw import RawFloor
 from bench.floor_stack import TOPOLOGIES, floor_stack
-from bench.load import Poster, sample_peaks
+from bench.load_clients import Poster, sample_peaks
 from bench.raw_http import RawHttp
 from bench.run import memory
 

@@ -1,7 +1,7 @@
 """The benchmark's clients of the server: one principal (bearer token) each, over one shared
-connection pool (bench/load.py's LoadClient: a 429 or 503 is retried after its Retry-After and
-counted); the ledger of every task they created, with the state it must be found in at the end;
-and the pacing helpers every phase uses."""
+connection pool (bench/load_clients.py's LoadClient: a 429 or 503 is retried after its
+Retry-After and counted); the ledger of every task they created, with the state it must be found
+in at the end; and the pacing helpers every phase uses."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.floor_raw import completed
-from bench.load import TERMINAL, LoadClient, Poster, Stats
+from bench.load_clients import TERMINAL, LoadClient, Poster, Stats
 
 Job = Callable[[int, int], Awaitable[None]]  # (client, call number)
 # How far the server's start of a task's TTL and the ledger's may be apart.

@@ -33,7 +33,7 @@ import httpx
 from bench.floor_clients import Clients, Ledger, Progress
 from bench.floor_ops import APPROVAL, PARKED, sweep_until_parked, warm_up
 from bench.floor_raw import RAW_OWNER, RawFloor
-from bench.load import LoadClient
+from bench.load_clients import LoadClient
 from bench.run import META, cpu_seconds, percentiles
 from mcp_tasks.contracts.task_state import SUBMIT_INPUT_SIGNAL, SubmitInput
 

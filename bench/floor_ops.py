@@ -36,7 +36,7 @@ from bench.floor_clients import (
     state_of,
 )
 from bench.floor_raw import RawFloor
-from bench.load import LoadClient
+from bench.load_clients import LoadClient
 from bench.run import percentiles
 
 APPROVAL = "request_approval"

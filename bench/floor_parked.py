@@ -27,9 +27,9 @@ from bench.floor_clients import (
 )
 from bench.floor_ops import APPROVAL, PARKED, pair, sweep_until_parked, wait_parked
 from bench.floor_raw import RawFloor
-from bench.load import LoadClient
+from bench.load_clients import LoadClient
 from bench.run import percentiles
-from mcp_server.protocol.errors import INVALID_PARAMS, TASK_NOT_FOUND_MESSAGE
+from mcp_server.protocol.frame.errors import INVALID_PARAMS, TASK_NOT_FOUND_MESSAGE
 
 # How tasks/get refuses a task it does not know, or no longer: one past its TTL among them.
 NOT_FOUND = f"'code': {INVALID_PARAMS}, 'message': '{TASK_NOT_FOUND_MESSAGE}'"

@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from bench.load import LoadClient, Stats
+from bench.load_clients import LoadClient, Stats
 from bench.run import percentiles
 from bench.unit_costs import counters, stack
 from mcp_tasks.contracts.task_state import SUBMIT_INPUT_SIGNAL, SubmitInput

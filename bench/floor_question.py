@@ -28,7 +28,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from bench.floor_clients import Clients, Progress
-from bench.load import LoadClient
+from bench.load_clients import LoadClient
 from bench.run import percentiles
 from bench.team_workflows import RAW_ANSWER_SIGNAL, RawQuestion, TeamQuestion
 

@@ -31,7 +31,7 @@ from temporalio.common import (
 
 from bench.floor_stack import MODULES
 from bench.run import META
-from mcp_server.protocol.wire import iso_now
+from mcp_server.protocol.frame.wire import iso_now
 from mcp_server.tasks.store import INITIAL_STATUS_MESSAGE, initial_search_attributes, new_task_id
 from mcp_server.tools.loading import load_toolsets
 from mcp_tasks.contracts.task_state import (

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.load import run_load, sample_peaks
+from bench.load_clients import run_load, sample_peaks
 from bench.run import split_stack
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.runtime.tokens import add_token

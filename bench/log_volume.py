@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from bench.load import LoadClient, Stats
+from bench.load_clients import LoadClient, Stats
 from bench.run import split_stack
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 

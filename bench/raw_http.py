@@ -9,7 +9,7 @@ Rust core of `temporalio`, costs a fraction of that; a lean client keeps the com
 the server. It speaks only what the server answers a JSON POST with: a status line, headers,
 a Content-Length body (a JSON response; never a stream).
 
-It stands in for `httpx.AsyncClient.post` where `bench/load.py`'s LoadClient uses it, and a
+It stands in for `httpx.AsyncClient.post` where `bench/load_clients.py`'s LoadClient uses it, and a
 broken connection is an `httpx.TransportError`, as LoadClient expects.
 """
 

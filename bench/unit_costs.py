@@ -35,7 +35,7 @@ from typing import Any
 import httpx
 from temporalio.client import Client
 
-from bench.load import LoadClient, Stats
+from bench.load_clients import LoadClient, Stats
 from bench.run import cpu_seconds, rss_mib, split_stack
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.runtime.tokens import add_token

@@ -3,7 +3,7 @@
 - `reference/settings.md`: every field of `Settings` (mcp_tasks/settings.py) as its
   `MCP_TASKS_*` variable, type, default and the comment written next to it;
 - `reference/errors.md`: every error code constant of the protocol layer
-  (mcp_server/protocol/errors.py) with its value and the comment above it;
+  (mcp_server/protocol/frame/errors.py) with its value and the comment above it;
 - `reference/cli.md`: `mcp-tasks --help` and the help of every subcommand, from the parser;
 - `reference/modules.md`: every module of the shipped packages, layer by layer in the order of
   the import contracts (pyproject.toml), with the first line of its docstring.
@@ -23,7 +23,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "mcp_tasks" / "settings.py"
-ERRORS = ROOT / "mcp_server" / "protocol" / "errors.py"
+ERRORS = ROOT / "mcp_server" / "protocol" / "frame" / "errors.py"
 _CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*")
 _CODE = re.compile(r"-?\d+|[A-Z][A-Z0-9_]*")
 PAGES = (
@@ -129,7 +129,7 @@ def settings_page() -> str:
 
 
 def error_codes() -> list[tuple[str, str, str]]:
-    """(constant, value, comment) of each module-level error code in protocol/errors.py."""
+    """(constant, value, comment) of each module-level error code in protocol/frame/errors.py."""
     source = ERRORS.read_text()
     lines = source.splitlines()
     codes = []
@@ -154,7 +154,7 @@ def errors_page() -> str:
         "`-32020..-32022` the MCP specification's; `-31000` and below are this server's own,",
         "outside the ranges JSON-RPC and MCP reserve. A rate-limited or overloaded answer carries",
         "`data.retryAfterMs` (and HTTP `Retry-After`). This page is generated from",
-        "`mcp_server/protocol/errors.py`.",
+        "`mcp_server/protocol/frame/errors.py`.",
         "",
         "| name | code | when |",
         "|---|---|---|",

@@ -391,7 +391,8 @@ class Settings(BaseModel):
     @field_validator("state_secret")
     @classmethod
     def _state_keys(cls, secret: str | None) -> str | None:
-        # The same rule as protocol/state_keys.py, checked here so a bad value stops the start.
+        # The same rule as protocol/frame/state_keys.py, checked here so that a bad value stops
+        # the start.
         keys = [key.strip() for key in (secret or "").split(",") if key.strip()]
         if secret is not None and (not keys or any(len(key.encode()) < 16 for key in keys)):
             raise ValueError("each comma-separated key must be at least 16 characters")

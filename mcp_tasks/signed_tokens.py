@@ -3,8 +3,8 @@
 MRTR `requestState`, 2025-11-25 session ids, the inbox's session cookie and its CSRF tokens are
 all made here, on itsdangerous (the signing library of Starlette's `SessionMiddleware`), one
 kind per salt. Rules implemented:
-- Keys come newest first (mcp_server/protocol/state_keys.py parses the setting): the first signs,
-  every one verifies, so the secret rotates without ending anything.
+- Keys come newest first (mcp_server/protocol/frame/state_keys.py parses the setting): the first
+  signs, every one verifies, so the secret rotates without ending anything.
 - Each kind has its own salt (`purpose`): the key is HMAC(key, salt) and the signature
   HMAC-SHA256 under it, so a token of one kind (or of one inbox authentication configuration)
   is never a token of another.

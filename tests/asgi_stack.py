@@ -62,6 +62,19 @@ async def asgi_running(registry: ToolRegistry, **overrides: Any) -> AsyncIterato
         await store.close()
 
 
+def reads_of(stack: AsgiStack, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The task ids the store is asked for from now on."""
+    reads: list[str] = []
+    get = stack.store.get
+
+    async def counted(task_id: str, *args: Any, **kwargs: Any) -> Any:
+        reads.append(task_id)
+        return await get(task_id, *args, **kwargs)
+
+    monkeypatch.setattr(stack.store, "get", counted)
+    return reads
+
+
 AsgiStackFactory = Callable[..., contextlib.AbstractAsyncContextManager[AsgiStack]]
 
 

@@ -15,7 +15,7 @@ import httpx
 from temporalio.client import Client
 
 from mcp_server.http.app import create_app
-from mcp_server.protocol.context import Services
+from mcp_server.protocol.core.context import Services
 from mcp_server.runtime.devserver import free_port
 from mcp_server.runtime.worker import build_worker
 from mcp_server.tasks.snapshots import TaskSnapshot

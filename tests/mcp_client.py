@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from mcp_server.protocol.errors import RATE_LIMITED
+from mcp_server.protocol.frame.errors import RATE_LIMITED
 from tests.wire_schemas import assert_valid, assert_valid_stream_message
 
 VERSION = "2026-07-28"

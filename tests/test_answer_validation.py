@@ -1,5 +1,6 @@
-"""Answers are checked against the form that asked for them (mcp_server/protocol/answer_schema.py)
-on every path that delivers them: tasks/update, the follow-up tool task_respond, MRTR rounds."""
+"""Answers are checked against the form that asked for them
+(mcp_server/protocol/frame/answer_schema.py) on every path that delivers them: tasks/update, the
+follow-up tool task_respond, MRTR rounds."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ import httpx
 import pytest
 from temporalio.client import Client
 
-from mcp_server.protocol import errors
-from mcp_server.protocol.answer_schema import answer_problem, form_problem
-from mcp_server.protocol.attached.runs import input_request_id
+from mcp_server.protocol.core.relay import input_request_id
+from mcp_server.protocol.frame import errors
+from mcp_server.protocol.frame.answer_schema import answer_problem, form_problem
 from mcp_server.runtime.operator_cli import EXIT_INVALID
 from mcp_server.tools.loading import load_toolsets
 from mcp_tasks.settings import Settings

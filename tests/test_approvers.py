@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from mcp_server.protocol import errors
-from mcp_server.protocol.client_view import STEERING_EXTENSION
-from mcp_server.protocol.wire import TASKS_EXTENSION
+from mcp_server.protocol.core.client_view import STEERING_EXTENSION
+from mcp_server.protocol.frame import errors
+from mcp_server.protocol.frame.wire import TASKS_EXTENSION
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.loading import load_toolsets

@@ -10,10 +10,10 @@ from typing import Any
 from itsdangerous import URLSafeSerializer
 from jsonschema import Draft202012Validator
 
-from mcp_server.protocol import errors
-from mcp_server.protocol.attached import refused_answers
 from mcp_server.protocol.attached.followup_tools import FOLLOW_UP_SCHEMA
-from mcp_server.protocol.attached.refused_answers import MAX_REFUSED
+from mcp_server.protocol.core import refused_answers
+from mcp_server.protocol.core.refused_answers import MAX_REFUSED
+from mcp_server.protocol.frame import errors
 from tests.mcp_client import McpClient
 
 ELICITATION: dict[str, Any] = {"elicitation": {}}

@@ -12,7 +12,7 @@ import pytest
 
 from bench import floor, floor_report
 from bench.floor_clients import TTL_MARGIN_S, Ledger
-from bench.load import LoadClient, Stats
+from bench.load_clients import LoadClient, Stats
 
 pytestmark = pytest.mark.slow
 

@@ -1,12 +1,12 @@
-"""What one request's client is shown of a task (mcp_server/protocol/client_view.py): only the
+"""What one request's client is shown of a task (mcp_server/protocol/core/client_view.py): only the
 input requests it declared it can take, `working` when none, `paused` only when declared."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from mcp_server.protocol.client_view import STEERING_EXTENSION, as_seen_by
-from mcp_server.protocol.v2026.views import get_task_result
+from mcp_server.protocol.core.client_view import STEERING_EXTENSION, as_seen_by
+from mcp_server.protocol.core.views import get_task_result
 from mcp_server.tasks.snapshots import TaskSnapshot
 from workflows.task_workflow import elicitation
 

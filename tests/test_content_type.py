@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_server.http.media_type import is_json
-from mcp_server.protocol.errors import INVALID_REQUEST
+from mcp_server.protocol.frame.errors import INVALID_REQUEST
 from tests.asgi_stack import AsgiStack
 from tests.test_transport import raw_post
 

@@ -13,7 +13,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from activities.deploy import INVALID_PIPELINE, parse_pipeline
-from mcp_server.protocol.client_view import STEERING_EXTENSION as STEERING
+from mcp_server.protocol.core.client_view import STEERING_EXTENSION as STEERING
 from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.tools.loading import load_toolsets
 from mcp_tasks.settings import Settings

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from types import ModuleType
 
-from mcp_server.protocol import errors
+from mcp_server.protocol.frame import errors
 from mcp_server.runtime.cli import _parser
 from mcp_tasks.settings import Settings
 

@@ -22,10 +22,10 @@ from temporalio import activity
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from mcp_server.protocol.errors import INVALID_PARAMS, McpError
 from mcp_server.protocol.events.models import SubscribeParams
-from mcp_server.protocol.models import parse_params
-from mcp_server.protocol.request_state import PendingRound, RequestStateCodec
+from mcp_server.protocol.frame.errors import INVALID_PARAMS, McpError
+from mcp_server.protocol.frame.models import parse_params
+from mcp_server.protocol.frame.request_state import PendingRound, RequestStateCodec
 from mcp_server.runtime.cli import main
 from mcp_server.runtime.operator_views import page
 from mcp_server.runtime.tokens import add_token

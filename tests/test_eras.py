@@ -7,8 +7,10 @@ import asyncio
 import json
 from typing import Any
 
-from mcp_server.protocol import errors
-from tests.asgi_stack import AsgiStack
+import pytest
+
+from mcp_server.protocol.frame import errors
+from tests.asgi_stack import AsgiStack, reads_of
 from tests.conftest import Stack
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient
@@ -151,6 +153,19 @@ async def test_a_2025_cancel_answers_the_cancelled_task(asgi_stack: AsgiStack) -
     assert cancelled["status"] == "cancelled" and cancelled["taskId"] == task_id
     missing = await client.request("tasks/get", {"taskId": "mcp-task-" + "0" * 32})
     assert missing.error["code"] == errors.INVALID_PARAMS
+
+
+async def test_a_2025_cancel_reads_the_task_once(
+    asgi_stack: AsgiStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = await legacy(asgi_stack)
+    created = await client.request(
+        "tools/call", {"name": "slow_compute", "arguments": {"seconds": 60}, "task": {}}
+    )
+    task_id = created.result["task"]["taskId"]
+    reads = reads_of(asgi_stack, monkeypatch)
+    await client.request("tasks/cancel", {"taskId": task_id})
+    assert reads == [task_id]  # one store read, one pass through the "not found" limit
 
 
 # ----- hosts without task support --------------------------------------------------------

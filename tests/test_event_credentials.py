@@ -22,7 +22,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from mcp_server.auth.authenticators import token_hash
-from mcp_server.protocol.errors import CALLBACK_ENDPOINT_ERROR, INVALID_PARAMS, RATE_LIMITED
+from mcp_server.protocol.frame.errors import CALLBACK_ENDPOINT_ERROR, INVALID_PARAMS, RATE_LIMITED
 from mcp_server.runtime.cli import _parser
 from mcp_server.runtime.operator_events import subscriptions_command
 from mcp_server.runtime.tokens import ID_LENGTH, add_token, revoke_tokens

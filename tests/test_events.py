@@ -19,11 +19,11 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.callback_http import CallbackError, resolved_address
-from mcp_server.protocol.errors import CALLBACK_ENDPOINT_ERROR, INVALID_PARAMS, QUOTA_EXCEEDED
 from mcp_server.protocol.events.models import EVENTS_EXTENSION
-from mcp_server.protocol.events.store import events_offered
+from mcp_server.protocol.frame.errors import CALLBACK_ENDPOINT_ERROR, INVALID_PARAMS, QUOTA_EXCEEDED
 from mcp_server.runtime.devserver import free_port
 from mcp_server.runtime.tokens import add_token
+from mcp_server.tasks.event_subscriptions import events_offered
 from mcp_tasks.settings import Settings
 from mcp_tasks.webhooks.callback_url import address_allowed, callback_url_problem
 from tests.conftest import Stack, StackFactory

@@ -24,7 +24,7 @@ import pytest
 from playwright.async_api import expect
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from mcp_server.protocol.wire import META_TASK_PROGRESS
+from mcp_server.protocol.frame.wire import META_TASK_PROGRESS
 from mcp_server.runtime.devserver import free_port
 from mcp_server.runtime.tokens import add_token
 from mcp_tasks.contracts.task_state import MEMO_KEY

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from mcp_server.protocol import errors
-from mcp_server.protocol.attached.runs import input_request_id
+from mcp_server.protocol.core.relay import input_request_id
+from mcp_server.protocol.frame import errors
 from mcp_server.runtime.tokens import add_token
 from tests.asgi_stack import BASE_URL, AsgiStackFactory
 from tests.legacy_client import LegacyClient

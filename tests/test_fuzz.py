@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from mcp_server.protocol import errors
+from mcp_server.protocol.frame import errors
 from mcp_server.tools.registry import ToolRegistry
 from tests.asgi_stack import AsgiStack, asgi_running
 from tests.mcp_client import McpClient, header_safe

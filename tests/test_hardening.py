@@ -17,7 +17,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.deploy import PipelineFiles, parse_pipeline
 from activities.import_records import AREAS, ImportSpec, RecordImports
-from mcp_server.protocol import errors
+from mcp_server.protocol.frame import errors
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tools.patterns import ecma_to_python
 from mcp_server.tools.registry import ToolRegistry

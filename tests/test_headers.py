@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.protocol import errors
-from mcp_server.protocol.errors import McpError
-from mcp_server.protocol.routing_headers import check_param_headers, decode_value
+from mcp_server.protocol.frame import errors
+from mcp_server.protocol.frame.errors import McpError
+from mcp_server.protocol.frame.routing_headers import check_param_headers, decode_value
 
 
 def test_optional_whitespace_around_a_value_is_dropped() -> None:

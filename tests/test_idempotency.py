@@ -1,4 +1,4 @@
-"""Idempotent tools/call (protocol/idempotency.py, tasks/idempotency.py): a retry with the same
+"""Idempotent tools/call (protocol/core/idempotency.py, tasks/idempotency.py): a retry with the same
 Idempotency-Key, principal, tool and arguments gets the same task and starts nothing."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from mcp_server.protocol import errors
-from mcp_server.protocol.idempotency import META_IDEMPOTENCY_KEY
+from mcp_server.protocol.core.idempotency import META_IDEMPOTENCY_KEY
+from mcp_server.protocol.frame import errors
 from mcp_server.runtime.tokens import add_token
 from tests.conftest import Stack, StackFactory
 from tests.legacy_client import LegacyClient

@@ -16,7 +16,7 @@ from temporalio.api.enums.v1 import EventType, PendingActivityState
 from temporalio.client import Client, WorkflowHandle
 
 from activities.import_records import AREAS
-from mcp_server.protocol import errors
+from mcp_server.protocol.frame import errors
 from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.tools.loading import load_toolsets
 from mcp_server.tools.registry import ToolRegistry

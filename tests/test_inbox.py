@@ -17,7 +17,7 @@ import pytest
 from playwright.async_api import Browser, Dialog, expect
 
 from mcp_server.inbox.security import CONTENT_SECURITY_POLICY
-from mcp_server.protocol.errors import NOT_AN_APPROVER
+from mcp_server.protocol.frame.errors import NOT_AN_APPROVER
 from mcp_server.runtime.devserver import free_port
 from tests.dev_process import DevProcess, reaped
 from tests.inbox_stack import (

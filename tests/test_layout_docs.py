@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import subprocess
+import tomllib
 from pathlib import Path
 from types import ModuleType
 
@@ -70,3 +71,43 @@ def test_the_layout_page_names_every_folder_beside_the_packages() -> None:
         name.strip("`/ ") for cell in first_cells("Beside the packages") for name in cell.split(",")
     }
     assert folders == named
+
+
+def test_the_layout_page_lists_the_protocols_floors_in_the_order_the_contract_checks() -> None:
+    floors, _ = tables_first_cells("Inside `protocol/`")
+    assert [cell.replace("\\|", "|").replace("`", "") for cell in floors] == protocol_layers()
+
+
+def test_the_layout_page_describes_each_era_sibling_and_places_every_protocol_folder() -> None:
+    _, siblings = tables_first_cells("Inside `protocol/`")
+    (floor,) = [layer for layer in protocol_layers() if "v2025" in layer]
+    assert [cell.strip("`/") for cell in siblings] == floor.split(" | ")
+    folders = {p.name for p in (ROOT / "mcp_server/protocol").iterdir() if p.is_dir()}
+    placed = {name for layer in protocol_layers() for name in layer.split(" | ")}
+    assert folders - {"__pycache__"} <= placed
+
+
+def tables_first_cells(section: str) -> list[list[str]]:
+    """The first cells of each table under the heading `section`, header rows left out."""
+    text = LAYOUT.read_text().split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    found: list[list[str]] = []
+    rows: list[str] = []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            rows.append(line)
+        elif rows:
+            body = [row for row in rows[1:] if "---" not in row]
+            found.append([re.split(r"(?<!\\)\|", row)[1].strip() for row in body])
+            rows = []
+    return found
+
+
+def protocol_layers() -> list[str]:
+    """The layers of the protocol's contract in pyproject.toml, top first."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (layers,) = [
+        contract["layers"]
+        for contract in config["contracts"]
+        if contract.get("containers") == ["mcp_server.protocol"]
+    ]
+    return list(layers)

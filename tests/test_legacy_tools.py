@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from mcp_server.protocol.attached.runs import parse_input_request_id
+from mcp_server.protocol.core.relay import parse_input_request_id
 from mcp_server.tools.loading import load_toolsets
 from tests.conftest import Stack, running_stack
 from tests.legacy_client import LegacyClient

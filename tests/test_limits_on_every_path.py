@@ -8,7 +8,7 @@ took 150 answers right after `tasks/update` was refused with 429."""
 
 from __future__ import annotations
 
-from mcp_server.protocol import errors
+from mcp_server.protocol.frame import errors
 from tests.asgi_stack import AsgiStackFactory
 from tests.conftest import StackFactory
 from tests.legacy_client import LegacyClient

@@ -10,8 +10,8 @@ import gc
 from starlette.datastructures import Headers
 from temporalio.client import Client
 
-from mcp_server.protocol import errors
-from mcp_server.protocol.models import ListenParams, parse_params
+from mcp_server.protocol.frame import errors
+from mcp_server.protocol.frame.models import ListenParams, parse_params
 from mcp_server.protocol.services import build_services
 from mcp_server.protocol.v2026.request_context import modern_context
 from mcp_server.protocol.v2026.subscriptions import KEEPALIVE_S, listen

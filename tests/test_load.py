@@ -13,7 +13,7 @@ from temporalio.client import Client
 
 from bench.load import markdown, on_dev
 from bench.load_split import on_split
-from mcp_server.protocol.errors import INTERNAL_ERROR
+from mcp_server.protocol.frame.errors import INTERNAL_ERROR
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.tools.registry import ToolRegistry
 from tests.conftest import running_stack

@@ -6,9 +6,9 @@ from typing import Any, NoReturn
 
 import pytest
 
-from mcp_server.protocol import errors
-from mcp_server.protocol.errors import McpError
-from mcp_server.protocol.request_state import PendingRound, RequestStateCodec
+from mcp_server.protocol.frame import errors
+from mcp_server.protocol.frame.errors import McpError
+from mcp_server.protocol.frame.request_state import PendingRound, RequestStateCodec
 from mcp_server.tools.registry import InputRequests, MrtrRound, Tool, ToolCall
 from tests.conftest import Stack
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, McpClient

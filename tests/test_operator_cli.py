@@ -22,7 +22,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
-from mcp_server.protocol.errors import INVALID_PARAMS
+from mcp_server.protocol.frame.errors import INVALID_PARAMS
 from mcp_server.runtime.devserver import free_port
 from mcp_server.runtime.operator_cli import (
     EXIT_INVALID,

@@ -21,7 +21,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 from activities.quota import find_closed
-from mcp_server.protocol import errors
+from mcp_server.protocol.frame import errors
 from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.contracts.quota import RELEASE_SIGNAL

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mcp_server.protocol import errors
+from mcp_server.protocol.frame import errors
 from mcp_server.protocol.limits.rates import PrincipalLimiter
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.store import new_task_id

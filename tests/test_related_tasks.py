@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from mcp_server.protocol import errors
-from mcp_server.protocol.models import MAX_RELATED_TASK_IDS
+from mcp_server.protocol.frame import errors
+from mcp_server.protocol.frame.models import MAX_RELATED_TASK_IDS
 from mcp_server.runtime.operator_views import page, shown_json
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.listing import TaskDetail

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from mcp_server.protocol.errors import QUOTA_EXCEEDED
+from mcp_server.protocol.frame.errors import QUOTA_EXCEEDED
 from mcp_server.runtime.devserver import TemporalDevServer
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient

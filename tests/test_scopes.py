@@ -15,7 +15,7 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from mcp_server.protocol import errors
+from mcp_server.protocol.frame import errors
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tools.registry import Tool, ToolCall
 from mcp_tasks.contracts.tool_messages import ToolResult

@@ -1,6 +1,6 @@
 """Rotating secrets keeps what was signed or encrypted before.
 
-`MCP_TASKS_STATE_SECRET` is a list (mcp_server/protocol/state_keys.py): the first key signs,
+`MCP_TASKS_STATE_SECRET` is a list (mcp_server/protocol/frame/state_keys.py): the first key signs,
 any listed verifies, so a 2025-11-25 session, an MRTR requestState, an inbox sign-in and its
 CSRF token made under the old key still work once the new key is first. The payload codec
 (`MCP_TASKS_PAYLOAD_KEY`, runtime/codec.py) overlaps the same way, each payload naming its key
@@ -17,8 +17,8 @@ from temporalio.api.common.v1 import Payload
 
 from mcp_server.inbox.csrf import CsrfTokens
 from mcp_server.inbox.session import SessionCookies
-from mcp_server.protocol.errors import INVALID_PARAMS, McpError
-from mcp_server.protocol.request_state import PendingRound, RequestStateCodec
+from mcp_server.protocol.frame.errors import INVALID_PARAMS, McpError
+from mcp_server.protocol.frame.request_state import PendingRound, RequestStateCodec
 from mcp_server.protocol.services import state_secret
 from mcp_server.temporal.codec import KEY_ID, EncryptionCodec, PayloadKeyError, key_id
 from mcp_tasks.identity import Principal

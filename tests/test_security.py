@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from temporalio.client import Client
 
 from mcp_server.auth.modes import build_authenticator
-from mcp_server.protocol import errors
+from mcp_server.protocol.frame import errors
 from mcp_server.protocol.limits.per_principal import PollLimiter
 from mcp_server.runtime.tokens import add_token
 from mcp_server.tasks.access import find_task

@@ -22,7 +22,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from mcp_server.http import sse
 from mcp_server.http.handshake import SESSION_HEADER, session_digest
-from mcp_server.protocol.errors import RATE_LIMITED
+from mcp_server.protocol.frame.errors import RATE_LIMITED
 from mcp_server.protocol.v2025 import session_stream as session_stream_module
 from mcp_server.tasks import session_tasks
 from mcp_server.tasks.store import TemporalTaskStore

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from mcp_server.protocol import errors
+from mcp_server.protocol.frame import errors
 from tests.conftest import Stack, StackFactory
 from tests.legacy_client import LegacyClient
 from tests.test_listen_streams import listen_refusal

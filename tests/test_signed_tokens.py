@@ -15,8 +15,8 @@ import pytest
 from mcp_server.http.sessions import Session, SessionIds
 from mcp_server.inbox.csrf import CsrfTokens
 from mcp_server.inbox.session import InboxSession, SessionCookies
-from mcp_server.protocol.errors import INVALID_PARAMS, McpError
-from mcp_server.protocol.request_state import PendingRound, RequestStateCodec
+from mcp_server.protocol.frame.errors import INVALID_PARAMS, McpError
+from mcp_server.protocol.frame.request_state import PendingRound, RequestStateCodec
 from mcp_tasks.identity import Principal
 from mcp_tasks.signed_tokens import (
     CLOCK_SKEW_S,

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from mcp_server.protocol import errors
+from mcp_server.protocol.frame import errors
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.stdio.server import StdioServer
 from tests.conftest import Stack

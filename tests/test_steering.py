@@ -19,8 +19,8 @@ import pytest
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from mcp_server.protocol import errors
-from mcp_server.protocol.client_view import STEERING_EXTENSION
+from mcp_server.protocol.core.client_view import STEERING_EXTENSION
+from mcp_server.protocol.frame import errors
 from mcp_server.tools.exposed import load
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.contracts.task_state import (

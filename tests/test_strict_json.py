@@ -9,9 +9,13 @@ import math
 
 import pytest
 
-from mcp_server.protocol import errors
-from mcp_server.protocol.request_state import PendingRound, RequestStateCodec, canonical_digest
-from mcp_server.protocol.strict_json import MAX_DEPTH
+from mcp_server.protocol.frame import errors
+from mcp_server.protocol.frame.request_state import (
+    PendingRound,
+    RequestStateCodec,
+    canonical_digest,
+)
+from mcp_server.protocol.frame.strict_json import MAX_DEPTH
 from tests.asgi_stack import AsgiStack
 from tests.mcp_client import VERSION
 from tests.test_stdio import StdioHost, host, meta, stdio_env  # noqa: F401 (fixtures)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mcp_server.protocol import errors
+from mcp_server.protocol.frame import errors
 from tests.asgi_stack import AsgiStack
 from tests.listen_stream import ListenStream, is_final
 from tests.mcp_client import NO_CAPABILITIES, McpClient

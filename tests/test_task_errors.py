@@ -13,8 +13,8 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from mcp_server.http.app import create_app
-from mcp_server.protocol import errors
-from mcp_server.protocol.errors import from_task_error
+from mcp_server.protocol.frame import errors
+from mcp_server.protocol.frame.errors import from_task_error
 from mcp_server.tasks.errors import (
     ArgumentsTooLarge,
     BackendRefused,

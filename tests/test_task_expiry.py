@@ -11,7 +11,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_server.protocol import errors
+from mcp_server.protocol.frame import errors
 from mcp_server.tasks.expiry import run_sweeper
 from mcp_server.tasks.ttl import closed_expired
 from mcp_tasks.contracts.task_state import parse_timestamp

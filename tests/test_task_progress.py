@@ -14,11 +14,11 @@ from datetime import UTC, datetime
 from jsonschema import Draft202012Validator
 
 from mcp_server.inbox.pages import render_progress, task_live, task_version
-from mcp_server.protocol.attached.runs import ProgressRelay, progress_mark
+from mcp_server.protocol.core.relay import ProgressRelay, progress_mark
+from mcp_server.protocol.core.views import get_task_result
 from mcp_server.protocol.events.catalog import EVENT_TYPES
-from mcp_server.protocol.models import to_wire
-from mcp_server.protocol.v2026.views import get_task_result
-from mcp_server.protocol.wire import META_TASK_PROGRESS
+from mcp_server.protocol.frame.models import to_wire
+from mcp_server.protocol.frame.wire import META_TASK_PROGRESS
 from mcp_server.runtime.operator_views import listed_json, page, shown_json
 from mcp_server.tasks.listing import ListedTask, TaskDetail
 from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from mcp_server.protocol import errors
-from mcp_server.protocol.wire import parse_iso
+from mcp_server.protocol.frame import errors
+from mcp_server.protocol.frame.wire import parse_iso
 from mcp_server.runtime.devserver import TemporalDevServer
 from mcp_server.tasks.description import describe
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_tasks.contracts.task_state import MEMO_KEY, TaskState
-from tests.asgi_stack import AsgiStack
+from tests.asgi_stack import AsgiStack, reads_of
 from tests.conftest import Stack, StackFactory
 from tests.fixture_tools import SHORT_TTL_MS
 from tests.mcp_client import NO_CAPABILITIES, TASKS, McpClient
@@ -122,6 +122,17 @@ async def test_a_protocol_error_is_failed_with_a_json_rpc_error_and_no_result(
     assert task["status"] == "failed" and "result" not in task
     assert task["error"]["code"] == errors.INTERNAL_ERROR
     assert task["statusMessage"].startswith("Task failed")
+
+
+async def test_an_answer_reads_the_task_once(
+    asgi_stack: AsgiStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mcp = asgi_stack.mcp
+    task_id = await mcp.create_task("confirm_delete", {"filename": "once.csv"})
+    await mcp.wait_status(task_id, "input_required", within=5)
+    reads = reads_of(asgi_stack, monkeypatch)
+    assert (await mcp.update_task(task_id, {"confirm": ACCEPT})).status == 200
+    assert reads == [task_id]  # one store read, one pass through the "not found" limit
 
 
 async def test_an_answer_resumes_a_task_waiting_for_input(asgi_mcp: McpClient) -> None:

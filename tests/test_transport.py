@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mcp_server.protocol import errors
+from mcp_server.protocol.frame import errors
 from tests.asgi_stack import AsgiStack
 from tests.conftest import Stack
 from tests.mcp_client import NO_CAPABILITIES, VERSION, McpClient

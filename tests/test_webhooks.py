@@ -27,7 +27,7 @@ from activities.delivery import WEBHOOK_MAX_BYTES, DeliverySender, encoded
 from activities.webhook_health import EndpointHealth, SuspensionPolicy
 from activities.webhooks import slack_body
 from mcp_server.http.app import create_app
-from mcp_server.protocol.errors import INVALID_PARAMS
+from mcp_server.protocol.frame.errors import INVALID_PARAMS
 from mcp_server.runtime.devserver import free_port
 from mcp_server.tasks.expiry import sweep
 from mcp_server.tasks.pending_webhooks import pending_deliveries

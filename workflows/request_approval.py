@@ -36,7 +36,7 @@ class RequestApprovalWorkflow(TaskWorkflow):
         required = ["decision"]
         if task.arguments.get("require_reason"):
             # Required and not blank: an empty string is no reason (the server checks every
-            # answer against this form, mcp_server/protocol/answer_schema.py).
+            # answer against this form, mcp_server/protocol/frame/answer_schema.py).
             required.append("reason")
             properties["reason"] = {**properties["reason"], "minLength": 1}
         asked_at = workflow.now()

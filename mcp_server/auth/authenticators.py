@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from mcp_server.protocol.grants import EVERY_SCOPE, Grant, bearer_challenge
+from mcp_server.protocol.core.grants import EVERY_SCOPE, Grant, bearer_challenge
 from mcp_tasks.hosts import is_loopback
 from mcp_tasks.identity import ANONYMOUS, Principal, reserved_subject
 from mcp_tasks.settings import Settings

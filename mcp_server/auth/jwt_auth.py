@@ -31,7 +31,7 @@ import jwt
 
 from mcp_server.auth.authenticators import RESOURCE_METADATA_PATH, AuthError, bearer_token
 from mcp_server.auth.jwks import JwksKeys, KeysUnavailable, UnknownSigningKey, http_fetch
-from mcp_server.protocol.grants import Grant
+from mcp_server.protocol.core.grants import Grant
 from mcp_tasks.identity import Principal
 from mcp_tasks.settings import Settings
 

@@ -20,7 +20,7 @@ import logging
 from collections.abc import AsyncIterator
 
 from mcp_server.auth.authenticators import AuthError, TokenAuthentication
-from mcp_server.protocol.events.store import SubscriptionStore
+from mcp_server.tasks.event_subscriptions import SubscriptionStore
 from mcp_tasks.identity import Principal
 
 log = logging.getLogger("mcp_server.auth.revocation")

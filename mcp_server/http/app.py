@@ -40,13 +40,13 @@ from mcp_server.inbox.security import InboxHeadersMiddleware
 from mcp_server.inbox.signin import inbox_signin
 from mcp_server.observability.probes import EngineStatus
 from mcp_server.observability.routes import add_operations_routes, operations
-from mcp_server.protocol.events.store import (
+from mcp_server.protocol.services import build_services, clock, state_secret
+from mcp_server.tasks.backend import TemporalBackend
+from mcp_server.tasks.event_subscriptions import (
     SubscriptionStore,
     TemporalSubscriptionStore,
     events_offered,
 )
-from mcp_server.protocol.services import build_services, clock, state_secret
-from mcp_server.tasks.backend import TemporalBackend
 from mcp_server.tasks.inbox_store import InboxStore, TemporalInboxStore
 from mcp_server.tasks.store import TaskStore, TemporalTaskStore
 from mcp_server.tasks.ui_links import workflow_url

@@ -35,19 +35,19 @@ from mcp_server.http.sessions import SessionIds
 from mcp_server.observability import record as observed
 from mcp_server.observability import tracing
 from mcp_server.protocol import dispatch
-from mcp_server.protocol import routing_headers as headers
-from mcp_server.protocol.context import Services
-from mcp_server.protocol.envelope import (
+from mcp_server.protocol.core.context import Services
+from mcp_server.protocol.core.grants import InsufficientScope
+from mcp_server.protocol.frame import routing_headers as headers
+from mcp_server.protocol.frame.envelope import (
     names_protocol_version,
     params_of,
     parse_envelope,
     require_supported_version,
 )
-from mcp_server.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
-from mcp_server.protocol.grants import InsufficientScope
-from mcp_server.protocol.models import request_meta
+from mcp_server.protocol.frame.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
+from mcp_server.protocol.frame.models import request_meta
+from mcp_server.protocol.frame.wire import HANDSHAKE_VERSIONS, V2026
 from mcp_server.protocol.v2026.request_context import modern_context
-from mcp_server.protocol.wire import HANDSHAKE_VERSIONS
 
 log = logging.getLogger("mcp_server.http.endpoint")
 
@@ -128,7 +128,7 @@ class McpEndpoint:
         if exchange.request_id is None:
             headers.check_method(request.headers, method)
             return Response(status_code=202)
-        entry = dispatch.lookup(method, "modern")
+        entry = dispatch.lookup(method, V2026)
         headers.check_method(request.headers, method)
         params = params_of(exchange.message)
         meta = request_meta(params)

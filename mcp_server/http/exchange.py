@@ -18,11 +18,12 @@ from starlette.responses import JSONResponse, Response
 
 from mcp_server.http import sse
 from mcp_server.observability import record as observed
-from mcp_server.protocol import audit, dispatch
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import McpError
-from mcp_server.protocol.grants import NO_SCOPE, Grant
-from mcp_server.protocol.models import error_message, result_message, to_message
+from mcp_server.protocol import dispatch
+from mcp_server.protocol.core import audit
+from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.core.grants import NO_SCOPE, Grant
+from mcp_server.protocol.frame.errors import McpError
+from mcp_server.protocol.frame.models import error_message, result_message, to_message
 from mcp_tasks.identity import NOBODY, Identity
 
 RequestId = str | int | None

@@ -25,10 +25,11 @@ from mcp_server.http.exchange import Exchange, error_response
 from mcp_server.http.sessions import Session, SessionIds
 from mcp_server.observability import record as observed
 from mcp_server.protocol import dispatch
-from mcp_server.protocol.context import Services
-from mcp_server.protocol.envelope import params_of
-from mcp_server.protocol.errors import INVALID_REQUEST, McpError
-from mcp_server.protocol.models import parse_params, result_message
+from mcp_server.protocol.core.context import Services
+from mcp_server.protocol.frame.envelope import params_of
+from mcp_server.protocol.frame.errors import INVALID_REQUEST, McpError
+from mcp_server.protocol.frame.models import parse_params, result_message
+from mcp_server.protocol.frame.wire import V2025
 from mcp_server.protocol.v2025 import client_responses, session_stream
 from mcp_server.protocol.v2025.methods import InitializeParams, negotiate
 from mcp_server.protocol.v2025.request_context import handshake_context
@@ -72,7 +73,7 @@ class Handshake:
             return Response(status_code=202)
         if exchange.request_id is None:
             return Response(status_code=202)  # notifications/initialized, cancelled, ...
-        entry = dispatch.lookup(method, "legacy")
+        entry = dispatch.lookup(method, V2025)
         params = params_of(exchange.message)
         ctx = handshake_context(
             exchange.request_id,
@@ -150,7 +151,7 @@ class Handshake:
             capabilities=parsed.capabilities,
         )
         result = await dispatch.call(
-            dispatch.lookup("initialize", "legacy"), ctx, self.services, params
+            dispatch.lookup("initialize", V2025), ctx, self.services, params
         )
         body = result_message(result, exchange.request_id, None)
         return JSONResponse(body, headers={SESSION_HEADER: session_id})

@@ -35,7 +35,7 @@ from mcp_server.http.origin import OriginPolicy
 from mcp_server.observability import metrics
 from mcp_server.observability.record import SCOPE_KEY as OBSERVED_KEY
 from mcp_server.observability.record import RequestRecord
-from mcp_server.protocol.errors import INVALID_REQUEST
+from mcp_server.protocol.frame.errors import INVALID_REQUEST
 from mcp_tasks.identity import identity_of
 from mcp_tasks.logging import request_line
 from mcp_tasks.request_id import HTTP_REQUEST_ID

@@ -29,8 +29,8 @@ from typing import Any
 
 import mcp_types as core
 
-from mcp_server.protocol import strict_json
-from mcp_server.protocol.state_keys import StateSecret, keys_of
+from mcp_server.protocol.frame import strict_json
+from mcp_server.protocol.frame.state_keys import StateSecret, keys_of
 from mcp_tasks import legacy_tokens
 from mcp_tasks.signed_tokens import CLOCK_SKEW_S, SignedTokens
 

@@ -21,8 +21,8 @@ from typing import Any
 from pydantic import BaseModel
 from starlette.responses import StreamingResponse
 
-from mcp_server.protocol.errors import McpError
-from mcp_server.protocol.models import error_message, result_message, to_message
+from mcp_server.protocol.frame.errors import McpError
+from mcp_server.protocol.frame.models import error_message, result_message, to_message
 
 KEEPALIVE_S = 15.0
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

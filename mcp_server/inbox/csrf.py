@@ -10,7 +10,7 @@ form opened before a rotation still posts after it.
 from __future__ import annotations
 
 from mcp_server.inbox.session import InboxSession
-from mcp_server.protocol.state_keys import StateSecret, keys_of
+from mcp_server.protocol.frame.state_keys import StateSecret, keys_of
 from mcp_tasks import legacy_tokens
 from mcp_tasks.signed_tokens import Signatures
 

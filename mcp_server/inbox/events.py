@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from mcp_server.inbox.list_page import list_version
 from mcp_server.inbox.pages import forms_version, task_version
-from mcp_server.protocol.errors import McpError
+from mcp_server.protocol.frame.errors import McpError
 from mcp_server.protocol.limits.listen import Lease, Listening
 from mcp_server.tasks.errors import TaskError
 from mcp_server.tasks.following import Updates

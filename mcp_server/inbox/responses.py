@@ -7,7 +7,7 @@ from __future__ import annotations
 from starlette.responses import HTMLResponse
 
 from mcp_server.inbox import pages
-from mcp_server.protocol.errors import McpError, from_task_error
+from mcp_server.protocol.frame.errors import McpError, from_task_error
 from mcp_server.tasks.errors import TaskError
 
 

@@ -1,9 +1,10 @@
 """The inbox's routes, mounted on the app under /inbox (`add_inbox_routes`).
 
 Every POST checks the CSRF token of its session first (403 otherwise). Answers go through the
-protocol layer's own `submit_answers`, with a RequestContext of the signed-in principal, so
-validation, approver rules and rate limits are those of `tasks/update`; its -32602 message is
-shown on the page. A task the principal may not read is 404, the same as a missing one.
+protocol layer's own `task_to_answer` and `submit_answers` (protocol/core/tasks.py), as
+`tasks/update`'s do, with a RequestContext of the signed-in principal: one lookup, and the
+validation, approver rules and rate limits of `tasks/update`; its -32602 message is shown on
+the page. A task the principal may not read is 404, the same as a missing one.
 """
 
 from __future__ import annotations
@@ -34,10 +35,10 @@ from mcp_server.inbox.paging import WaitingPage, page_of
 from mcp_server.inbox.responses import forged, html_page, problem, unavailable
 from mcp_server.inbox.session import InboxSession
 from mcp_server.inbox.signin import SIGN_IN_PATH, SignIn
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import INTERNAL_ERROR, McpError
+from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.core.tasks import lookup, submit_answers, task_to_answer
+from mcp_server.protocol.frame.errors import INTERNAL_ERROR, McpError
 from mcp_server.protocol.v2026.request_context import modern_context
-from mcp_server.protocol.v2026.tasks import lookup, submit_answers
 from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.errors import TaskError, TaskNotFound
 from mcp_server.tasks.inbox_store import InboxStore
@@ -216,7 +217,7 @@ class Inbox:
         services = self._services(request)
         ctx = self.context(request, principal)
         try:
-            snapshot = await lookup(ctx, services, task_id)
+            snapshot = await task_to_answer(ctx, services, task_id)
         except TaskNotFound:
             return problem(404, "Not found", "No such task, or not one you may see.")
         except (McpError, TaskError) as err:
@@ -227,8 +228,7 @@ class Inbox:
             gone = "This question was already answered or withdrawn."
             return await self._on_task_page(request, session, snapshot, gone, 409)
         try:
-            services.limits.rates.updates.take(ctx.principal)
-            await submit_answers(ctx, services, task_id, {key: answer_of(question, form)})
+            await submit_answers(ctx, services, snapshot, {key: answer_of(question, form)})
         except TaskNotFound:
             return problem(404, "Not found", "No such task, or not one you may see.")
         except NeedsConfirmation:

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server.protocol.state_keys import StateSecret, keys_of
+from mcp_server.protocol.frame.state_keys import StateSecret, keys_of
 from mcp_tasks import legacy_tokens
 from mcp_tasks.identity import Principal
 from mcp_tasks.signed_tokens import SignedTokens

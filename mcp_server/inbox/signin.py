@@ -35,7 +35,7 @@ from mcp_server.auth.authenticators import (
 )
 from mcp_server.inbox.csrf import CsrfTokens
 from mcp_server.inbox.session import COOKIE_NAME, InboxSession, SessionCookies, cookie_header
-from mcp_server.protocol.state_keys import StateSecret
+from mcp_server.protocol.frame.state_keys import StateSecret
 from mcp_tasks.identity import ANONYMOUS, Principal, reserved_subject
 from mcp_tasks.settings import Settings
 

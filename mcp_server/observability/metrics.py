@@ -36,7 +36,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from mcp_server.protocol.dispatch import LEGACY_TABLE
+from mcp_server.protocol.dispatch import TABLE_2025
 from mcp_server.tasks import followed, temporal_errors
 from mcp_tasks.contracts.webhooks import (
     DELIVERIES_METRIC,
@@ -56,7 +56,7 @@ _LATENCY_BUCKETS = (
     600.0,
 )  # fmt: skip
 
-KNOWN_METHODS = frozenset(LEGACY_TABLE)
+KNOWN_METHODS = frozenset(TABLE_2025)
 OPERATIONS = ("create", "get", "update", "cancel", "listen", "other")
 # The Temporal calls of the server (temporal_errors.py), and the gRPC codes of an outage, whose
 # error counters exist at zero from the start.

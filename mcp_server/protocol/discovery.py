@@ -1,7 +1,7 @@
 """`server/discover` and `tools/list` (wire §1.4, §1.7).
 
 - `server/discover` replaces `initialize` at 2026-07-28; it advertises the tasks extension
-  (and this server's steering extension, v2026/steering.py) under `capabilities.extensions`
+  (and this server's steering extension, core/steering.py) under `capabilities.extensions`
   and never the 2025-11-25 `capabilities.tasks` slot.
 - `tools/list` and `server/discover` carry the cache hints `ttlMs` and `cacheScope` at
   2026-07-28. The list is the same for every caller and every connection, in registration
@@ -18,12 +18,17 @@ import binascii
 import mcp_types as core
 
 from mcp_server.protocol.attached import followup_tools
-from mcp_server.protocol.client_view import STEERING_EXTENSION
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import invalid_params
+from mcp_server.protocol.core.client_view import STEERING_EXTENSION
+from mcp_server.protocol.core.context import RequestContext, Services
 from mcp_server.protocol.events.models import EVENTS_EXTENSION
-from mcp_server.protocol.models import DiscoverResult, ListToolsResult, PaginatedParams, Params
-from mcp_server.protocol.wire import SUPPORTED_VERSIONS, TASKS_EXTENSION
+from mcp_server.protocol.frame.errors import invalid_params
+from mcp_server.protocol.frame.models import (
+    DiscoverResult,
+    ListToolsResult,
+    PaginatedParams,
+    Params,
+)
+from mcp_server.protocol.frame.wire import SUPPORTED_VERSIONS, TASKS_EXTENSION, V2025, V2026, Era
 from mcp_server.tools.registry import Tool
 
 LIST_TTL_MS = 5 * 60 * 1000
@@ -62,10 +67,10 @@ def _cursor_offset(cursor: str | None) -> int:
     return offset
 
 
-def tool_model(tool: Tool, *, legacy: bool) -> core.Tool:
+def tool_model(tool: Tool, era: Era) -> core.Tool:
     """The `Tool` of tools/list (2026-07-28 has no `execution` field)."""
     execution = None
-    if legacy and tool.task_support != "never":
+    if era == V2025 and tool.task_support != "never":
         execution = core.ToolExecution(task_support="optional")
     return core.Tool(
         name=tool.name,
@@ -93,8 +98,8 @@ async def list_tools(
         next_offset = str(offset + TOOLS_PAGE_SIZE).encode("ascii")
         next_cursor = base64.urlsafe_b64encode(next_offset).decode("ascii")
     return ListToolsResult(
-        tools=[tool_model(tool, legacy=not ctx.modern) for tool in page],
+        tools=[tool_model(tool, ctx.era) for tool in page],
         next_cursor=next_cursor,
-        ttl_ms=LIST_TTL_MS if ctx.modern else None,
-        cache_scope="public" if ctx.modern else None,
+        ttl_ms=LIST_TTL_MS if ctx.era == V2026 else None,
+        cache_scope="public" if ctx.era == V2026 else None,
     )

@@ -1,7 +1,7 @@
 """The one dispatch table: every method of both eras, plain or streaming, and what each needs.
 
 Each entry declares:
-- the eras that serve it (`modern`: 2026-07-28, stateless; `legacy`: 2025-11-25 and older,
+- the eras that serve it (`V2026`: 2026-07-28, stateless; `V2025`: 2025-11-25 and older,
   after `initialize`). A method not served in the request's era is -32601 (HTTP 404): at
   2026-07-28 that covers `initialize`, `ping`, `logging/setLevel`, `tasks/list`,
   `tasks/result`; at 2025-11-25, `server/discover`, `tasks/update`, `subscriptions/listen`;
@@ -18,21 +18,22 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
-from mcp_server.protocol import audit, capabilities, discovery, tools
-from mcp_server.protocol.client_view import STEERING_EXTENSION
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import METHOD_NOT_FOUND, McpError, from_task_error
+from mcp_server.protocol import discovery, tools
+from mcp_server.protocol.core import audit, capabilities
+from mcp_server.protocol.core.client_view import STEERING_EXTENSION
+from mcp_server.protocol.core.context import RequestContext, Services
 from mcp_server.protocol.events import handlers as events
 from mcp_server.protocol.events.models import (
     RemoveSubscriptionParams,
     SubscribeParams,
     UnsubscribeParams,
 )
-from mcp_server.protocol.models import (
+from mcp_server.protocol.frame.errors import METHOD_NOT_FOUND, McpError, from_task_error
+from mcp_server.protocol.frame.models import (
     ListenParams,
     PaginatedParams,
     Params,
@@ -42,15 +43,14 @@ from mcp_server.protocol.models import (
     UpdateTaskParams,
     parse_params,
 )
+from mcp_server.protocol.frame.wire import TASKS_CAPABILITY, TASKS_EXTENSION, V2025, V2026, Era
 from mcp_server.protocol.v2025 import methods as v2025
 from mcp_server.protocol.v2026 import steering, subscriptions, tasks
-from mcp_server.protocol.wire import TASKS_CAPABILITY, TASKS_EXTENSION
 from mcp_server.tasks.errors import TaskError
 
-Era = Literal["modern", "legacy"]
-BOTH: frozenset[Era] = frozenset({"modern", "legacy"})
-MODERN: frozenset[Era] = frozenset({"modern"})
-LEGACY: frozenset[Era] = frozenset({"legacy"})
+BOTH: frozenset[Era] = frozenset({V2026, V2025})
+IN_2026: frozenset[Era] = frozenset({V2026})
+IN_2025: frozenset[Era] = frozenset({V2025})
 
 Handler = Callable[[RequestContext, Services, Any], Awaitable[BaseModel]]
 StreamHandler = Callable[[RequestContext, Services, Any], Awaitable[AsyncIterator[Any]]]
@@ -73,21 +73,21 @@ def _method(name: str, params: type[Params], handler: Any, **spec: Any) -> Metho
 
 
 # The 2025-11-25 era's handshake methods, served beside the shared ones.
-_LEGACY_PLAIN = [
-    Method("initialize", v2025.InitializeParams, v2025.initialize, eras=LEGACY),
-    Method("ping", Params, v2025.empty, eras=LEGACY),
-    Method("logging/setLevel", v2025.SetLevelParams, v2025.empty, eras=LEGACY),
+_HANDSHAKE = [
+    Method("initialize", v2025.InitializeParams, v2025.initialize, eras=IN_2025),
+    Method("ping", Params, v2025.empty, eras=IN_2025),
+    Method("logging/setLevel", v2025.SetLevelParams, v2025.empty, eras=IN_2025),
 ]
 # The 2025-11-25 era's own tasks methods (not the extension's).
-_LEGACY_TASKS = [
-    Method("tasks/get", TaskIdParams, v2025.get_task, eras=LEGACY, name_param="taskId"),
-    Method("tasks/result", TaskIdParams, v2025.task_result, eras=LEGACY, name_param="taskId"),
-    Method("tasks/list", PaginatedParams, v2025.list_tasks, eras=LEGACY),
+_TASKS_2025 = [
+    Method("tasks/get", TaskIdParams, v2025.get_task, eras=IN_2025, name_param="taskId"),
+    Method("tasks/result", TaskIdParams, v2025.task_result, eras=IN_2025, name_param="taskId"),
+    Method("tasks/list", PaginatedParams, v2025.list_tasks, eras=IN_2025),
     Method(
         "tasks/cancel",
         TaskIdParams,
         v2025.cancel_task,
-        eras=LEGACY,
+        eras=IN_2025,
         name_param="taskId",
         audit_event="tasks/cancel",
     ),
@@ -101,7 +101,7 @@ _STEERING: list[tuple[str, type[Params], Any]] = [
 TABLE: dict[str, Method] = {
     m.name: m
     for m in [
-        _method("server/discover", Params, discovery.discover, eras=MODERN),
+        _method("server/discover", Params, discovery.discover, eras=IN_2026),
         _method("tools/list", PaginatedParams, discovery.list_tools),
         _method(
             "tools/call",
@@ -114,7 +114,7 @@ TABLE: dict[str, Method] = {
             "tasks/get",
             TaskIdParams,
             tasks.get_task,
-            eras=MODERN,
+            eras=IN_2026,
             extension=TASKS_EXTENSION,
             name_param="taskId",
         ),
@@ -122,7 +122,7 @@ TABLE: dict[str, Method] = {
             "tasks/update",
             UpdateTaskParams,
             tasks.update_task,
-            eras=MODERN,
+            eras=IN_2026,
             extension=TASKS_EXTENSION,
             name_param="taskId",
             audit_event="tasks/update",
@@ -131,7 +131,7 @@ TABLE: dict[str, Method] = {
             "tasks/cancel",
             TaskIdParams,
             tasks.cancel_task,
-            eras=MODERN,
+            eras=IN_2026,
             extension=TASKS_EXTENSION,
             name_param="taskId",
             audit_event="tasks/cancel",
@@ -141,51 +141,51 @@ TABLE: dict[str, Method] = {
                 name,
                 params,
                 handler,
-                eras=MODERN,
+                eras=IN_2026,
                 extension=STEERING_EXTENSION,
                 name_param="taskId",
                 audit_event=name,
             )
             for name, params, handler in _STEERING
         ],
-        _method("events/list", PaginatedParams, events.list_events, eras=MODERN),
-        _method("events/subscribe", SubscribeParams, events.subscribe, eras=MODERN),
-        _method("events/unsubscribe", UnsubscribeParams, events.unsubscribe, eras=MODERN),
+        _method("events/list", PaginatedParams, events.list_events, eras=IN_2026),
+        _method("events/subscribe", SubscribeParams, events.subscribe, eras=IN_2026),
+        _method("events/unsubscribe", UnsubscribeParams, events.unsubscribe, eras=IN_2026),
         _method(
             "events/subscriptions/list",
             PaginatedParams,
             events.list_subscriptions,
-            eras=MODERN,
+            eras=IN_2026,
         ),
         _method(
             "events/subscriptions/remove",
             RemoveSubscriptionParams,
             events.remove_subscription,
-            eras=MODERN,
+            eras=IN_2026,
         ),
         Method(
             "subscriptions/listen",
             ListenParams,
             stream=subscriptions.listen,
-            eras=MODERN,
+            eras=IN_2026,
         ),
-        *_LEGACY_PLAIN,
+        *_HANDSHAKE,
     ]
 }
 # The 2025-11-25 era's own tasks methods share names with the extension's: its table wins there.
-LEGACY_TABLE: dict[str, Method] = {**TABLE, **{m.name: m for m in _LEGACY_TASKS}}
+TABLE_2025: dict[str, Method] = {**TABLE, **{m.name: m for m in _TASKS_2025}}
 
 
 def lookup(method: str, era: Era) -> Method:
     """The entry serving `method` in `era`, or -32601."""
-    entry = (LEGACY_TABLE if era == "legacy" else TABLE).get(method)
+    entry = (TABLE_2025 if era == V2025 else TABLE).get(method)
     if entry is None or era not in entry.eras:
         raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
     return entry
 
 
 def _gate(entry: Method, ctx: RequestContext) -> None:
-    if entry.extension is None or not ctx.modern:
+    if entry.extension is None or ctx.era != V2026:
         return
     if entry.extension == TASKS_EXTENSION:
         capabilities.require(

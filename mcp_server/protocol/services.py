@@ -17,15 +17,15 @@ import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from mcp_server.protocol import state_keys
-from mcp_server.protocol.approver_policy import ApproverPolicy
-from mcp_server.protocol.context import Services
-from mcp_server.protocol.events.store import EventsService, SubscriptionStore
+from mcp_server.protocol.core.approver_policy import ApproverPolicy
+from mcp_server.protocol.core.context import Services
+from mcp_server.protocol.frame import state_keys
+from mcp_server.protocol.frame.request_state import RequestStateCodec
+from mcp_server.protocol.frame.state_keys import StateSecret
 from mcp_server.protocol.limits.listen import Listening, StreamSlots
 from mcp_server.protocol.limits.per_principal import Limits, PollLimiter
 from mcp_server.protocol.limits.rates import RateLimits
-from mcp_server.protocol.request_state import RequestStateCodec
-from mcp_server.protocol.state_keys import StateSecret
+from mcp_server.tasks.event_subscriptions import EventsService, SubscriptionStore
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tasks.watchers import TaskWatchers
 from mcp_server.tools.registry import ToolRegistry

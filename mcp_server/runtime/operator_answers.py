@@ -1,6 +1,6 @@
 """The answer `mcp-tasks tasks answer` sends: built from `--set field=value` / `--json`, or
 asked field by field on a terminal, then checked exactly as `tasks/update` checks it
-(`check_input_response`, protocol/models.py and protocol/answer_schema.py).
+(`check_input_response`, protocol/frame/models.py and protocol/frame/answer_schema.py).
 
 A `--set` value is read as its form field's type says (numbers parsed, booleans
 true/false/yes/no, a multi-select as comma-separated values); a field the form does not have is
@@ -14,9 +14,9 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mcp_server.protocol.answer_schema import form_problem
-from mcp_server.protocol.errors import McpError
-from mcp_server.protocol.models import check_input_response
+from mcp_server.protocol.frame.answer_schema import form_problem
+from mcp_server.protocol.frame.errors import McpError
+from mcp_server.protocol.frame.models import check_input_response
 
 Ask = Callable[[str], str]
 Say = Callable[[str], None]

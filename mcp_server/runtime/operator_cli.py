@@ -34,8 +34,8 @@ from typing import Any
 from temporalio.client import Client
 
 from mcp_server.observability import tracing
-from mcp_server.protocol import state_keys
-from mcp_server.protocol.errors import McpError
+from mcp_server.protocol.frame import state_keys
+from mcp_server.protocol.frame.errors import McpError
 from mcp_server.protocol.limits.per_principal import Limits, PollLimiter
 from mcp_server.runtime import operator_answers as answers
 from mcp_server.runtime import operator_views as views
@@ -321,7 +321,7 @@ async def _cancel(store: TemporalTaskStore, snapshot: TaskSnapshot) -> int:
 
 
 def _audit(event: str, task_id: str, update: SubmitInput, keys: list[str], outcome: str) -> None:
-    """An audit line like the server's (protocol/audit.py), on the same logger: the operator's
+    """An audit line like the server's (protocol/core/audit.py), on the same logger: the operator's
     side door is recorded where the front door's changes are."""
     entry = {
         "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),

@@ -14,8 +14,8 @@ import sys
 
 from temporalio.client import Client
 
-from mcp_server.protocol.events.store import TemporalSubscriptionStore
 from mcp_server.runtime.operator_views import clean
+from mcp_server.tasks.event_subscriptions import TemporalSubscriptionStore
 from mcp_server.tasks.listing import owner_digest
 
 

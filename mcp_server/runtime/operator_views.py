@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from mcp_server.protocol.errors import error_object
-from mcp_server.protocol.v2026.views import get_task_result
+from mcp_server.protocol.core.views import get_task_result
+from mcp_server.protocol.frame.errors import error_object
 from mcp_server.tasks.listing import ListedTask, TaskDetail
 from mcp_server.tasks.snapshots import TaskSnapshot, progress_label
 from mcp_server.tasks.ttl import is_expired

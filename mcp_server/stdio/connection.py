@@ -32,21 +32,22 @@ import mcp_types as core
 from pydantic import BaseModel
 
 from mcp_server.protocol import dispatch
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.envelope import (
+from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.frame.envelope import (
     names_protocol_version,
     params_of,
     parse_envelope,
     require_supported_version,
 )
-from mcp_server.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
-from mcp_server.protocol.models import (
+from mcp_server.protocol.frame.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
+from mcp_server.protocol.frame.models import (
     error_message,
     parse_params,
     request_meta,
     result_message,
     to_message,
 )
+from mcp_server.protocol.frame.wire import V2025, V2026
 from mcp_server.protocol.v2025 import client_responses
 from mcp_server.protocol.v2025.methods import InitializeParams, negotiate
 from mcp_server.protocol.v2025.request_context import handshake_context
@@ -147,7 +148,7 @@ class StdioConnection:
         self, message: dict[str, Any], method: str, request_id: RequestId
     ) -> dict[str, Any] | None:
         modern = names_protocol_version(message) or self.handshake is None
-        entry = dispatch.lookup(method, "modern" if modern else "legacy")
+        entry = dispatch.lookup(method, V2026 if modern else V2025)
         params = params_of(message)
         ctx = (
             self._modern(method, request_id, params)
@@ -198,7 +199,7 @@ class StdioConnection:
             version=version,
             capabilities=parsed.capabilities,
         )
-        entry = dispatch.lookup("initialize", "legacy")
+        entry = dispatch.lookup("initialize", V2025)
         result = await dispatch.call(entry, ctx, self.services, params)
         self.handshake = Handshake(version, parsed.capabilities)
         return self._response(result, request_id, stamp=False)

@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from mcp_server.protocol.routing_headers import header_params
+from mcp_server.protocol.frame.routing_headers import header_params
 from mcp_server.tools.registry import ToolRegistry
 
 

@@ -2,7 +2,7 @@
 
 Rules implemented:
 - The task store and task access raise only `TaskError`s; the protocol layer alone turns them
-  into JSON-RPC errors (`mcp_server.protocol.errors.from_task_error`).
+  into JSON-RPC errors (`mcp_server.protocol.frame.errors.from_task_error`).
 - A backend that cannot be reached says when to retry (`retry_after_s`); one that answers but
   refuses says what it refused. Both name the backend, so an operator knows where to look.
 - A task that ended failed says how in a `TaskFailure`: the code of the protocol error the

@@ -1,6 +1,6 @@
 """Fixture tools of the conformance suite's `input-required-result-*` scenarios (MRTR, wire §1.6).
 
-Each asks for input through its `mrtr` (mcp_server/protocol/v2026/mrtr.py does the rounds), then
+Each asks for input through its `mrtr` (mcp_server/protocol/core/mrtr.py does the rounds), then
 answers synchronously with what it was told. The keys and questions are the ones the suite's
 scenarios name (src/scenarios/server/input-required-result.ts).
 """

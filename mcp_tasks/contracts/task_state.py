@@ -126,7 +126,7 @@ class TaskInput:
     # `owner` stays the digest that isolates tasks.
     requested_by: str = ""
     # Tasks the creating request named in `_meta["io.modelcontextprotocol/relatedTaskIds"]`,
-    # only those its caller may read (mcp_server/protocol/related_tasks.py).
+    # only those its caller may read (mcp_server/protocol/core/related_tasks.py).
     related_task_ids: list[str] = field(default_factory=list)
 
 

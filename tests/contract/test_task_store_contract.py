@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mcp_server.protocol.errors import error_object
+from mcp_server.protocol.frame.errors import error_object
 from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.quota import QuotaExceeded
 from mcp_server.tasks.snapshots import TaskSnapshot

@@ -30,7 +30,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from mcp_server.http.handshake import session_digest
-from mcp_server.protocol import errors
+from mcp_server.protocol.frame import errors
 from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.tools.loading import load_toolsets
 from mcp_tasks.identity import ANONYMOUS

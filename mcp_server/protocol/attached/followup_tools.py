@@ -1,5 +1,5 @@
 """The follow-up tools: ordinary tools that let a model continue a task in a later turn, for
-hosts that know nothing of tasks (see attached/runs.py).
+hosts that know nothing of tasks (see core/relay.py).
 
 - `task_status {taskId}`: the task's result when it is done (the tool's own result, or its
   error as an `isError` result), else its status, and the questions it waits on, each with
@@ -8,7 +8,7 @@ hosts that know nothing of tasks (see attached/runs.py).
   when `key` is left out), validated as a `tasks/update` answer is.
 - `task_cancel {taskId}`: asks the task to stop.
 - `task_steer {taskId, message}`, `task_pause {taskId}`, `task_resume {taskId}`: steering
-  (v2026/steering.py, the same rules and refusals as its methods), for a task whose tool
+  (core/steering.py, the same rules and refusals as its methods), for a task whose tool
   declares it; they count as a tasks/update.
 Owner binding holds as for `tasks/*`: a task that is missing, expired or someone else's is
 "not found", alike, and so do the per-principal rate limits (task_respond counts as a
@@ -25,15 +25,15 @@ from typing import Any, NoReturn
 
 import mcp_types as core
 
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import (
+from mcp_server.protocol.core import steering, tasks
+from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.core.views import tool_result
+from mcp_server.protocol.frame.errors import (
     RATE_LIMITED,
     TASK_NOT_FOUND_MESSAGE,
     McpError,
     invalid_params,
 )
-from mcp_server.protocol.v2026 import steering, tasks
-from mcp_server.protocol.v2026.views import tool_result
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.errors import TaskError
 from mcp_server.tasks.snapshots import TaskSnapshot
@@ -107,7 +107,7 @@ FOLLOW_UP_TOOLS = [tool.name for tool in TOOLS]
 TOOLS += STEERING_TOOLS
 _NAMES = {tool.name for tool in TOOLS}
 
-# The structured content of the result of a call whose task runs on (attached/runs.py): a task tool
+# The structured content of the result of a call whose task runs on (core/relay.py): a task tool
 # that declares an outputSchema lists `anyOf` its own schema and this one, to every client, so
 # that result is valid against what tools/list said and need not be marked `isError`.
 FOLLOW_UP_SCHEMA: dict[str, Any] = {
@@ -214,7 +214,7 @@ async def call(
                     status=snapshot.status,
                 )
             try:
-                await tasks.cancel(ctx, services, task_id)
+                await tasks.cancel(ctx, services, snapshot)
             except McpError as err:
                 return _text(f"The task was not cancelled: {err.message}", error=True)
             return _text(f"Cancellation of task {task_id} requested.", taskId=task_id)
@@ -267,7 +267,7 @@ async def _respond(
     if arguments.get("content") is not None:
         answer["content"] = arguments["content"]
     try:
-        await tasks.submit_answers(ctx, services, snapshot.task_id, {key: answer})
+        await tasks.submit_answers(ctx, services, snapshot, {key: answer})
     except McpError as err:
         return _text(f"The answer was not accepted: {err.message}", error=True)
     return _text(f"Answer to {key!r} delivered to task {snapshot.task_id}.", key=key)

@@ -2,7 +2,7 @@
 carry a running task's questions to a 2026-07-28 client without the tasks extension.
 
 Rules implemented:
-- A task that ended: its outcome (runs.outcome).
+- A task that ended: its outcome (relay.outcome).
 - At 2026-07-28, a task waiting on questions this request can take (it declared the capability
   each needs, and may answer each key): an InputRequiredResult asking them, under the task's
   own keys, whose `requestState` (HMAC-signed, expiring, bound to tool, arguments and
@@ -27,14 +27,14 @@ from typing import Any
 import mcp_types as core
 from pydantic import BaseModel
 
-from mcp_server.protocol.attached import runs
 from mcp_server.protocol.attached.followup_tools import FOLLOW_UP_TOOLS
-from mcp_server.protocol.attached.refused_answers import MAX_REFUSED, Refusals
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import INVALID_PARAMS, McpError, task_not_found
-from mcp_server.protocol.models import InputRequiredResult
-from mcp_server.protocol.request_state import PendingRound, canonical_digest
-from mcp_server.protocol.v2026 import mrtr, tasks
+from mcp_server.protocol.core import mrtr, relay, tasks
+from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.core.refused_answers import MAX_REFUSED, Refusals
+from mcp_server.protocol.frame.errors import INVALID_PARAMS, McpError, task_not_found
+from mcp_server.protocol.frame.models import InputRequiredResult
+from mcp_server.protocol.frame.request_state import PendingRound, canonical_digest
+from mcp_server.protocol.frame.wire import V2026
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tools.registry import InputRequests, Tool
@@ -75,7 +75,9 @@ async def run(
 ) -> BaseModel:
     """Run `task` attached to the call and answer what the call should (see the module)."""
     refusals = Refusals()
-    snapshot = await runs.run_attached(ctx, services, task, workflow, tool.sync_timeout_s, refusals)
+    snapshot = await relay.run_attached(
+        ctx, services, task, workflow, tool.sync_timeout_s, refusals
+    )
     problem = refusals.last_problem if refusals.exhausted else ""
     return reply(ctx, services, tool.name, task.arguments, snapshot, problem=problem)
 
@@ -92,7 +94,7 @@ def reply(
 ) -> BaseModel:
     """The answer of an attached call that stopped following its task at `snapshot`."""
     if snapshot.status in TERMINAL_STATUSES:
-        return runs.outcome(snapshot)
+        return relay.outcome(snapshot)
     questions = _askable(ctx, snapshot)
     if questions is None:
         return follow_up_result(tool, snapshot, problem)
@@ -107,10 +109,10 @@ def reply(
 
 def _askable(ctx: RequestContext, snapshot: TaskSnapshot) -> InputRequests | None:
     """The task's questions when this 2026-07-28 request can take every one of them."""
-    if not ctx.modern or snapshot.status != "input_required" or not snapshot.input_requests:
+    if ctx.era != V2026 or snapshot.status != "input_required" or not snapshot.input_requests:
         return None
     requests = snapshot.input_requests
-    if not all(runs.can_answer(ctx, request, snapshot, key) for key, request in requests.items()):
+    if not all(relay.can_answer(ctx, request, snapshot, key) for key, request in requests.items()):
         return None
     return copy.deepcopy(requests)
 
@@ -153,7 +155,7 @@ async def resume(
     answers = {key: value for key, value in responses.items() if key in snapshot.input_requests}
     if answers and snapshot.status not in TERMINAL_STATUSES:
         try:
-            await tasks.submit_answers(ctx, services, snapshot.task_id, answers)
+            await tasks.submit_answers(ctx, services, snapshot, answers)
         except McpError as err:
             if err.code != INVALID_PARAMS:
                 raise
@@ -163,6 +165,6 @@ async def resume(
             return reply(
                 ctx, services, tool.name, arguments, snapshot, refused=refused, problem=err.message
             )
-    wait = runs.attached_wait(services, tool.sync_timeout_s)
-    snapshot = await runs.follow(ctx, services, snapshot.task_id, wait, until_stuck=True)
+    wait = relay.attached_wait(services, tool.sync_timeout_s)
+    snapshot = await relay.follow(ctx, services, snapshot.task_id, wait, until_stuck=True)
     return reply(ctx, services, tool.name, arguments, snapshot)

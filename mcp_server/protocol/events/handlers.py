@@ -30,14 +30,6 @@ import secrets
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from mcp_server.protocol.errors import (
-    CALLBACK_ENDPOINT_ERROR,
-    METHOD_NOT_FOUND,
-    QUOTA_EXCEEDED,
-    McpError,
-    invalid_params,
-    task_not_found,
-)
 from mcp_server.protocol.events import catalog
 from mcp_server.protocol.events.models import (
     ListEventsResult,
@@ -48,8 +40,17 @@ from mcp_server.protocol.events.models import (
     TaskEventArguments,
     UnsubscribeParams,
 )
+from mcp_server.protocol.frame.errors import (
+    CALLBACK_ENDPOINT_ERROR,
+    METHOD_NOT_FOUND,
+    QUOTA_EXCEEDED,
+    McpError,
+    invalid_params,
+    task_not_found,
+)
+from mcp_server.protocol.frame.models import CompleteResult, PaginatedParams, parse_params
+from mcp_server.protocol.frame.wire import V2026
 from mcp_server.protocol.limits.rates import rate_limited
-from mcp_server.protocol.models import CompleteResult, PaginatedParams, parse_params
 from mcp_server.tasks.access import find_task
 from mcp_tasks.contracts.events import HANDSHAKE_LIMITED, SubscribeInput
 from mcp_tasks.contracts.task_state import iso_timestamp
@@ -67,11 +68,11 @@ def echoed(value: str) -> str:
 
 
 if TYPE_CHECKING:
-    from mcp_server.protocol.context import RequestContext, Services
+    from mcp_server.protocol.core.context import RequestContext, Services
 
 
 def _offered(ctx: RequestContext, services: Services) -> None:
-    if services.events is None or not ctx.modern:
+    if services.events is None or ctx.era != V2026:
         raise McpError(METHOD_NOT_FOUND, f"Method not found: {ctx.method}")
 
 

@@ -1,6 +1,6 @@
 """The wire of the events extension (SEP-3415, `io.modelcontextprotocol/events`) this server
 serves: `events/list`, `events/subscribe` and `events/unsubscribe` (webhook delivery), parsed at
-the edge like every other request (mcp_server/protocol/models.py)."""
+the edge like every other request (mcp_server/protocol/frame/models.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, StrictInt
 
-from mcp_server.protocol.models import JsonObject, Params, WireModel
+from mcp_server.protocol.frame.models import JsonObject, Params, WireModel
 
 EVENTS_EXTENSION = "io.modelcontextprotocol/events"
 

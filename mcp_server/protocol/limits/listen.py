@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from mcp_server.protocol.errors import QUOTA_EXCEEDED, McpError
+from mcp_server.protocol.frame.errors import QUOTA_EXCEEDED, McpError
 from mcp_server.tasks.watchers import TaskWatchers
 
 RETRY_AFTER_S = 5

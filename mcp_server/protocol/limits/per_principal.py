@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from mcp_server.protocol.errors import QUOTA_EXCEEDED, McpError, invalid_params
+from mcp_server.protocol.frame.errors import QUOTA_EXCEEDED, McpError, invalid_params
 from mcp_server.protocol.limits.rates import RateLimits, rate_limited
 from mcp_server.tasks.quota import QuotaExceeded
 from mcp_tasks.token_buckets import TokenBucket, TokenBuckets

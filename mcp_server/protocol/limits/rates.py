@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server.protocol.errors import RATE_LIMITED, McpError
+from mcp_server.protocol.frame.errors import RATE_LIMITED, McpError
 from mcp_tasks.settings import Settings
 from mcp_tasks.token_buckets import TokenBucket, TokenBuckets
 

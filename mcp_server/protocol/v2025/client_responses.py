@@ -1,7 +1,7 @@
 """A client's response to a request this server sent it, on any transport (HTTP, stdio).
 
 At 2025-11-25 a task's question goes to a host without task support as an `elicitation/create`
-request whose id names the task and the question (`runs.input_request_id`). Its response:
+request whose id names the task and the question (`relay.input_request_id`). Its response:
 - with a `result`: the result (without `_meta`) is delivered to the task exactly as a
   `tasks/update` would deliver it, so the response may reach any replica;
 - an error, or an id this server never issued: logged and dropped. The task keeps waiting and
@@ -23,13 +23,12 @@ from typing import Any
 
 import mcp_types as core
 
-from mcp_server.protocol.attached import runs
-from mcp_server.protocol.context import Services
-from mcp_server.protocol.errors import McpError, from_task_error
-from mcp_server.protocol.routing_headers import HeaderSource
+from mcp_server.protocol.core import relay, tasks
+from mcp_server.protocol.core.context import Services
+from mcp_server.protocol.frame.errors import McpError, from_task_error
+from mcp_server.protocol.frame.routing_headers import HeaderSource
 from mcp_server.protocol.v2025 import mrtr
 from mcp_server.protocol.v2025.request_context import handshake_context
-from mcp_server.protocol.v2026 import tasks
 from mcp_server.tasks.errors import TaskNotFound
 from mcp_tasks.identity import Identity
 
@@ -52,7 +51,7 @@ async def route(
     the sender should get (rate limited, task not found), else None."""
     if mrtr.resolve(services, request_id, message):
         return None
-    routed = runs.parse_input_request_id(request_id)
+    routed = relay.parse_input_request_id(request_id)
     if routed is not None:
         try:
             services.limits.rates.updates.take(principal)
@@ -75,7 +74,8 @@ async def route(
     )
     answer = {k: v for k, v in result.items() if k != "_meta"}
     try:
-        await tasks.submit_answers(ctx, services, task_id, {key: answer})
+        snapshot = await tasks.lookup(ctx, services, task_id)
+        await tasks.submit_answers(ctx, services, snapshot, {key: answer})
     except TaskNotFound as missing:
         return from_task_error(missing)
     except McpError as error:

@@ -9,7 +9,7 @@
   `tasks/result` waits for the end, and while the task needs input it sends the questions to
   the client as requests related to the task (`elicitation/create`, `sampling/createMessage`,
   `roots/list`, each when the session declared it; the answers are routed to the workflow,
-  see attached/runs.py); then the tool's result (related-task `_meta`), or the task's
+  see core/relay.py); then the tool's result (related-task `_meta`), or the task's
   JSON-RPC error; `tasks/list` lists only the caller's tasks, paginated, from
   Temporal's visibility store; `tasks/cancel` requests cancellation and answers the task
   (a task already completed or failed: -32602). The same per-principal rate limits apply
@@ -25,16 +25,16 @@ from typing import Any
 import mcp_types as core
 from pydantic import BaseModel, Field
 
-from mcp_server.protocol.attached.refused_answers import Refusals
-from mcp_server.protocol.attached.runs import follow, outcome
-from mcp_server.protocol.client_view import as_seen_by
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import invalid_params
-from mcp_server.protocol.models import PaginatedParams, Params, TaskIdParams
+from mcp_server.protocol.core import tasks
+from mcp_server.protocol.core.client_view import as_seen_by
+from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.core.refused_answers import Refusals
+from mcp_server.protocol.core.relay import follow, outcome
+from mcp_server.protocol.core.views import RELATED_TASK
+from mcp_server.protocol.frame.errors import invalid_params
+from mcp_server.protocol.frame.models import PaginatedParams, Params, TaskIdParams
+from mcp_server.protocol.frame.wire import HANDSHAKE_VERSIONS, TASKS_EXTENSION
 from mcp_server.protocol.v2025.views import cancel_task_result, get_task_result, task
-from mcp_server.protocol.v2026 import tasks
-from mcp_server.protocol.v2026.views import RELATED_TASK
-from mcp_server.protocol.wire import HANDSHAKE_VERSIONS, TASKS_EXTENSION
 from mcp_tasks.contracts.task_status import cancel_acknowledged
 
 TASKS_PAGE_SIZE = 50
@@ -121,7 +121,7 @@ async def list_tasks(
 async def cancel_task(ctx: RequestContext, services: Services, params: TaskIdParams) -> BaseModel:
     services.limits.rates.cancels.take(ctx.principal)
     snapshot = await tasks.lookup(ctx, services, params.task_id)
-    await tasks.cancel(ctx, services, params.task_id)
+    await tasks.cancel(ctx, services, snapshot)
     shown = cancel_acknowledged(snapshot.status)
     if shown is None:
         raise invalid_params(

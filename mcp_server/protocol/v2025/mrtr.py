@@ -2,7 +2,7 @@
 
 That era has no InputRequiredResult: a server asks with a request on the call's response
 stream and waits for the client's response. Rules:
-- Each MRTR round (v2026/mrtr.py decides what is still needed) is sent as requests whose
+- Each MRTR round (core/mrtr.py decides what is still needed) is sent as requests whose
   ids start with `mcp-mrtr:`, only for questions the session can take (else -32021, as at
   2026-07-28); the call waits for every answer of the round, then asks the next round.
 - The answers are awaited in this process: unlike a task's questions, nothing durable waits on
@@ -22,11 +22,10 @@ from typing import Any
 
 from mcp_types.jsonrpc import JSONRPCRequest
 
-from mcp_server.protocol import capabilities
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import INVALID_REQUEST, McpError
-from mcp_server.protocol.models import ToolCallParams, to_message
-from mcp_server.protocol.v2026 import mrtr
+from mcp_server.protocol.core import capabilities, mrtr
+from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.frame.errors import INVALID_REQUEST, McpError
+from mcp_server.protocol.frame.models import ToolCallParams, to_message
 from mcp_server.tools.registry import Tool
 
 log = logging.getLogger("mcp_server.protocol.v2025.mrtr")

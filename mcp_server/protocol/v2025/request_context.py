@@ -13,9 +13,9 @@ from typing import Any
 
 import mcp_types as core
 
-from mcp_server.protocol.context import RequestContext
-from mcp_server.protocol.grants import EVERY_SCOPE, Grant
-from mcp_server.protocol.routing_headers import HeaderSource
+from mcp_server.protocol.core.context import RequestContext
+from mcp_server.protocol.core.grants import EVERY_SCOPE, Grant
+from mcp_server.protocol.frame.routing_headers import HeaderSource
 from mcp_tasks.identity import NOBODY, Identity
 
 

@@ -11,7 +11,7 @@ Rules implemented:
   through any replica reaches a stream on any replica; each is followed through the replica's
   watcher of it (tasks/watchers.py), so a quiet session costs no read.
 - A question a call of this process already relays (tasks/result, an attached run,
-  attached/runs.py) is left to it, so a client is not asked twice; when that call stops with the
+  core/relay.py) is left to it, so a client is not asked twice; when that call stops with the
   question still open, the stream is woken and asks it.
 - The stream ends after `SESSION_STREAM_S` (the client opens it again), or when its task list
   cannot be read (Temporal failed).
@@ -22,8 +22,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 
-from mcp_server.protocol.attached.runs import ask
-from mcp_server.protocol.context import RequestContext, Services
+from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.core.relay import ask
 from mcp_server.protocol.limits.listen import Lease
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.following import Updates

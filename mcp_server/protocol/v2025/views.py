@@ -9,7 +9,7 @@ from typing import Any
 import mcp_types as core
 from pydantic import SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 
-from mcp_server.protocol.v2026.views import task_fields
+from mcp_server.protocol.core.views import task_fields
 from mcp_server.tasks.snapshots import TaskSnapshot
 
 

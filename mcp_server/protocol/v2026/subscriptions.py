@@ -18,7 +18,7 @@ Rules implemented:
   notifications of one task out of order (two streams, a reconnect) drops any whose number is
   below one it has seen. A stream never sends a smaller number after a larger one. A task
   that reported how far it is also carries `_meta["mcp-tasks-temporal/progress"]`, as
-  tasks/get does (v2026/views.py).
+  tasks/get does (core/views.py).
 - Changes come from the replica's one watcher per task (tasks/watchers.py), shared by every
   stream on that task: Temporal's history long-poll, and a re-read only after new events. A
   stream costs nothing while its tasks do not change, however long it stays open.
@@ -42,11 +42,11 @@ from typing import Any
 import mcp_types as core
 from pydantic import BaseModel
 
-from mcp_server.protocol import capabilities
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import McpError, invalid_params
-from mcp_server.protocol.limits.listen import Lease
-from mcp_server.protocol.models import (
+from mcp_server.protocol.core import capabilities
+from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.core.views import detailed_task, progress_meta
+from mcp_server.protocol.frame.errors import McpError, invalid_params
+from mcp_server.protocol.frame.models import (
     AcknowledgedParams,
     EmptyNotificationParams,
     ListenParams,
@@ -56,8 +56,8 @@ from mcp_server.protocol.models import (
     TaskNotificationParams,
     to_wire,
 )
-from mcp_server.protocol.v2026.views import detailed_task, progress_meta
-from mcp_server.protocol.wire import META_SERVER_INFO, META_TASK_SEQUENCE, TASKS_CAPABILITY
+from mcp_server.protocol.frame.wire import META_SERVER_INFO, META_TASK_SEQUENCE, TASKS_CAPABILITY
+from mcp_server.protocol.limits.listen import Lease
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_tasks.contracts.task_status import TERMINAL_STATUSES

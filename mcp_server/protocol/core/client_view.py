@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from mcp_server.protocol import capabilities
-from mcp_server.protocol.capabilities import Declared
+from mcp_server.protocol.core import capabilities
+from mcp_server.protocol.core.capabilities import Declared
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_tasks.contracts.task_status import OPEN_STATUSES
 

@@ -26,11 +26,13 @@ from typing import Any
 import mcp_types as core
 from pydantic import BaseModel
 
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.models import CreateTaskResult
-from mcp_server.protocol.wire import iso_now
+from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.frame.models import CreateTaskResult
+from mcp_server.protocol.frame.wire import iso_now
 from mcp_tasks.request_id import HTTP_REQUEST_ID
 
+# The logger operators route the audit lines by (docs/operations/security.md): a published
+# name, which stays when the module moves.
 log = logging.getLogger("mcp_server.protocol.audit")
 MAX_LOGGED_CHARS = 128
 _EVENTS = {

@@ -27,9 +27,9 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from mcp_server.protocol.answer_schema import answer_problem
-from mcp_server.protocol.errors import McpError, invalid_params
-from mcp_server.protocol.wire import (
+from mcp_server.protocol.frame.answer_schema import answer_problem
+from mcp_server.protocol.frame.errors import McpError, invalid_params
+from mcp_server.protocol.frame.wire import (
     META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
     META_RELATED_TASK_IDS,
@@ -189,7 +189,7 @@ class ExtTask(WireModel):
 class DetailedTask(ExtTask):
     """`inputRequests` only when input_required, `result` only when completed, `error` only
     when failed. `paused` only to a client that declared the steering extension
-    (protocol/client_view.py)."""
+    (protocol/core/client_view.py)."""
 
     status: TaskStatus | Literal["paused"]  # type: ignore[assignment]
     input_requests: dict[str, JsonObject] | None = None

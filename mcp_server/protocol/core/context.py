@@ -17,16 +17,16 @@ from typing import Any
 
 import mcp_types as core
 
-from mcp_server.protocol.approver_policy import ApproverPolicy
-from mcp_server.protocol.awaited_answers import AwaitedAnswers
-from mcp_server.protocol.events.store import EventsService
-from mcp_server.protocol.grants import EVERY_SCOPE, Grant
+from mcp_server.protocol.core.approver_policy import ApproverPolicy
+from mcp_server.protocol.core.grants import EVERY_SCOPE, Grant
+from mcp_server.protocol.frame.awaited_answers import AwaitedAnswers
+from mcp_server.protocol.frame.relays import Relays
+from mcp_server.protocol.frame.request_state import RequestStateCodec
+from mcp_server.protocol.frame.routing_headers import HeaderSource
+from mcp_server.protocol.frame.wire import PROTOCOL_VERSION, V2025, V2026, Era
 from mcp_server.protocol.limits.listen import Listening
 from mcp_server.protocol.limits.per_principal import Limits
-from mcp_server.protocol.relays import Relays
-from mcp_server.protocol.request_state import RequestStateCodec
-from mcp_server.protocol.routing_headers import HeaderSource
-from mcp_server.protocol.wire import MODERN_VERSION
+from mcp_server.tasks.event_subscriptions import EventsService
 from mcp_server.tasks.store import TaskStore
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.identity import NOBODY, Identity
@@ -59,7 +59,7 @@ class Services:
     approvers: ApproverPolicy = field(default_factory=ApproverPolicy.open)
     # The answers this process awaits to its requests of a 2025-11-25 client (v2025/mrtr.py).
     awaited: AwaitedAnswers = field(default_factory=AwaitedAnswers)
-    # What this process's calls that relay tasks' questions share (protocol/relays.py).
+    # What this process's calls that relay tasks' questions share (protocol/frame/relays.py).
     relays: Relays = field(default_factory=Relays)
     # Client-subscribed events (protocol/events/); None when the extension is not offered.
     events: EventsService | None = None
@@ -78,7 +78,7 @@ class RequestContext:
     principal: str
     headers: HeaderSource
     # The negotiated protocol version: 2026-07-28, or a handshake era's (2025-11-25, ...).
-    version: str = MODERN_VERSION
+    version: str = PROTOCOL_VERSION
     progress_token: str | int | None = None
     # Messages related to this request (progress, and at 2025-11-25 elicitation requests).
     send: Send = field(default=_nowhere)
@@ -101,8 +101,10 @@ class RequestContext:
         return replace(self, send=send, streaming=True)
 
     @property
-    def modern(self) -> bool:
-        return self.version == MODERN_VERSION
+    def era(self) -> Era:
+        """The era the request belongs to: 2026-07-28, or the handshake's (2025-11-25 and the
+        versions before it)."""
+        return V2026 if self.version == PROTOCOL_VERSION else V2025
 
     def capabilities_dict(self) -> dict[str, Any]:
         """The declared capabilities as JSON, for a workflow's input."""

@@ -13,7 +13,7 @@ Fields the form does not define are left alone, but no value anywhere in an answ
 or an infinity; a property whose schema is outside the subset is not checked (the server never
 refuses what it cannot judge). Every path that delivers an answer (tasks/update, task_respond,
 MRTR rounds, 2025-11-25 elicitation results, the inbox's forms, `mcp-tasks tasks answer`) checks
-it here, through `check_input_response` (protocol/models.py).
+it here, through `check_input_response` (protocol/frame/models.py).
 """
 
 from __future__ import annotations

@@ -21,11 +21,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server.protocol import capabilities
-from mcp_server.protocol.errors import invalid_params
+from mcp_server.protocol.core import capabilities
+from mcp_server.protocol.frame.errors import invalid_params
+from mcp_server.protocol.frame.models import check_input_response
+from mcp_server.protocol.frame.request_state import (
+    PendingRound,
+    RequestStateCodec,
+    canonical_digest,
+)
 from mcp_server.protocol.limits.per_principal import Limits
-from mcp_server.protocol.models import check_input_response
-from mcp_server.protocol.request_state import PendingRound, RequestStateCodec, canonical_digest
 from mcp_server.tools.registry import InputRequests, MrtrRound, Tool
 
 

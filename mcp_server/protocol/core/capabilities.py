@@ -12,8 +12,8 @@ from typing import Any
 
 import mcp_types as core
 
-from mcp_server.protocol.errors import missing_capability
-from mcp_server.protocol.wire import TASKS_EXTENSION
+from mcp_server.protocol.frame.errors import missing_capability
+from mcp_server.protocol.frame.wire import TASKS_EXTENSION
 
 _CAPABILITY_OF_INPUT = {
     "elicitation/create": "elicitation",

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server.protocol import strict_json
-from mcp_server.protocol.errors import invalid_params
-from mcp_server.protocol.state_keys import StateSecret, keys_of
+from mcp_server.protocol.frame import strict_json
+from mcp_server.protocol.frame.errors import invalid_params
+from mcp_server.protocol.frame.state_keys import StateSecret, keys_of
 from mcp_tasks import legacy_tokens
 from mcp_tasks.signed_tokens import ExpiredToken, ForgedToken, SignedTokens
 

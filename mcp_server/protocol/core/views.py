@@ -9,7 +9,7 @@
 - Absent optional fields are omitted, never sent as null (`ttlMs` alone may be null).
 - An inlined result carries `resultType: "complete"` and never the 2025-11-25 related-task key.
 - A client's `tasks/get` and `notifications/tasks` show the task as that client may see it
-  (protocol/client_view.py): only the input requests it can take, `paused` only when declared.
+  (protocol/core/client_view.py): only the input requests it can take, `paused` only when declared.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from typing import Any
 
 import mcp_types as core
 
-from mcp_server.protocol.capabilities import Declared
-from mcp_server.protocol.client_view import as_seen_by, is_paused_for
-from mcp_server.protocol.errors import error_object
-from mcp_server.protocol.models import CreateTaskResult, DetailedTask, ExtTask, GetTaskResult
-from mcp_server.protocol.wire import META_TASK_PROGRESS
+from mcp_server.protocol.core.capabilities import Declared
+from mcp_server.protocol.core.client_view import as_seen_by, is_paused_for
+from mcp_server.protocol.frame.errors import error_object
+from mcp_server.protocol.frame.models import CreateTaskResult, DetailedTask, ExtTask, GetTaskResult
+from mcp_server.protocol.frame.wire import META_TASK_PROGRESS
 from mcp_server.tasks.snapshots import TaskSnapshot
 
 RELATED_TASK = "io.modelcontextprotocol/related-task"

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_server.protocol.context import RequestContext
-from mcp_server.protocol.errors import McpError, invalid_params
-from mcp_server.protocol.models import ToolCallParams
+from mcp_server.protocol.core.context import RequestContext
+from mcp_server.protocol.frame.errors import McpError, invalid_params
+from mcp_server.protocol.frame.models import ToolCallParams
 from mcp_server.tasks.idempotency import (
     IdempotencyConflict,
     call_digest,

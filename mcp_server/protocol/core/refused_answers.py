@@ -1,10 +1,10 @@
 """Answers a 2025-11-25 client sent to a task's relayed question that the task refused.
 
-A client answers a question of an attached call (attached/runs.py) with a JSON-RPC response, which
+A client answers a question of an attached call (core/relay.py) with a JSON-RPC response, which
 has no reply of its own: a refused answer (not a valid response to the question) would
 otherwise be dropped, and the call would wait its whole time. So:
 - v2025/client_responses.py records the refusal in the process's `RefusedAnswers`
-  (protocol/relays.py), with what was wrong;
+  (protocol/frame/relays.py), with what was wrong;
 - the call that relays that task's questions in this process (an attached call, or a
   tasks/result) is woken (the event it watches with) and asks the question again at once
   under a new request id (`request_id` with an attempt), its message prefixed with what was

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from mcp_server.protocol.errors import INVALID_REQUEST, McpError
+from mcp_server.protocol.frame.errors import INVALID_REQUEST, McpError
 
 
 def bearer_challenge(params: Mapping[str, str]) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server.protocol.errors import APPROVERS_NOT_ALLOWED, McpError
+from mcp_server.protocol.frame.errors import APPROVERS_NOT_ALLOWED, McpError
 from mcp_server.protocol.limits.rates import PrincipalLimiter
 from mcp_server.tasks.approvers import ApproverNamingRule, NamingPolicy, naming_problem
 from mcp_server.tools.registry import Tool

@@ -1,4 +1,6 @@
-"""A task tool run attached to its `tools/call`, for hosts that do not use tasks.
+"""A task followed for one caller, its progress and questions relayed on the call's stream: a
+task tool run attached to its `tools/call` for hosts that do not use tasks, and the 2025-11-25
+`tasks/result` and session stream (v2025/).
 
 A host without task support (2026-07-28 without the extension for a tool that allows it, or
 2025-11-25 without the `task` parameter) still gets the work done:
@@ -22,7 +24,7 @@ A host without task support (2026-07-28 without the extension for a tool that al
   is never stopped because a host stopped waiting: nothing a host does can lose it.
 - A 2025-11-25 session's GET stream (session_stream.py) relays the questions of the tasks
   that session created, for clients that never call `tasks/result` while input is needed;
-  `Services.relays` (protocol/relays.py) keeps the two from asking a client the same question
+  `Services.relays` (protocol/frame/relays.py) keeps the two from asking a client the same question
   twice.
 """
 
@@ -36,13 +38,13 @@ from typing import Any, get_args
 import mcp_types as core
 from mcp_types.jsonrpc import JSONRPCRequest
 
-from mcp_server.protocol import capabilities
-from mcp_server.protocol.attached import refused_answers
-from mcp_server.protocol.attached.refused_answers import Refusals
-from mcp_server.protocol.context import RequestContext, Services
-from mcp_server.protocol.errors import task_not_found
-from mcp_server.protocol.models import Notification, to_message
-from mcp_server.protocol.v2026.views import RELATED_TASK, tool_result
+from mcp_server.protocol.core import capabilities, refused_answers
+from mcp_server.protocol.core.context import RequestContext, Services
+from mcp_server.protocol.core.refused_answers import Refusals
+from mcp_server.protocol.core.views import RELATED_TASK, tool_result
+from mcp_server.protocol.frame.errors import task_not_found
+from mcp_server.protocol.frame.models import Notification, to_message
+from mcp_server.protocol.frame.wire import V2025
 from mcp_server.tasks.access import find_task
 from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.errors import TaskFailed
@@ -191,7 +193,7 @@ def _stuck(ctx: RequestContext, snapshot: TaskSnapshot) -> bool:
     """Whether the task waits on a question this caller cannot be asked on this call."""
     if snapshot.status != "input_required":
         return False
-    askable = not ctx.modern and ctx.streaming
+    askable = ctx.era == V2025 and ctx.streaming
     return not askable or not all(
         can_answer(ctx, request, snapshot, key) for key, request in snapshot.input_requests.items()
     )
@@ -250,7 +252,7 @@ class _Relayer:
         self.task_id = task_id
         self.until_stuck = until_stuck
         self.refusals = refusals
-        self.can_ask = not ctx.modern and ctx.streaming
+        self.can_ask = ctx.era == V2025 and ctx.streaming
         self.report = progress_reporter(ctx)
         sent_before = self.relays.sent_on_session_stream.get((ctx.session or "", task_id), set())
         self.asked: set[str] = set(sent_before) if ctx.session else set()

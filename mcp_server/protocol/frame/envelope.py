@@ -18,15 +18,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_server.protocol import strict_json
-from mcp_server.protocol.errors import (
+from mcp_server.protocol.frame import strict_json
+from mcp_server.protocol.frame.errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
 )
-from mcp_server.protocol.wire import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, SUPPORTED_VERSIONS
+from mcp_server.protocol.frame.wire import (
+    HANDSHAKE_VERSIONS,
+    META_PROTOCOL_VERSION,
+    SUPPORTED_VERSIONS,
+)
 
 RequestId = str | int | None
 MAX_ID_CHARS = 256

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 
-from mcp_server.protocol.context import RequestContext, Services
+from mcp_server.protocol.core.context import RequestContext, Services
 from mcp_server.tasks.access import find_task
 
 

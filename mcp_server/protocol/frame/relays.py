@@ -1,7 +1,7 @@
 """What the calls of this process that relay tasks' questions share, held in its Services
 (`Services.relays`), never in module globals: a 2025-11-25 session's GET stream
-(v2025/session_stream.py) and its tasks/result or attached calls (attached/runs.py) must not ask
-a client the same question twice, and a refused answer (attached/refused_answers.py) must wake
+(v2025/session_stream.py) and its tasks/result or attached calls (core/relay.py) must not ask
+a client the same question twice, and a refused answer (core/refused_answers.py) must wake
 the call that asked it. At the protocol's root, beside context.py, which holds it: every layer
 of the protocol reaches it through the Services.
 """
@@ -65,5 +65,5 @@ class Relays:
     # How to wake this process's session GET streams: called when a relaying call stops, since
     # a question it left open is theirs again.
     session_streams: set[Nudge] = field(default_factory=set)
-    # Answers a task refused, for the call that asked them (attached/refused_answers.py).
+    # Answers a task refused, for the call that asked them (core/refused_answers.py).
     refused: RefusedAnswers = field(default_factory=RefusedAnswers)

@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from mcp_server.protocol.errors import HEADER_MISMATCH, McpError
+from mcp_server.protocol.frame.errors import HEADER_MISMATCH, McpError
 
 _BASE64_SENTINEL = re.compile(r"^=\?base64\?(.*)\?=$", re.DOTALL)
 _OWS = " \t"

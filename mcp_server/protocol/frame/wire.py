@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 PROTOCOL_VERSION = "2026-07-28"
-MODERN_VERSION = PROTOCOL_VERSION
 # Versions a request may name in `_meta` (the stateless era).
 SUPPORTED_VERSIONS = (PROTOCOL_VERSION,)
 # Versions the `initialize` handshake negotiates (the session era), newest first.
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
+# The two eras a request belongs to, named as their folders are (v2026/, v2025/): the stateless
+# revision, and the `initialize` handshake (2025-11-25 and the handshake versions before it).
+Era = Literal["2026-07-28", "2025-11-25"]
+V2026: Era = "2026-07-28"
+V2025: Era = "2025-11-25"
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
