@@ -76,10 +76,11 @@ POLL_BURST = 6
 
 @asynccontextmanager
 async def shifted_stack(
-    client: Client, registry: ToolRegistry, shift: list[timedelta]
+    client: Client, registry: ToolRegistry, shift: list[timedelta], ticks: list[float]
 ) -> AsyncIterator[tuple[McpClient, LegacyClient]]:
     """A server whose task store reads the time `shift[0]` ahead of the real one (as if its
-    tasks had been quiet that much longer), and a worker; the poll limiter keeps real time."""
+    tasks had been quiet that much longer), and a worker; the rate limits read `ticks[0]` as
+    their monotonic time, so a test moves it instead of waiting a refill out."""
     settings = Settings(
         task_queue=f"tests-{uuid.uuid4()}",
         port=free_port(),
@@ -89,7 +90,7 @@ async def shifted_stack(
     store = TemporalTaskStore(
         client, settings.task_queue, lambda: datetime.now(UTC) + shift[0], 60_000
     )
-    app = create_app(settings, registry, store=store)
+    app = create_app(settings, registry, store=store, monotonic=lambda: ticks[0])
     async with serving(app, settings.port):
         worker = build_worker(client, settings, registry)
         working = asyncio.create_task(worker.run())
@@ -105,8 +106,8 @@ async def shifted_stack(
 async def test_a_quiet_task_advertises_a_longer_interval_and_polling_at_the_base_is_not_refused(
     temporal_client: Client, registry: ToolRegistry
 ) -> None:
-    shift = [timedelta(0)]
-    async with shifted_stack(temporal_client, registry, shift) as (mcp, legacy):
+    shift, ticks = [timedelta(0)], [0.0]
+    async with shifted_stack(temporal_client, registry, shift, ticks) as (mcp, legacy):
         task_id = await mcp.create_task("confirm_delete", {"filename": "a.txt"})
         waiting = await mcp.wait_status(task_id, "input_required")
         assert waiting["pollIntervalMs"] == 500  # fresh: the tool's own interval
@@ -119,7 +120,7 @@ async def test_a_quiet_task_advertises_a_longer_interval_and_polling_at_the_base
         # The limiter counts against the tool's 500 ms: a client polling at that interval is
         # never refused (against 32 s it would be after the burst, made small to be short).
         for _ in range(POLL_BURST + 4):
-            await asyncio.sleep(0.5)
+            ticks[0] += 0.5
             reply = await mcp.get_task(task_id)
             assert reply.status == 200 and reply.result["pollIntervalMs"] == 32_000, reply.body
         assert (await mcp.cancel_task(task_id)).status == 200

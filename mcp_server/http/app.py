@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -127,13 +128,15 @@ def create_app(
     local_client: Callable[[], Client | None] | None = None,
     engine: EngineStatus | None = None,
     now: Callable[[], datetime] = clock,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> FastAPI:
     """Build the app. Without `store`, the lifespan connects to Temporal (or uses `client`).
 
     `inbox`: what the approval inbox reads beside `store` (by default read from Temporal, with
     the client; without a client and without `inbox`, the inbox answers 503).
 
-    `now`: the clock of TTLs and timestamps (tests move it instead of waiting a TTL out).
+    `now`: the clock of TTLs and timestamps (tests move it instead of waiting a TTL out);
+    `monotonic`: the time of the rate limits (tests move it instead of waiting a refill out).
 
     `local_client`: the client of a worker of this process on the same task queue, if one
     runs now; creates then ask Temporal for an eager start (tasks/starts.py).
@@ -173,7 +176,14 @@ def create_app(
             else None
         )
         services = build_services(
-            settings, registry, task_store, secret, now, webhooks=webhooks, events=subscriptions
+            settings,
+            registry,
+            task_store,
+            secret,
+            now,
+            webhooks=webhooks,
+            events=subscriptions,
+            monotonic=monotonic,
         )
         app.state.endpoint = McpEndpoint(services, SessionIds(secret))
         app.state.services = services

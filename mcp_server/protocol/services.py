@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -76,6 +77,7 @@ def build_services(
     now: Callable[[], datetime] = clock,
     webhooks: WebhookEndpoints | None = None,
     events: SubscriptionStore | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> Services:
     """The services; `webhooks` defaults to the endpoints of `settings.webhooks_file` (a
     ConfigError when that file is unusable)."""
@@ -85,8 +87,8 @@ def build_services(
         max_input_responses=settings.max_input_responses,
         max_input_response_bytes=settings.max_input_response_bytes,
         max_open_tasks_per_principal=settings.max_open_tasks_per_principal,
-        polls=PollLimiter(settings.poll_rate_factor, settings.poll_burst),
-        rates=RateLimits.of(settings),
+        polls=PollLimiter(settings.poll_rate_factor, settings.poll_burst, monotonic),
+        rates=RateLimits.of(settings, monotonic),
     )
     listening = Listening(
         slots=StreamSlots(settings.max_listen_streams_per_principal, settings.max_listen_streams),

@@ -104,32 +104,38 @@ class RateLimits:
     initializes: PrincipalLimiter
 
     @classmethod
-    def of(cls, settings: Settings) -> RateLimits:
+    def of(cls, settings: Settings, clock: Callable[[], float] = time.monotonic) -> RateLimits:
+        """The limits of `settings`; `clock` is their monotonic time (tests move it)."""
         return cls(
             updates=PrincipalLimiter(
                 "answers to tasks (tasks/update, task_respond)",
                 settings.update_rate_per_minute,
                 settings.update_burst,
+                clock,
             ),
             cancels=PrincipalLimiter(
                 "cancellations (tasks/cancel, task_cancel)",
                 settings.cancel_rate_per_minute,
                 settings.cancel_burst,
+                clock,
             ),
             misses=PrincipalLimiter(
                 'task lookups answered "not found"',
                 settings.not_found_rate_per_minute,
                 settings.not_found_burst,
+                clock,
             ),
             events=PrincipalLimiter(
                 "event subscription changes (events/subscribe, events/unsubscribe)",
                 settings.events_rate_per_minute,
                 settings.events_burst,
+                clock,
             ),
             initializes=PrincipalLimiter(
                 "sessions opened (initialize)",
                 settings.initialize_rate_per_minute,
                 settings.initialize_burst,
+                clock,
             ),
         )
 
