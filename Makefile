@@ -79,7 +79,7 @@ test: $(STAMP) conformance-deps client-deps
 # The README's screenshots of the approval inbox (docs/inbox.png, docs/inbox-task.png), taken by
 # the browser test of an approver's deploy.
 inbox-screenshots: $(STAMP)
-	MCP_TASKS_INBOX_SCREENSHOTS=docs $(VENV)/bin/pytest tests/test_inbox.py -k approver -q
+	MCP_TASKS_INBOX_SCREENSHOTS=docs $(VENV)/bin/pytest tests/inbox/test_inbox.py -k approver -q
 
 # The tiers that start no Temporal dev server (pure, in-process on the fake store): under a
 # minute. Tiers and markers: docs/contributing/tests.md. pytest collects tests/clients before the

@@ -4,7 +4,7 @@ contract, from its typed payloads (mcp_tasks/contracts/interactive.py).
     .venv/bin/python .ci/interactive_schema.py           # print it
     .venv/bin/python .ci/interactive_schema.py --write   # write it
 
-tests/test_interactive_contract.py fails while the file is stale.
+tests/workflows/test_interactive_contract.py fails while the file is stale.
 """
 
 from __future__ import annotations

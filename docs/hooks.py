@@ -8,7 +8,8 @@
 - `reference/modules.md`: every module of the shipped packages, layer by layer in the order of
   the import contracts (pyproject.toml), with the first line of its docstring.
 
-tests/test_docs_reference.py holds the pages to the code (a setting or a code missing fails it).
+tests/docs/test_docs_reference.py holds the pages to the code (a setting or a code missing fails
+it).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Team workflows that speak the interactive contract through the helper (sdk/python), run as
-the children of ExposedWorkflow in tests/test_child_questions.py. A module of its own and
+the children of ExposedWorkflow in tests/workflows/test_child_questions.py. A module of its own and
 light on imports: the sandbox re-imports it for every run."""
 
 from __future__ import annotations

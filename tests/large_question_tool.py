@@ -1,5 +1,6 @@
-"""A tool for the test of oversized questions (tests/test_input_size.py): it asks a question
-whose message is `bytes` long; with `fallback`, it catches the refusal and asks a short one."""
+"""A tool for the test of oversized questions (tests/protocol/test_input_size.py): it asks a
+question whose message is `bytes` long; with `fallback`, it catches the refusal and asks a short
+one."""
 
 from __future__ import annotations
 

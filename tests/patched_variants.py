@@ -1,7 +1,7 @@
 """`ConfirmDelete` (workflows/conformance.py) as a developer would change it next, for
-tests/test_patching.py: a `report()` or an activity added before its question, with and without
-`workflow.patched`, each registered under the same workflow type name. A module of its own and
-light on imports: the replayer's sandbox imports it to validate each variant."""
+tests/workflows/test_patching.py: a `report()` or an activity added before its question, with and
+without `workflow.patched`, each registered under the same workflow type name. A module of its own
+and light on imports: the replayer's sandbox imports it to validate each variant."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ from tests.dev_process import WorkerProcess
 from tests.legacy_client import LegacyClient
 from tests.listen_stream import ListenStream, task_status
 from tests.mcp_client import McpClient
-from tests.test_task_state import replay
+from tests.workflows.test_task_state import replay
 
 
 def csv_file(directory: Path, rows: int, extra: str = "") -> str:
@@ -444,8 +444,8 @@ async def test_recorded_imports_replay_on_todays_workflow(
     """v1_*: recorded before heartbeats, refusals as tool errors and continue-as-new (they take
     the unpatched branch: finished, waiting on a timer, cancelled, a chunk that failed for
     good); v2_*: a run that continued as new, and the last run of that task."""
-    # Only the import workflow's class (tests.test_task_state.replay): validating every class
-    # of the registry in the sandbox cost seconds per history.
+    # Only the import workflow's class (tests.workflows.test_task_state.replay): validating every
+    # class of the registry in the sandbox cost seconds per history.
     assert (await replay(history, registry.workflows)).replay_failure is None
 
 

@@ -20,7 +20,7 @@ from mcp_server.runtime.devserver import TemporalDevServer
 from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient
 from tests.replicas import Replicas, kill, replicas
-from tests.test_followed_reads import CHANGE_BOUND_S
+from tests.tasks.test_followed_reads import CHANGE_BOUND_S
 
 pytestmark = pytest.mark.slow
 

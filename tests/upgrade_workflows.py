@@ -1,5 +1,5 @@
-"""Two releases of one approval workflow, for tests/test_upgrade.py: V1 and V2 of workflow type
-`TestsUpgradeApproval`, V2 changed under `workflow.patched`. A module of its own: the workflow
+"""Two releases of one approval workflow, for tests/workflows/test_upgrade.py: V1 and V2 of workflow
+type `TestsUpgradeApproval`, V2 changed under `workflow.patched`. A module of its own: the workflow
 sandbox imports it, so it must not import the test stack (uvicorn, httpx)."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Rules:
   (`ok`, a JSON-RPC code, or `http_<status>` for a refusal before JSON-RPC), an operation, a
   tool name of the registry, a task status, a refusal reason, a Temporal operation and status
   code. Never a taskId, a principal, a session, an argument or an answer
-  (tests/test_observability.py scrapes and checks).
+  (tests/observability/test_observability.py scrapes and checks).
 - Nothing here calls Temporal on the request path: a request only bumps counters and observes
   one histogram. Open tasks and input waits are gauges refreshed in the background
   (visibility.py), at most every `metrics_refresh_s`.

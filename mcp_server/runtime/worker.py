@@ -45,8 +45,8 @@ from workflows.secret_interceptor import SecretsInterceptor
 # The project's own workflow package and the contracts it shares with activities and the server
 # (mcp_tasks/contracts/), imported once per worker process instead of once per workflow run
 # inside the sandbox. Safe because those modules import and call nothing non-deterministic,
-# which tests/test_workflow_determinism.py checks statically; every other workflow module (a
-# user's, a test's) stays fully sandboxed.
+# which tests/workflows/test_workflow_determinism.py checks statically; every other workflow
+# module (a user's, a test's) stays fully sandboxed.
 PASSED_THROUGH = ("workflows", "mcp_tasks.contracts")
 # What a tool module (a user's `--tools` module, tests/fixture_tools.py) imports to declare its
 # tools: definitions read at registration, never run by a workflow. Left in the sandbox, each

@@ -1,6 +1,6 @@
 """The task's state machine: its five statuses, the moves between them, and how every part of
 the system derives a task's status. docs/concepts/state-machine.md draws it; this module is the
-one place that says it, and tests/test_task_status.py holds both to each other.
+one place that says it, and tests/tasks/test_task_status.py holds both to each other.
 
 Statuses (wire §2.2, the same five names at 2025-11-25): `working` and `input_required` are
 open; `completed`, `failed` and `cancelled` are terminal, and nothing leaves them.

@@ -1,7 +1,7 @@
 """The contract of an `InboxStore` (mcp_server/tasks/inbox_store.py): each test runs on the
 Temporal one (the session's dev server, a worker on a fresh task queue) and on the in-memory
 one of the in-process tier (tests/fakes/memory_inbox.py), so the inbox's pages in process
-(tests/test_inbox_in_process.py) read what they would read from Temporal.
+(tests/inbox/test_inbox_in_process.py) read what they would read from Temporal.
 
 Temporal's visibility store lags behind a task's changes: a list is read again until it shows
 the change (bounded). Owners and approvers are the test's own: the namespace is shared.

@@ -1,5 +1,5 @@
-"""Record the histories `tests/test_task_state.py` replays: every demo workflow and every task
-workflow of the conformance toolset, at the states that matter (waiting, mid step, answered,
+"""Record the histories `tests/workflows/test_task_state.py` replays: every demo workflow and every
+task workflow of the conformance toolset, at the states that matter (waiting, mid step, answered,
 expired, cancelled), from a real run of the code checked out now.
 
     export PYTHONPATH=sdk/python/src  # the teams' helper, which exposed_interactive_* use

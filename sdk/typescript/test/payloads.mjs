@@ -1,5 +1,5 @@
 // Prints, as one JSON object, every kind of payload the helper sends, keyed by signal name:
-// tests/test_typescript_helper.py validates them against the contract's JSON Schema.
+// tests/sdk/test_typescript_helper.py validates them against the contract's JSON Schema.
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
