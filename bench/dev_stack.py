@@ -65,13 +65,17 @@ async def dev_stack(data_dir: Path, env: dict[str, str], *flags: str) -> AsyncIt
     ready when its /readyz answers 200; stopped with SIGTERM (as Ctrl-C does) on exit."""
     port, temporal_port = free_port(), free_port()
     ports = ["--port", str(port), "--temporal-port", str(temporal_port)]
-    dev = spawn("dev", data_dir / "dev.log", env, *flags, *ports,
-                "--data-dir", str(data_dir / "data"))  # fmt: skip
+    dev = spawn(
+        "dev", data_dir / "dev.log", env, *flags, *ports, "--data-dir", str(data_dir / "data")
+    )
     try:
         async with httpx.AsyncClient(timeout=10) as http:
             await wait_ready(http, f"http://127.0.0.1:{port}/readyz", [dev], data_dir)
-        temporal = [pid for pid in children(dev.pid)
-                    if Path(f"/proc/{pid}/comm").read_text().strip() == "temporal"]  # fmt: skip
+        temporal = [
+            pid
+            for pid in children(dev.pid)
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "temporal"
+        ]
         yield Dev(dev, port, temporal_port, temporal[0] if temporal else None)
     finally:
         dev.send_signal(signal.SIGTERM)

@@ -127,9 +127,16 @@ async def bench(options: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
-async def _phases(options: argparse.Namespace, phases: set[str], clients: Clients, raw: RawFloor,
-                  ledger: Ledger, progress: Progress, results: dict[str, Any],
-                  pids: dict[str, int]) -> None:  # fmt: skip
+async def _phases(
+    options: argparse.Namespace,
+    phases: set[str],
+    clients: Clients,
+    raw: RawFloor,
+    ledger: Ledger,
+    progress: Progress,
+    results: dict[str, Any],
+    pids: dict[str, int],
+) -> None:
     rounds = options.rounds
     if "create" in phases:
         owned: dict[int, floor_ops.Owned] = {}
@@ -169,8 +176,16 @@ async def _phases(options: argparse.Namespace, phases: set[str], clients: Client
             notify = await floor_listen.notify(
                 clients, raw, ledger, streams, options.listen_rounds, progress
             )
-            idle = await floor_listen.idle(clients, raw, ledger, streams, options.idle_streams,
-                                           options.idle_seconds, pids, progress)  # fmt: skip
+            idle = await floor_listen.idle(
+                clients,
+                raw,
+                ledger,
+                streams,
+                options.idle_streams,
+                options.idle_seconds,
+                pids,
+                progress,
+            )
         results["listen"] = {"notify": notify, "idle": idle}
     if "question" in phases:
         results["question"] = await floor_question.round_trips(
@@ -186,8 +201,10 @@ async def _phases(options: argparse.Namespace, phases: set[str], clients: Client
         )
         results["parked_rss_mib"] = memory(pids)
         for level in (1, 16):
-            progress.set(f"tasks/get of parked tasks at {level} client(s), both sides",
-                         2 * min(options.parked_reads, len(created)))  # fmt: skip
+            progress.set(
+                f"tasks/get of parked tasks at {level} client(s), both sides",
+                2 * min(options.parked_reads, len(created)),
+            )
             parked[f"get_c{level}"] = await floor_parked.sample_reads(
                 clients, raw, ledger, created, options.parked_reads, level, rounds, progress
             )
@@ -222,8 +239,12 @@ def parser() -> argparse.ArgumentParser:
         default="raw",
         help="the benchmark's HTTP client: bench/raw_http.py (lean), or httpx",
     )
-    p.add_argument("--phases", type=lambda s: s.split(","), default=list(PHASES),
-                   help=f"comma-separated, of {','.join(PHASES)}")  # fmt: skip
+    p.add_argument(
+        "--phases",
+        type=lambda s: s.split(","),
+        default=list(PHASES),
+        help=f"comma-separated, of {','.join(PHASES)}",
+    )
     p.add_argument("--creates", type=int, default=400, help="per level and side")
     p.add_argument("--reads", type=int, default=2000, help="per level and side")
     p.add_argument("--rounds", type=int, default=4, help="interleaved rounds per measure")
@@ -233,8 +254,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cancel-poll-ms", type=float, default=10)
     p.add_argument("--listen-rounds", type=int, default=40, help="answers, per side")
     p.add_argument("--idle-streams", type=int, default=100, help="at most 200 (per replica)")
-    p.add_argument("--idle-seconds", type=float, default=30,
-                   help="each CPU window of the idle streams")  # fmt: skip
+    p.add_argument(
+        "--idle-seconds", type=float, default=30, help="each CPU window of the idle streams"
+    )
     p.add_argument("--question-rounds", type=int, default=20, help="questions, per side")
     p.add_argument(
         "--question-poll-ms",
@@ -243,16 +265,25 @@ def parser() -> argparse.ArgumentParser:
         help="how often each side polls for the question",
     )
     p.add_argument("--parked", type=int, default=10_000)
-    p.add_argument("--raw-parked", type=int, default=10_000,
-                   help="approvals the raw floor parks (at most --parked; 0: none)")  # fmt: skip
+    p.add_argument(
+        "--raw-parked",
+        type=int,
+        default=10_000,
+        help="approvals the raw floor parks (at most --parked; 0: none)",
+    )
     p.add_argument("--parked-reads", type=int, default=2000, help="per level and side")
     p.add_argument("--polling-clients", type=int, default=20)
     p.add_argument("--polling-tasks", type=int, default=10, help="parked approvals per client")
     p.add_argument("--polling-seconds", type=float, default=40, help="the window measured")
     changes_help = "answers signalled elsewhere, timed to tasks/get"
     p.add_argument("--polling-changes", type=int, default=40, help=changes_help)
-    p.add_argument("--timeout", type=float, default=3600, metavar="SECONDS",
-                   help="the longest wait for all tasks to park")  # fmt: skip
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=3600,
+        metavar="SECONDS",
+        help="the longest wait for all tasks to park",
+    )
     p.add_argument("--out", type=Path, default=Path("bench-results"))
     p.add_argument("--docs", default="docs/benchmarks.md", help='"" writes no docs page')
     return p

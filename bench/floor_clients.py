@@ -111,12 +111,16 @@ class Progress:
         while True:
             await asyncio.sleep(self.every)
             elapsed = time.monotonic() - self.began
-            print(f"[bench {elapsed:7.0f} s] {self.phase}: {self.done:,} of {self.total:,}",
-                  file=sys.stderr, flush=True)  # fmt: skip
+            print(
+                f"[bench {elapsed:7.0f} s] {self.phase}: {self.done:,} of {self.total:,}",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
-async def per_client(clients: int, each: int, job: Job, progress: Progress | None = None
-                     ) -> list[float]:  # fmt: skip
+async def per_client(
+    clients: int, each: int, job: Job, progress: Progress | None = None
+) -> list[float]:
     """`clients` concurrent clients, each making `each` calls one after another; the latency
     of every call (seconds)."""
     samples: list[float] = []
@@ -133,9 +137,11 @@ async def per_client(clients: int, each: int, job: Job, progress: Progress | Non
     return samples
 
 
-async def side_by_side(rounds: int, server: Callable[[int], Awaitable[list[float]]],
-                       raw: Callable[[int], Awaitable[list[float]]]
-                       ) -> tuple[list[float], list[float]]:  # fmt: skip
+async def side_by_side(
+    rounds: int,
+    server: Callable[[int], Awaitable[list[float]]],
+    raw: Callable[[int], Awaitable[list[float]]],
+) -> tuple[list[float], list[float]]:
     """`rounds` rounds of the server's and the floor's measurement, their order swapped every
     round, so that a change of the machine's load weighs on both alike."""
     ours: list[float] = []
@@ -147,8 +153,12 @@ async def side_by_side(rounds: int, server: Callable[[int], Awaitable[list[float
     return ours, floor
 
 
-async def bounded(items: Iterable[Any], concurrency: int, job: Callable[[Any], Awaitable[None]],
-                  progress: Progress | None = None) -> None:  # fmt: skip
+async def bounded(
+    items: Iterable[Any],
+    concurrency: int,
+    job: Callable[[Any], Awaitable[None]],
+    progress: Progress | None = None,
+) -> None:
     """`job(item)` for every item, at most `concurrency` at once, items drawn as they go (a
     million items cost no more memory than their iterator)."""
     source = iter(items)

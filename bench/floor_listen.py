@@ -54,8 +54,9 @@ async def cpu_over(pids: dict[str, int], seconds: float) -> dict[str, float]:
     began = time.monotonic()
     await asyncio.sleep(seconds)
     wall = time.monotonic() - began
-    return {name: round(100 * (cpu_seconds(pid) - before[name]) / wall, 2)
-            for name, pid in pids.items()}  # fmt: skip
+    return {
+        name: round(100 * (cpu_seconds(pid) - before[name]) / wall, 2) for name, pid in pids.items()
+    }
 
 
 class Stream:
@@ -77,10 +78,13 @@ class Stream:
 
     async def _read(self) -> None:
         params = {"notifications": {"taskIds": [self.task_id]}, "_meta": META}
-        body = {"jsonrpc": "2.0", "id": f"listen-{self.task_id}", "method": LISTEN,
-                "params": params}  # fmt: skip
-        headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": LISTEN,
-                   **self.owner.auth}  # fmt: skip
+        body = {
+            "jsonrpc": "2.0",
+            "id": f"listen-{self.task_id}",
+            "method": LISTEN,
+            "params": params,
+        }
+        headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": LISTEN, **self.owner.auth}
         async with self.http.stream("POST", self.url, json=body, headers=headers) as response:
             if response.status_code != 200:
                 raise RuntimeError(f"listen on {self.task_id}: HTTP {response.status_code}")
@@ -109,8 +113,14 @@ async def raw_parked_approval(raw: RawFloor, label: str) -> str:
     return handle.id
 
 
-async def notify(clients: Clients, raw: RawFloor, ledger: Ledger, http: httpx.AsyncClient,
-                 rounds: int, progress: Progress) -> dict[str, Any]:  # fmt: skip
+async def notify(
+    clients: Clients,
+    raw: RawFloor,
+    ledger: Ledger,
+    http: httpx.AsyncClient,
+    rounds: int,
+    progress: Progress,
+) -> dict[str, Any]:
     """From the answer sent to the change seen, through a listen stream and the raw floor, the
     two sides taking turns."""
     (owner,) = clients.take(1)
@@ -119,17 +129,24 @@ async def notify(clients: Clients, raw: RawFloor, ledger: Ledger, http: httpx.As
     floor: list[float] = []
     progress.set("listen: answer to notification, both sides", 2 * rounds)
     for number in range(rounds):
-        sides = [partial(_through_server, clients, owner, ledger, http, number, ours),
-                 partial(_through_raw, raw, number, floor)]  # fmt: skip
+        sides = [
+            partial(_through_server, clients, owner, ledger, http, number, ours),
+            partial(_through_raw, raw, number, floor),
+        ]
         for side in sides if number % 2 == 0 else reversed(sides):
             await side()
             progress.done += 1
     return {"server": percentiles(ours), "raw": percentiles(floor)}
 
 
-async def _through_server(clients: Clients, owner: LoadClient, ledger: Ledger,
-                          http: httpx.AsyncClient, number: int, into: list[float]
-                          ) -> None:  # fmt: skip
+async def _through_server(
+    clients: Clients,
+    owner: LoadClient,
+    ledger: Ledger,
+    http: httpx.AsyncClient,
+    number: int,
+    into: list[float],
+) -> None:
     task = await clients.create(owner, APPROVAL, {"message": f"Approve listen round {number}?"})
     task_id = ledger.add(task, owner, "completed:")
     async with Stream(http, owner.url, owner, task_id).opened() as stream:
@@ -163,9 +180,16 @@ async def _through_raw(raw: RawFloor, number: int, into: list[float]) -> None:
     into.append(time.perf_counter() - began)
 
 
-async def idle(clients: Clients, raw: RawFloor, ledger: Ledger, http: httpx.AsyncClient,
-               streams: int, idle_s: float, pids: dict[str, int], progress: Progress
-               ) -> dict[str, Any]:  # fmt: skip
+async def idle(
+    clients: Clients,
+    raw: RawFloor,
+    ledger: Ledger,
+    http: httpx.AsyncClient,
+    streams: int,
+    idle_s: float,
+    pids: dict[str, int],
+    progress: Progress,
+) -> dict[str, Any]:
     """CPU with `streams` idle listen streams open, against none; and the raw floor's."""
     temporal = next(name for name in pids if name.startswith("temporal"))
     owners = clients.take(principals_for(streams) - 1)
@@ -177,8 +201,10 @@ async def idle(clients: Clients, raw: RawFloor, ledger: Ledger, http: httpx.Asyn
         task = await clients.create(owner, APPROVAL, {"message": f"Approve idle {index}?"})
         ours.append(Stream(http, owner.url, owner, ledger.add(task, owner, PARKED)))
         progress.done += 1
-    theirs = [(await raw.start(APPROVAL, {"message": f"Approve raw idle {index}?"})).id
-              for index in range(streams)]  # fmt: skip
+    theirs = [
+        (await raw.start(APPROVAL, {"message": f"Approve raw idle {index}?"})).id
+        for index in range(streams)
+    ]
     if never := await sweep_until_parked(theirs, raw.status, progress, 60, "raw approvals"):
         raise RuntimeError(f"raw approvals did not park within 60 s: {never}")
     progress.set(f"listen: CPU with none, then {streams} idle streams, then raw long-polls", 3)
@@ -199,8 +225,10 @@ async def idle(clients: Clients, raw: RawFloor, ledger: Ledger, http: httpx.Asyn
             raise RuntimeError(f"idle tasks changed while their streams were open: {changed}")
     progress.done += 1
     cursors = [(await raw.long_poll(task_id, b""))[1] for task_id in theirs]
-    polls = [asyncio.create_task(_hold(raw, task_id, cursor))
-             for task_id, cursor in zip(theirs, cursors, strict=True)]  # fmt: skip
+    polls = [
+        asyncio.create_task(_hold(raw, task_id, cursor))
+        for task_id, cursor in zip(theirs, cursors, strict=True)
+    ]
     try:
         figures["raw_long_polls"] = await cpu_over({temporal: pids[temporal]}, idle_s)
     finally:

@@ -63,8 +63,15 @@ async def warm_up(clients: Clients, raw: RawFloor, ledger: Ledger, mine: list[Lo
     await raw.start(APPROVAL, {"message": "Approve the raw warm-up?"})
 
 
-async def create(clients: Clients, raw: RawFloor, ledger: Ledger, level: int, count: int,
-                 rounds: int, progress: Progress) -> tuple[dict[str, Any], Owned]:  # fmt: skip
+async def create(
+    clients: Clients,
+    raw: RawFloor,
+    ledger: Ledger,
+    level: int,
+    count: int,
+    rounds: int,
+    progress: Progress,
+) -> tuple[dict[str, Any], Owned]:
     """`count` creates through each side at `level` concurrent clients (a fresh principal
     each); the figures, and the server's tasks by owner."""
     mine = clients.take(level)
@@ -81,15 +88,19 @@ async def create(clients: Clients, raw: RawFloor, ledger: Ledger, level: int, co
     async def floor(client: int, number: int) -> None:
         await raw.start(APPROVAL, {"message": f"Approve raw change {client}.{number}?"})
 
-    figures = pair(*await side_by_side(
-        rounds, lambda _: per_client(level, each, ours, progress),
-        lambda _: per_client(level, each, floor, progress),
-    ))  # fmt: skip
+    figures = pair(
+        *await side_by_side(
+            rounds,
+            lambda _: per_client(level, each, ours, progress),
+            lambda _: per_client(level, each, floor, progress),
+        )
+    )
     return figures, owned
 
 
-async def wait_parked(clients: Clients, owned: list[tuple[LoadClient, str]], progress: Progress,
-                      timeout_s: float) -> list[tuple[LoadClient, str]]:  # fmt: skip
+async def wait_parked(
+    clients: Clients, owned: list[tuple[LoadClient, str]], progress: Progress, timeout_s: float
+) -> list[tuple[LoadClient, str]]:
     """Sweep tasks/get over the tasks not yet seen at their question, 16 at a time, until none
     is left or `timeout_s` has passed; the ones never seen parked."""
 
@@ -127,8 +138,15 @@ async def sweep_until_parked(
     return pending
 
 
-async def reads(clients: Clients, raw: RawFloor, ledger: Ledger, owned: Owned, count: int,
-                rounds: int, progress: Progress) -> dict[str, Any]:  # fmt: skip
+async def reads(
+    clients: Clients,
+    raw: RawFloor,
+    ledger: Ledger,
+    owned: Owned,
+    count: int,
+    rounds: int,
+    progress: Progress,
+) -> dict[str, Any]:
     """`count` reads through each side, one client per owner, each reading its own tasks in
     turn (so no task is read faster than the poll limiter allows)."""
     owners = list(owned)
@@ -149,14 +167,24 @@ async def reads(clients: Clients, raw: RawFloor, ledger: Ledger, owned: Owned, c
     async def floor(client: int, number: int) -> None:
         await raw.describe(next_of(client)[1])
 
-    return pair(*await side_by_side(
-        rounds, lambda _: per_client(len(owners), each, ours, progress),
-        lambda _: per_client(len(owners), each, floor, progress),
-    ))  # fmt: skip
+    return pair(
+        *await side_by_side(
+            rounds,
+            lambda _: per_client(len(owners), each, ours, progress),
+            lambda _: per_client(len(owners), each, floor, progress),
+        )
+    )
 
 
-async def lifecycle(clients: Clients, raw: RawFloor, ledger: Ledger, level: int, each: int,
-                    body_s: float, progress: Progress) -> dict[str, Any]:  # fmt: skip
+async def lifecycle(
+    clients: Clients,
+    raw: RawFloor,
+    ledger: Ledger,
+    level: int,
+    each: int,
+    body_s: float,
+    progress: Progress,
+) -> dict[str, Any]:
     """`level` clients, each running `each` short tasks to their end, through the server, the
     polling floor and the push floor (in that order); tasks/s and latency of each."""
     mine = clients.take(level)
@@ -182,9 +210,11 @@ async def lifecycle(clients: Clients, raw: RawFloor, ledger: Ledger, level: int,
             raise RuntimeError(f"the raw floor's {handle.id} ended {end}")
 
     figures: dict[str, Any] = {"clients": level, "tasks_per_client": each, "body_s": body_s}
-    sides = {"server": ours,
-             "raw_poll": lambda c, n: floor(c, n, False),
-             "raw_push": lambda c, n: floor(c, n, True)}  # fmt: skip
+    sides = {
+        "server": ours,
+        "raw_poll": lambda c, n: floor(c, n, False),
+        "raw_push": lambda c, n: floor(c, n, True),
+    }
     for side, job in sides.items():
         began = time.perf_counter()
         samples = await per_client(level, each, job, progress)
@@ -194,14 +224,17 @@ async def lifecycle(clients: Clients, raw: RawFloor, ledger: Ledger, level: int,
     return figures
 
 
-async def cancel(clients: Clients, raw: RawFloor, ledger: Ledger, count: int, poll_s: float,
-                 progress: Progress) -> dict[str, Any]:  # fmt: skip
+async def cancel(
+    clients: Clients, raw: RawFloor, ledger: Ledger, count: int, poll_s: float, progress: Progress
+) -> dict[str, Any]:
     """`count` running tasks cancelled one after another through each side; the time from the
     cancellation request to the terminal state seen."""
     (owner,) = clients.take(1)
     await warm_up(clients, raw, ledger, [owner])
-    ours = [ledger.add(await clients.create(owner, TIMER, {"seconds": 3600}), owner, "cancelled")
-            for _ in range(count)]  # fmt: skip
+    ours = [
+        ledger.add(await clients.create(owner, TIMER, {"seconds": 3600}), owner, "cancelled")
+        for _ in range(count)
+    ]
     polled = [await raw.start(TIMER, {"seconds": 3600}) for _ in range(count)]
     pushed = [await raw.start(TIMER, {"seconds": 3600}) for _ in range(count)]
     progress.set("waiting until the tasks to cancel run", 3 * count)

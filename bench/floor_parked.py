@@ -50,8 +50,9 @@ def owner_of(index: int) -> int:
     return index // (CREATORS * PER_PRINCIPAL) * CREATORS + index % CREATORS
 
 
-async def park(clients: Clients, ledger: Ledger, count: int, progress: Progress,
-               timeout_s: float) -> tuple[dict[str, Any], list[Entry]]:  # fmt: skip
+async def park(
+    clients: Clients, ledger: Ledger, count: int, progress: Progress, timeout_s: float
+) -> tuple[dict[str, Any], list[Entry]]:
     """Create and park `count` approvals; the figures, and every (owner, taskId)."""
     owners = clients.take(principals_for(count))
     created: list[Entry] = []
@@ -81,8 +82,9 @@ async def park(clients: Clients, ledger: Ledger, count: int, progress: Progress,
     return figures, created
 
 
-async def park_raw(raw: RawFloor, count: int, progress: Progress,
-                   timeout_s: float) -> dict[str, Any]:  # fmt: skip
+async def park_raw(
+    raw: RawFloor, count: int, progress: Progress, timeout_s: float
+) -> dict[str, Any]:
     """The floor of `park`: `count` raw starts of the same approval workflow by `CREATORS`
     concurrent creators, then describe() sweeps until every one is at its question."""
     handles: list[str] = []
@@ -104,9 +106,16 @@ async def park_raw(raw: RawFloor, count: int, progress: Progress,
     }
 
 
-async def sample_reads(clients: Clients, raw: RawFloor, ledger: Ledger,
-                       parked: list[Entry], reads: int, level: int, rounds: int,
-                       progress: Progress) -> dict[str, Any]:  # fmt: skip
+async def sample_reads(
+    clients: Clients,
+    raw: RawFloor,
+    ledger: Ledger,
+    parked: list[Entry],
+    reads: int,
+    level: int,
+    rounds: int,
+    progress: Progress,
+) -> dict[str, Any]:
     """tasks/get of a random sample of the parked tasks by `level` clients (each read by its
     owner), against raw describe() of the same sample."""
     sample = random.sample(parked, min(reads, len(parked)))
@@ -126,10 +135,13 @@ async def sample_reads(clients: Clients, raw: RawFloor, ledger: Ledger,
     async def floor(client: int, number: int) -> None:
         await raw.describe(next_of("floor")[1])
 
-    return pair(*await side_by_side(
-        rounds, lambda _: per_client(level, each, ours, progress),
-        lambda _: per_client(level, each, floor, progress),
-    ))  # fmt: skip
+    return pair(
+        *await side_by_side(
+            rounds,
+            lambda _: per_client(level, each, ours, progress),
+            lambda _: per_client(level, each, floor, progress),
+        )
+    )
 
 
 async def count_lost(clients: Clients, ledger: Ledger, progress: Progress) -> dict[str, Any]:
@@ -158,5 +170,9 @@ async def count_lost(clients: Clients, ledger: Ledger, progress: Progress) -> di
 
     await bounded(ledger.expected.items(), CREATORS, check, progress)
     detail = [f"{task_id}: {seen}" for task_id, seen in list(lost.items())[:10]]
-    return {"checked": len(ledger.expected), "lost_or_wrong": len(lost),
-            "gone_with_ttl": gone, "detail": detail}  # fmt: skip
+    return {
+        "checked": len(ledger.expected),
+        "lost_or_wrong": len(lost),
+        "gone_with_ttl": gone,
+        "detail": detail,
+    }

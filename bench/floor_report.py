@@ -43,8 +43,13 @@ def _verdict(ok: bool | None) -> str:
     return "—" if ok is None else ("met" if ok else "**missed**")
 
 
-def _latency(name: str, pair: dict[str, Any], floor: str, most: float | None,
-             p99_under_ms: float | None = None) -> Row:  # fmt: skip
+def _latency(
+    name: str,
+    pair: dict[str, Any],
+    floor: str,
+    most: float | None,
+    p99_under_ms: float | None = None,
+) -> Row:
     """A latency row, ratio of the p50s; the target a ratio at most `most`, or a p99 bound."""
     ours, raw = pair["server"], pair["raw"]
     ratio = ours["p50_ms"] / raw["p50_ms"] if raw["p50_ms"] else float("inf")
@@ -61,16 +66,27 @@ def rows(results: dict[str, Any]) -> list[Row]:
     out: list[Row] = []
     for level in (1, 16):
         if f"create_c{level}" in results:
-            out.append(_latency(f"create (`tools/call` → task), {_clients(level)}",
-                                results[f"create_c{level}"], "`start_workflow`", 1.3))  # fmt: skip
+            out.append(
+                _latency(
+                    f"create (`tools/call` → task), {_clients(level)}",
+                    results[f"create_c{level}"],
+                    "`start_workflow`",
+                    1.3,
+                )
+            )
     for level in (1, 16):
         if f"get_c{level}" in results:
-            out.append(_latency(f"`tasks/get`, {_clients(level)}", results[f"get_c{level}"],
-                                "`describe()`", 1.0))  # fmt: skip
+            out.append(
+                _latency(
+                    f"`tasks/get`, {_clients(level)}", results[f"get_c{level}"], "`describe()`", 1.0
+                )
+            )
     if life := results.get("lifecycle"):
         ours, poll, push = life["server"], life["raw_poll"], life["raw_push"]
-        name = (f"lifecycle, {life['clients']} clients, {life['body_s'] * 1000:g} ms task, "
-                f"polled every {life['poll_interval_ms']} ms")  # fmt: skip
+        name = (
+            f"lifecycle, {life['clients']} clients, {life['body_s'] * 1000:g} ms task, "
+            f"polled every {life['poll_interval_ms']} ms"
+        )
         ratio = ours["tasks_per_s"] / poll["tasks_per_s"]
         out.append(
             (
@@ -82,20 +98,40 @@ def rows(results: dict[str, Any]) -> list[Row]:
                 _verdict(ratio >= 0.8),
             )
         )
-        out.append(_latency(f"{name}: latency", {"server": ours, "raw": poll},
-                            "polling `describe()`", None))  # fmt: skip
+        out.append(
+            _latency(
+                f"{name}: latency", {"server": ours, "raw": poll}, "polling `describe()`", None
+            )
+        )
         ratio = ours["tasks_per_s"] / push["tasks_per_s"]
-        out.append((f"{name}: tasks/s against the push floor", f"{ours['tasks_per_s']}",
-                    f"`handle.result()` {push['tasks_per_s']}, latency {_ms(push)}",
-                    f"{ratio:.2f}x", "—", "—"))  # fmt: skip
+        out.append(
+            (
+                f"{name}: tasks/s against the push floor",
+                f"{ours['tasks_per_s']}",
+                f"`handle.result()` {push['tasks_per_s']}, latency {_ms(push)}",
+                f"{ratio:.2f}x",
+                "—",
+                "—",
+            )
+        )
     if cancel := results.get("cancel"):
         every = f"polled every {cancel['poll_ms']:g} ms"
-        out.append(_latency(f"cancel → terminal ({every})",
-                            {"server": cancel["server"], "raw": cancel["raw_poll"]},
-                            "`cancel()`, polling `describe()`", None))  # fmt: skip
-        out.append(_latency("cancel → terminal, against the push floor",
-                            {"server": cancel["server"], "raw": cancel["raw_push"]},
-                            "`cancel()` + `result()`", None))  # fmt: skip
+        out.append(
+            _latency(
+                f"cancel → terminal ({every})",
+                {"server": cancel["server"], "raw": cancel["raw_poll"]},
+                "`cancel()`, polling `describe()`",
+                None,
+            )
+        )
+        out.append(
+            _latency(
+                "cancel → terminal, against the push floor",
+                {"server": cancel["server"], "raw": cancel["raw_push"]},
+                "`cancel()` + `result()`",
+                None,
+            )
+        )
     if listen := results.get("listen"):
         out.extend(_listen_rows(results, listen))
     if question := results.get("question"):
@@ -114,8 +150,16 @@ def rows(results: dict[str, Any]) -> list[Row]:
         out.extend(_polling_rows(polling))
     lost, gone = results["lost"]["lost_or_wrong"], results["lost"].get("gone_with_ttl", 0)
     past_ttl = f"; {gone:,} read past their TTL, gone as they must be" if gone else ""
-    out.append((f"lost or wrong tasks (of {results['lost']['checked']:,} created{past_ttl})",
-                str(lost), "—", "—", "0", _verdict(lost == 0)))  # fmt: skip
+    out.append(
+        (
+            f"lost or wrong tasks (of {results['lost']['checked']:,} created{past_ttl})",
+            str(lost),
+            "—",
+            "—",
+            "0",
+            _verdict(lost == 0),
+        )
+    )
     return out
 
 
@@ -178,8 +222,12 @@ def _listen_rows(results: dict[str, Any], listen: dict[str, Any]) -> list[Row]:
     """The notification's latency (target p50 ≤ 100 ms) and what idle streams cost (target:
     all of them together under 1% of one core, on the server and Temporal together)."""
     notify, idle = listen["notify"], listen["idle"]
-    latency = _latency("`subscriptions/listen`: `tasks/update` → notification of the change",
-                       notify, "signal → history long-poll + `describe()`", None)  # fmt: skip
+    latency = _latency(
+        "`subscriptions/listen`: `tasks/update` → notification of the change",
+        notify,
+        "signal → history long-poll + `describe()`",
+        None,
+    )
     ok = notify["server"]["p50_ms"] <= 100
     out: list[Row] = [(*latency[:4], "p50 ≤ 100 ms", _verdict(ok))]
     streams, window = idle["streams"], idle["window_s"]
@@ -187,14 +235,31 @@ def _listen_rows(results: dict[str, Any], listen: dict[str, Any]) -> list[Row]:
     added: dict[str, float] = {}
     for name, percent in idle["streams_open"].items():
         added[name] = percent - idle["none"][name]
-        out.append((f"{streams} idle listen streams open {window:g} s: CPU of {name}",
-                    f"{percent}% of a core (none open: {idle['none'][name]}%)",
-                    (f"{streams} raw long-polls: {idle['raw_long_polls'][temporal]}%"
-                     if name == temporal else "—"), "—", "—", "—"))  # fmt: skip
+        out.append(
+            (
+                f"{streams} idle listen streams open {window:g} s: CPU of {name}",
+                f"{percent}% of a core (none open: {idle['none'][name]}%)",
+                (
+                    f"{streams} raw long-polls: {idle['raw_long_polls'][temporal]}%"
+                    if name == temporal
+                    else "—"
+                ),
+                "—",
+                "—",
+                "—",
+            )
+        )
     total = round(sum(added.values()), 2)
-    out.append((f"{streams} idle listen streams: CPU added, all processes",
-                f"{total}% of a core", "—", "—", f"< {IDLE_TARGET:g}% of a core",
-                _verdict(total < IDLE_TARGET)))  # fmt: skip
+    out.append(
+        (
+            f"{streams} idle listen streams: CPU added, all processes",
+            f"{total}% of a core",
+            "—",
+            "—",
+            f"< {IDLE_TARGET:g}% of a core",
+            _verdict(total < IDLE_TARGET),
+        )
+    )
     return out
 
 
@@ -210,18 +275,34 @@ def _parked_rows(results: dict[str, Any], parked: dict[str, Any]) -> list[Row]:
         # then holds them: a fuller Temporal parks more slowly (the floor parked 39.5/s after
         # 2,000, 23.7/s after 10,000), so the ratio, of the rates, favours this server.
         raw_rate = raw["count"] / raw["all_parked_after_s"]
-        floor = (f"raw starts, on a Temporal already holding this server's {count:,}: "
-                 f"{raw['count']:,} parked after {raw['all_parked_after_s'] / 60:.1f} min "
-                 f"({raw_rate:.1f}/s)")  # fmt: skip
+        floor = (
+            f"raw starts, on a Temporal already holding this server's {count:,}: "
+            f"{raw['count']:,} parked after {raw['all_parked_after_s'] / 60:.1f} min "
+            f"({raw_rate:.1f}/s)"
+        )
         ratio = f"{count / parked['all_parked_after_s'] / raw_rate:.2f}x"
-    out: list[Row] = [(f"{count:,} approvals: all parked after", f"{minutes:.1f} min "
-                       f"({count / parked['all_parked_after_s']:.1f} parked/s, "
-                       f"{parked['create']['per_second']} creates/s)", floor, ratio,
-                       "≤ 15 min (at 100,000)", verdict)]  # fmt: skip
+    out: list[Row] = [
+        (
+            f"{count:,} approvals: all parked after",
+            f"{minutes:.1f} min "
+            f"({count / parked['all_parked_after_s']:.1f} parked/s, "
+            f"{parked['create']['per_second']} creates/s)",
+            floor,
+            ratio,
+            "≤ 15 min (at 100,000)",
+            verdict,
+        )
+    ]
     for level in (1, 16):
-        out.append(_latency(f"{count:,} parked: `tasks/get` of a random sample, "
-                            f"{_clients(level)}", parked[f"get_c{level}"], "`describe()`", None,
-                            p99_under_ms=50))  # fmt: skip
+        out.append(
+            _latency(
+                f"{count:,} parked: `tasks/get` of a random sample, {_clients(level)}",
+                parked[f"get_c{level}"],
+                "`describe()`",
+                None,
+                p99_under_ms=50,
+            )
+        )
     idle, full = results["idle_rss_mib"], results["parked_rss_mib"]
     peak = results.get("peak_rss_mib", {})
     limits: dict[str, Callable[[float], bool]] = {
@@ -232,14 +313,24 @@ def _parked_rows(results: dict[str, Any], parked: dict[str, Any]) -> list[Row]:
         check = limits.get(name)
         target = ("< 500 MB" if name == results["worker_process"] else "< 2 GB") if check else "—"
         measured = f"{idle[name]} → {mib} MiB (peak {peak.get(name, mib)})"
-        out.append((f"RSS, {name}: idle → {count:,} parked", measured, "—", "—", target,
-                    _verdict(check(peak.get(name, mib)) if check else None)))  # fmt: skip
+        out.append(
+            (
+                f"RSS, {name}: idle → {count:,} parked",
+                measured,
+                "—",
+                "—",
+                target,
+                _verdict(check(peak.get(name, mib)) if check else None),
+            )
+        )
     return out
 
 
 def markdown(results: dict[str, Any]) -> str:
-    head = ["| figure | this server | raw floor | ratio | target | met? |",
-            "|---|---|---|---|---|---|"]  # fmt: skip
+    head = [
+        "| figure | this server | raw floor | ratio | target | met? |",
+        "|---|---|---|---|---|---|",
+    ]
     return "\n".join([*head, *("| " + " | ".join(row) + " |" for row in rows(results))])
 
 
@@ -298,8 +389,10 @@ def document(results: dict[str, Any], command: str, existing: str = "") -> str:
     """docs/benchmarks.md: `existing`'s sections with this run's size replaced by this run."""
     existing, _, kept = existing.partition(KEPT)
     parts = MARK.split(existing)
-    sections = {int(size): f"<!-- bench-run parked={size} -->{text}".rstrip() + "\n"
-                for size, text in zip(parts[1::2], parts[2::2], strict=True)}  # fmt: skip
+    sections = {
+        int(size): f"<!-- bench-run parked={size} -->{text}".rstrip() + "\n"
+        for size, text in zip(parts[1::2], parts[2::2], strict=True)
+    }
     new = section(results, command)
     sections[int(MARK.search(new).group(1))] = new  # type: ignore[union-attr]
     page = "\n".join([HEADER, *(sections[size] for size in sorted(sections))])

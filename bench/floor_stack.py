@@ -64,8 +64,13 @@ async def floor_stack(topology: str, data_dir: Path, principals: int) -> AsyncIt
     tokens_file = data_dir / "tokens.json"
     tokens = [add_token(tokens_file, f"bench-client-{i}", []) for i in range(principals)]
     path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
-    env = {**os.environ, **TOOLS_ENV, "PYTHONPATH": path, "MCP_TASKS_AUTH": "tokens",
-           "MCP_TASKS_TOKENS_FILE": str(tokens_file)}  # fmt: skip
+    env = {
+        **os.environ,
+        **TOOLS_ENV,
+        "PYTHONPATH": path,
+        "MCP_TASKS_AUTH": "tokens",
+        "MCP_TASKS_TOKENS_FILE": str(tokens_file),
+    }
     if topology == "dev":
         async with dev_stack(data_dir, env) as dev:
             stack = Stack("dev", dev.url, dev.temporal_address, dev.pids(), tokens)

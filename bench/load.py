@@ -102,15 +102,22 @@ def main() -> None:
     parser.add_argument("--answer-after", type=int, default=2, metavar="POLLS")
     parser.add_argument("--step-seconds", type=float, default=1.0)
     parser.add_argument("--timeout", type=float, default=1800, metavar="SECONDS")
-    parser.add_argument("--topology", choices=("split", "dev"), default="split",
-                        help="the stack to start without --url (see above)")  # fmt: skip
+    parser.add_argument(
+        "--topology",
+        choices=("split", "dev"),
+        default="split",
+        help="the stack to start without --url (see above)",
+    )
     parser.add_argument("--url", default=None, help="load this server instead of starting one")
     parser.add_argument(
         "--token", action="append", default=[], help="a bearer token for --url (repeatable)"
     )
     options = parser.parse_args()
-    load = {"answer_after": options.answer_after, "step_seconds": options.step_seconds,
-            "timeout_s": options.timeout}  # fmt: skip
+    load = {
+        "answer_after": options.answer_after,
+        "step_seconds": options.step_seconds,
+        "timeout_s": options.timeout,
+    }
     if options.url is None and options.topology == "split":
         results = asyncio.run(on_split(options.tasks, options.clients, **load))
     elif options.url is None:

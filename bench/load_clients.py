@@ -69,8 +69,12 @@ class LoadClient:
         tools/call started nothing). A transport error or another 5xx is counted and retried
         after a second, except for tools/call, whose outcome it leaves unknown. Any other error
         is raised."""
-        headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name,
-                   **self.auth}  # fmt: skip
+        headers = {
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": method,
+            "Mcp-Name": name,
+            **self.auth,
+        }
         body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": META}}
         while True:
             started = time.perf_counter()
@@ -140,8 +144,12 @@ async def one_task(client: LoadClient, name: str, plan: Plan) -> None:
     """Create the task, poll it at its pollIntervalMs from then on, answer it (once every task
     exists) after `plan.answer_after` polls that show its question, poll it to its end and
     check it."""
-    arguments = {"name": name, "steps": 1, "step_seconds": plan.step_seconds,
-                 "require_approval": True}  # fmt: skip
+    arguments = {
+        "name": name,
+        "steps": 1,
+        "step_seconds": plan.step_seconds,
+        "require_approval": True,
+    }
     stats = client.stats
     async with client.creating:
         try:

@@ -43,8 +43,10 @@ def main() -> None:
     counted = per_call_us(lambda: metrics.record_request("tasks/get", "ok", False, 0.0095))
     logged = per_call_us(lambda: request_line(FIELDS))
     yardstick = per_call_us(lambda: json.dumps(FIELDS, separators=(",", ":")))
-    print(f"metrics: {counted:.1f} us per request; JSON log line: {logged:.1f} us per request; "
-          f"yardstick json.dumps of its fields: {yardstick:.1f} us")  # fmt: skip
+    print(
+        f"metrics: {counted:.1f} us per request; JSON log line: {logged:.1f} us per request; "
+        f"yardstick json.dumps of its fields: {yardstick:.1f} us"
+    )
 
 
 if __name__ == "__main__":

@@ -39,10 +39,12 @@ from mcp_server.runtime.worker import build_worker
 from mcp_tasks.settings import Settings
 
 
-async def measure(approvals: int, rounds: int, synchronous: Synchronous,
-                  runner: str) -> list[dict[str, Any]]:  # fmt: skip
-    temporal = TemporalDevServer(Path(tempfile.mkdtemp()), port=free_port(),
-                                 synchronous=synchronous)  # fmt: skip
+async def measure(
+    approvals: int, rounds: int, synchronous: Synchronous, runner: str
+) -> list[dict[str, Any]]:
+    temporal = TemporalDevServer(
+        Path(tempfile.mkdtemp()), port=free_port(), synchronous=synchronous
+    )
     temporal.start()
     try:
         await temporal.wait_ready()
@@ -60,11 +62,18 @@ async def measure(approvals: int, rounds: int, synchronous: Synchronous,
                 if parked["never_parked"]:
                     raise RuntimeError(f"{parked['never_parked']} approvals never parked")
                 wall = time.perf_counter() - began
-                cpu_ms = {name: round((cpu_seconds(pid) - before[name]) * 1000 / approvals, 1)
-                          for name, pid in pids.items()}  # fmt: skip
-                figures.append({"round": number, "approvals": approvals,
-                                "parked_per_s": round(approvals / wall, 1),
-                                "cpu_ms_per_parked": cpu_ms})  # fmt: skip
+                cpu_ms = {
+                    name: round((cpu_seconds(pid) - before[name]) * 1000 / approvals, 1)
+                    for name, pid in pids.items()
+                }
+                figures.append(
+                    {
+                        "round": number,
+                        "approvals": approvals,
+                        "parked_per_s": round(approvals / wall, 1),
+                        "cpu_ms_per_parked": cpu_ms,
+                    }
+                )
                 print(json.dumps(figures[-1]), flush=True)
         return figures
     finally:

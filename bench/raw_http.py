@@ -55,9 +55,13 @@ class RawHttp:
         parts = urlsplit(url)
         host, port = parts.hostname or "127.0.0.1", parts.port or 80
         body = _dumps(json)
-        head = [f"POST {parts.path or '/'} HTTP/1.1", f"Host: {host}:{port}",
-                "Content-Type: application/json", "Accept: application/json, text/event-stream",
-                f"Content-Length: {len(body)}"]  # fmt: skip
+        head = [
+            f"POST {parts.path or '/'} HTTP/1.1",
+            f"Host: {host}:{port}",
+            "Content-Type: application/json",
+            "Accept: application/json, text/event-stream",
+            f"Content-Length: {len(body)}",
+        ]
         head += [f"{name}: {value}" for name, value in (headers or {}).items()]
         request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
         async with self._slots:

@@ -290,8 +290,13 @@ def main() -> None:
     )
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--reads", type=int, default=2000)
-    parser.add_argument("--metrics", type=Path, default=None, metavar="DIR",
-                        help="scrape the server's and the worker's metrics into DIR")  # fmt: skip
+    parser.add_argument(
+        "--metrics",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="scrape the server's and the worker's metrics into DIR",
+    )
     parser.add_argument("--scrape-every", type=float, default=2.0, metavar="SECONDS")
     options = parser.parse_args()
     results = asyncio.run(

@@ -76,15 +76,24 @@ async def stack(data_dir: Path, extra_env: dict[str, str] | None = None) -> Asyn
     deploy_token = add_token(tokens, "capacity-deploy", ["deploy"])
     port = free_port()
     root = str(Path(__file__).resolve().parents[1])
-    env = {**os.environ, "MCP_TASKS_TEMPORAL_ADDRESS": temporal.address,
-           "MCP_TASKS_PORT": str(port), "MCP_TASKS_AUTH": "tokens",
-           "MCP_TASKS_TOKENS_FILE": str(tokens), "MCP_TASKS_TOOLSET": "demo",
-           "MCP_TASKS_PIPELINES_DIR": os.path.join(root, "pipelines"),
-           "PYTHONPATH": root, **(extra_env or {})}  # fmt: skip
+    env = {
+        **os.environ,
+        "MCP_TASKS_TEMPORAL_ADDRESS": temporal.address,
+        "MCP_TASKS_PORT": str(port),
+        "MCP_TASKS_AUTH": "tokens",
+        "MCP_TASKS_TOKENS_FILE": str(tokens),
+        "MCP_TASKS_TOOLSET": "demo",
+        "MCP_TASKS_PIPELINES_DIR": os.path.join(root, "pipelines"),
+        "PYTHONPATH": root,
+        **(extra_env or {}),
+    }
     async with split_stack(temporal, data_dir, env) as split:
         client = await Client.connect(temporal.address)
-        pids = {"temporal": split.temporal_pid, "worker": split.worker.pid,
-                "server": split.server.pid}  # fmt: skip
+        pids = {
+            "temporal": split.temporal_pid,
+            "worker": split.worker.pid,
+            "server": split.server.pid,
+        }
         metrics = f"http://127.0.0.1:{MeteredTemporal.metrics_port}/metrics"
         url = f"http://127.0.0.1:{port}/mcp"
         yield Stack(url, client, metrics, pids, token, deploy_token)
@@ -141,15 +150,20 @@ class Window:
         def per_unit(total: float, idle_rate: float, scale: float = 1.0) -> float:
             return round(scale * max(0.0, total - idle_rate * seconds) / units, 2)
 
-        frontend = {k.split(":", 1)[1]: per_unit(v, idle.counts.get(k, 0.0))
-                    for k, v in counts.items() if k.startswith("frontend:")}  # fmt: skip
+        frontend = {
+            k.split(":", 1)[1]: per_unit(v, idle.counts.get(k, 0.0))
+            for k, v in counts.items()
+            if k.startswith("frontend:")
+        }
         return {
             "frontend requests": {k: v for k, v in frontend.items() if v},
-            "persistence requests": per_unit(counts.get("persistence", 0.0),
-                                             idle.counts.get("persistence", 0.0)),
-            "cpu ms": {name: per_unit(used, idle.cpu[name], scale=1000.0)
-                       for name, used in cpu.items()},
-        }  # fmt: skip
+            "persistence requests": per_unit(
+                counts.get("persistence", 0.0), idle.counts.get("persistence", 0.0)
+            ),
+            "cpu ms": {
+                name: per_unit(used, idle.cpu[name], scale=1000.0) for name, used in cpu.items()
+            },
+        }
 
 
 @dataclass
@@ -164,15 +178,21 @@ class Idle:
         window = await Window.open(stack, http)
         await asyncio.sleep(seconds)
         counts, cpu, elapsed = await window.deltas()
-        return cls({k: v / elapsed for k, v in counts.items()},
-                   {k: v / elapsed for k, v in cpu.items()})  # fmt: skip
+        return cls(
+            {k: v / elapsed for k, v in counts.items()}, {k: v / elapsed for k, v in cpu.items()}
+        )
 
     def report(self) -> dict[str, Any]:
-        frontend = {k.split(":", 1)[1]: round(v, 2) for k, v in self.counts.items()
-                    if k.startswith("frontend:") and v}  # fmt: skip
-        return {"frontend requests per s": frontend,
-                "persistence requests per s": round(self.counts.get("persistence", 0.0), 2),
-                "cpu ms per s": {k: round(1000 * v, 2) for k, v in self.cpu.items()}}  # fmt: skip
+        frontend = {
+            k.split(":", 1)[1]: round(v, 2)
+            for k, v in self.counts.items()
+            if k.startswith("frontend:") and v
+        }
+        return {
+            "frontend requests per s": frontend,
+            "persistence requests per s": round(self.counts.get("persistence", 0.0), 2),
+            "cpu ms per s": {k: round(1000 * v, 2) for k, v in self.cpu.items()},
+        }
 
 
 async def history_of(client: Client, workflow_id: str) -> dict[str, Any]:
@@ -180,10 +200,13 @@ async def history_of(client: Client, workflow_id: str) -> dict[str, Any]:
     events = [event async for event in handle.fetch_history_events()]
     described = (await handle.describe()).raw_description.workflow_execution_info
     kinds = Counter(event.WhichOneof("attributes") for event in events)
-    return {"events": len(events), "bytes": sum(e.ByteSize() for e in events),
-            "memo bytes": described.memo.ByteSize(),
-            "search attribute bytes": described.search_attributes.ByteSize(),
-            "event kinds": dict(kinds.most_common())}  # fmt: skip
+    return {
+        "events": len(events),
+        "bytes": sum(e.ByteSize() for e in events),
+        "memo bytes": described.memo.ByteSize(),
+        "search attribute bytes": described.search_attributes.ByteSize(),
+        "event kinds": dict(kinds.most_common()),
+    }
 
 
 async def create(client: LoadClient, tool: str, arguments: dict[str, Any]) -> str:
@@ -215,8 +238,10 @@ async def measure(data_dir: Path, approvals: int, polls: int) -> dict[str, Any]:
         idle = await Idle.measure(running, http, IDLE_S)
 
         window = await Window.open(running, http)
-        ids = [await create(client, "request_approval", {"message": f"Approve change {i}?"})
-               for i in range(approvals)]  # fmt: skip
+        ids = [
+            await create(client, "request_approval", {"message": f"Approve change {i}?"})
+            for i in range(approvals)
+        ]
         await settle(10)
         park = await window.close(approvals, idle)
         states = [(await status(client, task_id))["status"] for task_id in ids]

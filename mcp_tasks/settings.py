@@ -470,8 +470,12 @@ def describe(error: ErrorDetails) -> str:
         return "must be a list"
     if kind == "literal_error":
         return f"must be one of {ctx['expected']}"
-    bounds = {"greater_than_equal": ("at least", "ge"), "less_than_equal": ("at most", "le"),
-              "greater_than": ("greater than", "gt"), "less_than": ("less than", "lt")}  # fmt: skip
+    bounds = {
+        "greater_than_equal": ("at least", "ge"),
+        "less_than_equal": ("at most", "le"),
+        "greater_than": ("greater than", "gt"),
+        "less_than": ("less than", "lt"),
+    }
     if kind in bounds:
         words, key = bounds[kind]
         bound = ctx[key]

@@ -81,11 +81,25 @@ class DevProcess:
         self.log_path = data_dir.parent / f"dev-{time.monotonic_ns()}.log"
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(
-            [MCP_TASKS, "dev", "--toolset", toolset, "--port", str(port),
-             "--data-dir", str(data_dir), "--temporal-port", str(temporal_port), *extra_args],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd,
+            [
+                MCP_TASKS,
+                "dev",
+                "--toolset",
+                toolset,
+                "--port",
+                str(port),
+                "--data-dir",
+                str(data_dir),
+                "--temporal-port",
+                str(temporal_port),
+                *extra_args,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=cwd,
             env=None if env is None else {**os.environ, **env},
-        )  # fmt: skip
+        )
         log.close()
 
     def log(self) -> str:

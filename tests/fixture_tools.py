@@ -76,9 +76,10 @@ class SecretWorkWorkflow(TaskWorkflow):
             use_key,
             args=[key, mode == "activity_fails"],
             start_to_close_timeout=timedelta(seconds=10),
-            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=100),
-                                     maximum_attempts=2),
-        )  # fmt: skip
+            retry_policy=RetryPolicy(
+                initial_interval=timedelta(milliseconds=100), maximum_attempts=2
+            ),
+        )
         note = task.arguments.get("note", "")
         return text_result(
             f"{token}; key {key} accepted; {note}",
@@ -101,25 +102,61 @@ class SplitDecisionWorkflow(TaskWorkflow):
 
 def register(registry: ToolRegistry) -> None:
     registry.add_workflows(
-        [HugeResultWorkflow, ShortLivedWorkflow, WaitForeverWorkflow, LeakyWorkflow,
-         SecretWorkWorkflow, SplitDecisionWorkflow]
-    )  # fmt: skip
+        [
+            HugeResultWorkflow,
+            ShortLivedWorkflow,
+            WaitForeverWorkflow,
+            LeakyWorkflow,
+            SecretWorkWorkflow,
+            SplitDecisionWorkflow,
+        ]
+    )
     registry.add_activities([use_key])
     schema = {"type": "object", "properties": {"bytes": {"type": "integer"}}}
     task: dict[str, Any] = {"task_support": "required"}
-    registry.add(Tool("tests_huge_result", "Returns `bytes` bytes of text.", schema,
-                      workflow="TestsHugeResult", **task))  # fmt: skip
-    registry.add(Tool("tests_short_lived", "Completes at once; TTL 3 s.", {"type": "object"},
-                      workflow="TestsShortLived", ttl_ms=SHORT_TTL_MS, **task))  # fmt: skip
-    registry.add(Tool("tests_wait_forever", "Never finishes by itself.", {"type": "object"},
-                      workflow="TestsWaitForever", **task))  # fmt: skip
+    registry.add(
+        Tool(
+            "tests_huge_result",
+            "Returns `bytes` bytes of text.",
+            schema,
+            workflow="TestsHugeResult",
+            **task,
+        )
+    )
+    registry.add(
+        Tool(
+            "tests_short_lived",
+            "Completes at once; TTL 3 s.",
+            {"type": "object"},
+            workflow="TestsShortLived",
+            ttl_ms=SHORT_TTL_MS,
+            **task,
+        )
+    )
+    registry.add(
+        Tool(
+            "tests_wait_forever",
+            "Never finishes by itself.",
+            {"type": "object"},
+            workflow="TestsWaitForever",
+            **task,
+        )
+    )
     leaky = {
         "type": "object",
         "properties": {"api_key": {"type": "string"}, "fail": {"type": "boolean"}},
     }
-    registry.add(Tool("tests_leaky", "Tries to leak its secret api_key.", leaky,
-                      workflow="TestsLeaky", secret_arguments=frozenset({"api_key"}),
-                      required_capabilities={"elicitation": {}}, **task))  # fmt: skip
+    registry.add(
+        Tool(
+            "tests_leaky",
+            "Tries to leak its secret api_key.",
+            leaky,
+            workflow="TestsLeaky",
+            secret_arguments=frozenset({"api_key"}),
+            required_capabilities={"elicitation": {}},
+            **task,
+        )
+    )
     secret_work = {
         "type": "object",
         "properties": {
@@ -129,11 +166,33 @@ def register(registry: ToolRegistry) -> None:
         },
         "required": ["api_key", "mode"],
     }
-    registry.add(Tool("tests_secret_work", "Uses its secret api_key in errors and results.",
-                      secret_work, workflow="TestsSecretWork",
-                      secret_arguments=frozenset({"api_key"}), **task))  # fmt: skip
+    registry.add(
+        Tool(
+            "tests_secret_work",
+            "Uses its secret api_key in errors and results.",
+            secret_work,
+            workflow="TestsSecretWork",
+            secret_arguments=frozenset({"api_key"}),
+            **task,
+        )
+    )
     split = {"type": "object", "properties": {"approvers": {"type": "array"}}}
-    registry.add(Tool("tests_split_decision", "Asks its caller and its approvers.", split,
-                      workflow="TestsSplitDecision", **task))  # fmt: skip
-    registry.add(Tool("tests_times_out", "Never finishes; its TTL is 3 s.", {"type": "object"},
-                      workflow="TestsWaitForever", ttl_ms=SHORT_TTL_MS, **task))  # fmt: skip
+    registry.add(
+        Tool(
+            "tests_split_decision",
+            "Asks its caller and its approvers.",
+            split,
+            workflow="TestsSplitDecision",
+            **task,
+        )
+    )
+    registry.add(
+        Tool(
+            "tests_times_out",
+            "Never finishes; its TTL is 3 s.",
+            {"type": "object"},
+            workflow="TestsWaitForever",
+            ttl_ms=SHORT_TTL_MS,
+            **task,
+        )
+    )

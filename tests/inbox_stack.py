@@ -20,14 +20,20 @@ from tests.dev_process import DevProcess, reaped
 from tests.mcp_client import McpClient
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 REPO = Path(__file__).resolve().parent.parent
 # Where the browser tests save the README's screenshots (unset: none are taken).
 SCREENSHOTS_ENV = "MCP_TASKS_INBOX_SCREENSHOTS"
-PRINCIPALS = {"alice": ["deploy"], "release-manager": ["deploy", "release"], "eve": [],
-              "busy": []}  # fmt: skip
+PRINCIPALS = {"alice": ["deploy"], "release-manager": ["deploy", "release"], "eve": [], "busy": []}
 
 
 @dataclass

@@ -50,8 +50,12 @@ class ListenStream:
                 "io.modelcontextprotocol/clientCapabilities": TASKS_AND_ELICITATION,
             },
         }
-        body = {"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
-                "params": params}  # fmt: skip
+        body = {
+            "jsonrpc": "2.0",
+            "id": "listen-1",
+            "method": "subscriptions/listen",
+            "params": params,
+        }
         headers = self.mcp.headers_for("subscriptions/listen", params)
         try:
             async with self.mcp.http.stream(

@@ -16,11 +16,40 @@ from bench.load_clients import LoadClient, Stats
 
 pytestmark = pytest.mark.slow
 
-TINY = ["--creates", "8", "--reads", "16", "--rounds", "2", "--lifecycle-clients", "2",
-        "--lifecycle-tasks", "1", "--cancels", "2", "--listen-rounds", "2", "--idle-streams", "3",
-        "--idle-seconds", "1", "--question-rounds", "2", "--parked", "12", "--parked-reads", "8",
-        "--polling-clients", "2", "--polling-tasks", "2", "--polling-seconds", "6",
-        "--polling-changes", "2"]  # fmt: skip
+TINY = [
+    "--creates",
+    "8",
+    "--reads",
+    "16",
+    "--rounds",
+    "2",
+    "--lifecycle-clients",
+    "2",
+    "--lifecycle-tasks",
+    "1",
+    "--cancels",
+    "2",
+    "--listen-rounds",
+    "2",
+    "--idle-streams",
+    "3",
+    "--idle-seconds",
+    "1",
+    "--question-rounds",
+    "2",
+    "--parked",
+    "12",
+    "--parked-reads",
+    "8",
+    "--polling-clients",
+    "2",
+    "--polling-tasks",
+    "2",
+    "--polling-seconds",
+    "6",
+    "--polling-changes",
+    "2",
+]
 
 
 def test_a_tiny_run_writes_its_results_and_loses_nothing(

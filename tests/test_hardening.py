@@ -161,8 +161,12 @@ async def test_a_principal_cannot_read_or_overwrite_another_ones_database(
     (import_dir / f"bob-{tag}.csv").write_text("id,name\n1,bob\n2,bob\n")
     database = f"crm-{tag}.db"
     for caller, who in ((alice, "alice"), (bob, "bob")):
-        arguments = {"source": f"{who}-{tag}.csv", "database": database, "table": "people",
-                     "key": "id"}  # fmt: skip
+        arguments = {
+            "source": f"{who}-{tag}.csv",
+            "database": database,
+            "table": "people",
+            "key": "id",
+        }
         task = await caller.wait_terminal(await caller.create_task("import_records", arguments))
         assert task["status"] == "completed", task
     areas = import_dir / AREAS
@@ -179,8 +183,13 @@ async def test_a_principal_cannot_read_or_overwrite_another_ones_database(
     }
     for argument, values in attempts.items():
         for value in values:
-            arguments = {"source": f"bob-{tag}.csv", "database": "x.db", "table": "people",
-                         "key": "id", argument: value}  # fmt: skip
+            arguments = {
+                "source": f"bob-{tag}.csv",
+                "database": "x.db",
+                "table": "people",
+                "key": "id",
+                argument: value,
+            }
             task = await bob.wait_terminal(await bob.create_task("import_records", arguments))
             message = task["result"]["content"][0]["text"]
             assert task["result"]["isError"] and repr(value) in message, message
@@ -191,11 +200,14 @@ async def test_a_principal_cannot_read_or_overwrite_another_ones_database(
 
 
 async def post_with_id(stack: AsgiStack, request_id: str, method: str, task_id: str) -> Any:
-    params = {"taskId": task_id, "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": TASKS,
-        "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "0"},
-    }}  # fmt: skip
+    params = {
+        "taskId": task_id,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": TASKS,
+            "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "0"},
+        },
+    }
     body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
     headers = stack.mcp.headers_for(method, params)
     return await stack.http.post(stack.url, json=body, headers=headers)

@@ -53,8 +53,14 @@ async def test_a_csv_import_commits_every_good_row_and_reports_the_bad_ones(
 ) -> None:
     bad = 'x,too,many,fields\n,no key,here\n"a"b,c,d\n'  # the last: text after a closing quote
     source = csv_file(import_dir, 2500, extra=bad)
-    arguments = {"source": source, "database": "people.db", "table": "people_a", "key": "id",
-                 "chunk_size": 1000, "chunk_delay_ms": 300}  # fmt: skip
+    arguments = {
+        "source": source,
+        "database": "people.db",
+        "table": "people_a",
+        "key": "id",
+        "chunk_size": 1000,
+        "chunk_delay_ms": 300,
+    }
     task_id = await mcp.create_task("import_records", arguments)
     progress = await mcp.wait_for(task_id, lambda t: "rows (" in t.get("statusMessage", ""))
     # (and, while a chunk runs, for how long: Temporal's record of the activity)
@@ -108,8 +114,14 @@ async def test_bad_paths_and_keys_are_clear_tool_errors(
 async def test_cancel_stops_between_chunks_and_says_how_many_rows_were_committed(
     mcp: McpClient, import_dir: Path
 ) -> None:
-    arguments = {"source": csv_file(import_dir, 2000), "database": "cancel.db", "table": "people",
-                 "key": "id", "chunk_size": 100, "chunk_delay_ms": 400}  # fmt: skip
+    arguments = {
+        "source": csv_file(import_dir, 2000),
+        "database": "cancel.db",
+        "table": "people",
+        "key": "id",
+        "chunk_size": 100,
+        "chunk_delay_ms": 400,
+    }
     task_id = await mcp.create_task("import_records", arguments)
     await mcp.wait_for(task_id, lambda t: t.get("statusMessage", "").startswith("200 /"))
     await mcp.cancel_task(task_id)
@@ -126,8 +138,14 @@ async def test_cancel_stops_between_chunks_and_says_how_many_rows_were_committed
 async def test_a_worker_killed_mid_import_loses_and_duplicates_nothing(
     fresh_stack: StackFactory, import_dir: Path, temporal: TemporalDevServer
 ) -> None:
-    arguments = {"source": csv_file(import_dir, 3000), "database": "crash.db", "table": "people",
-                 "key": "id", "chunk_size": 100, "chunk_delay_ms": 150}  # fmt: skip
+    arguments = {
+        "source": csv_file(import_dir, 3000),
+        "database": "crash.db",
+        "table": "people",
+        "key": "id",
+        "chunk_size": 100,
+        "chunk_delay_ms": 150,
+    }
     # No quota: its reservation needs a worker, and the worker process below may take longer
     # than the reservation waits (10 s) to start polling on a loaded host.
     async with fresh_stack(max_open_tasks_per_principal=0) as stack:
@@ -174,38 +192,55 @@ PEOPLE = "id,name\n1,a\n2,b\n"
 # name: (source text, table, what the database holds first, the reason given; DB: its name)
 REFUSALS: dict[str, tuple[str, str, str | bytes | None, str]] = {
     "duplicate header": (
-        "id,name,name\n1,a,b\n", "people", None,
+        "id,name,name\n1,a,b\n",
+        "people",
+        None,
         "the column 'name' comes twice (columns 2 and 3)",
     ),
     "header names differing in case": (
-        "id,Name,name\n1,a,b\n", "people", None,
+        "id,Name,name\n1,a,b\n",
+        "people",
+        None,
         "the columns 'Name' and 'name' (columns 2 and 3) are one column to SQLite",
     ),
     "JSON keys differing in case": (
-        '{"id": 1, "a": 1}\n{"id": 2, "A": 2}\n', "people", None,
+        '{"id": 1, "a": 1}\n{"id": 2, "A": 2}\n',
+        "people",
+        None,
         "the columns 'a' and 'A' (columns 2 and 3) are one column to SQLite",
     ),
     "reserved table name": (
-        PEOPLE, "sqlite_people", None, "the table name 'sqlite_people' is reserved",
+        PEOPLE,
+        "sqlite_people",
+        None,
+        "the table name 'sqlite_people' is reserved",
     ),
     "table keyed differently": (
-        PEOPLE, "people", "CREATE TABLE people (code PRIMARY KEY, id, name);",
+        PEOPLE,
+        "people",
+        "CREATE TABLE people (code PRIMARY KEY, id, name);",
         "the table 'people' in 'DB' already exists, keyed on (code), not on 'id'",
     ),
     "a view of that name": (
-        PEOPLE, "people", "CREATE VIEW people AS SELECT 1 AS id;",
+        PEOPLE,
+        "people",
+        "CREATE VIEW people AS SELECT 1 AS id;",
         "'people' is a view in the database 'DB', not a table",
     ),
     "not a SQLite file": (
-        PEOPLE, "people", b"just some text, not a database\n" * 20,
+        PEOPLE,
+        "people",
+        b"just some text, not a database\n" * 20,
         "the database 'DB' cannot be read as SQLite: file is not a database",
     ),
     "unterminated quote": (
-        'id,name\n1,a\n2,"b\n3,c\n4,d\n', "people", None,
+        'id,name\n1,a\n2,"b\n3,c\n4,d\n',
+        "people",
+        None,
         "line 3: a quoted field opens here and is never closed (it runs to the end of the "
         "file, swallowing lines 4-5)",
     ),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("case", list(REFUSALS))
@@ -225,8 +260,12 @@ async def test_an_import_that_cannot_succeed_is_a_tool_error_at_once_writing_not
         with sqlite3.connect(database) as connection:
             connection.executescript(before)
     kept = database.read_bytes() if before else None
-    arguments = {"source": source.name, "database": f"{folder.name}/db.db", "table": table,
-                 "key": "id"}  # fmt: skip
+    arguments = {
+        "source": source.name,
+        "database": f"{folder.name}/db.db",
+        "table": table,
+        "key": "id",
+    }
     task_id = await stack.mcp.create_task("import_records", arguments)
     done = await stack.mcp.wait_terminal(task_id, within=30)
     assert done["status"] == "completed" and done["result"]["isError"] is True, done
@@ -249,9 +288,12 @@ async def test_a_quote_closed_lines_later_is_a_bad_row_naming_the_lines_it_swall
     result = done["result"]["structuredContent"]
     assert (result["imported"], result["badRows"], result["totalRows"]) == (2, 1, 3)
     assert result["firstBadRows"] == [
-        {"row": 2, "line": 3,
-         "error": "is not valid CSV: ',' expected after '\"' (the row runs over lines 3-5)"},
-    ]  # fmt: skip
+        {
+            "row": 2,
+            "line": 3,
+            "error": "is not valid CSV: ',' expected after '\"' (the row runs over lines 3-5)",
+        },
+    ]
     with sqlite3.connect(area(import_dir) / "quote.db") as connection:
         assert connection.execute("SELECT id FROM people ORDER BY id").fetchall() == [
             ("1",),
@@ -278,8 +320,14 @@ async def test_a_source_that_shrinks_during_the_import_is_said_to_have_ended_ear
     mcp: McpClient, import_dir: Path
 ) -> None:
     source = csv_file(import_dir, 300)
-    arguments = {"source": source, "database": "shrunk.db", "table": "people", "key": "id",
-                 "chunk_size": 100, "chunk_delay_ms": 1500}  # fmt: skip
+    arguments = {
+        "source": source,
+        "database": "shrunk.db",
+        "table": "people",
+        "key": "id",
+        "chunk_size": 100,
+        "chunk_delay_ms": 1500,
+    }
     task_id = await mcp.create_task("import_records", arguments)
     await mcp.wait_for(task_id, lambda t: t.get("statusMessage", "").startswith("100 /"))
     lines = (import_dir / source).read_text().splitlines(keepends=True)
@@ -294,8 +342,14 @@ async def test_a_source_that_shrinks_during_the_import_is_said_to_have_ended_ear
 async def test_a_chunk_refused_midway_ends_the_task_saying_what_was_committed(
     stack: Stack, import_dir: Path
 ) -> None:
-    arguments = {"source": csv_file(import_dir, 300), "database": "rekeyed.db", "table": "people",
-                 "key": "id", "chunk_size": 100, "chunk_delay_ms": 1500}  # fmt: skip
+    arguments = {
+        "source": csv_file(import_dir, 300),
+        "database": "rekeyed.db",
+        "table": "people",
+        "key": "id",
+        "chunk_size": 100,
+        "chunk_delay_ms": 1500,
+    }
     task_id = await stack.mcp.create_task("import_records", arguments)
     await stack.mcp.wait_for(task_id, lambda t: t.get("statusMessage", "").startswith("100 /"))
     with sqlite3.connect(area(import_dir) / "rekeyed.db") as connection:
@@ -355,8 +409,14 @@ async def test_a_long_import_continues_as_new_keeping_its_task_id_progress_and_t
     temporal_client: Client, short_runs: ToolRegistry, import_dir: Path
 ) -> None:
     source = csv_with_gaps(import_dir, 1000, every=150)  # rows 150, 300, ... 900: 6 bad
-    arguments = {"source": source, "database": "runs.db", "table": "people", "key": "id",
-                 "chunk_size": 100, "chunk_delay_ms": 100}  # fmt: skip
+    arguments = {
+        "source": source,
+        "database": "runs.db",
+        "table": "people",
+        "key": "id",
+        "chunk_size": 100,
+        "chunk_delay_ms": 100,
+    }
     async with running_stack(temporal_client, short_runs) as stack:
         task_id = await stack.mcp.create_task("import_records", arguments)
         got: list[str] = []
@@ -410,8 +470,14 @@ async def runs_of(client: Client, task_id: str, expected: int) -> int:
 async def test_the_quota_slot_stays_held_across_continue_as_new_and_is_freed_at_the_end(
     temporal_client: Client, short_runs: ToolRegistry, import_dir: Path
 ) -> None:
-    arguments = {"source": csv_file(import_dir, 600), "database": "slot.db", "table": "people",
-                 "key": "id", "chunk_size": 100, "chunk_delay_ms": 300}  # fmt: skip
+    arguments = {
+        "source": csv_file(import_dir, 600),
+        "database": "slot.db",
+        "table": "people",
+        "key": "id",
+        "chunk_size": 100,
+        "chunk_delay_ms": 300,
+    }
     async with running_stack(temporal_client, short_runs, max_open_tasks_per_principal=1) as stack:
         task_id = await stack.mcp.create_task("import_records", arguments)
         handle = temporal_client.get_workflow_handle(task_id)
@@ -466,8 +532,14 @@ async def started_chunk(handle: WorkflowHandle[Any, Any], within: float) -> int:
 async def test_a_worker_killed_inside_a_chunk_is_noticed_by_its_missing_heartbeats(
     fresh_stack: StackFactory, import_dir: Path, temporal: TemporalDevServer
 ) -> None:
-    arguments = {"source": csv_file(import_dir, 300), "database": "beat.db", "table": "people",
-                 "key": "id", "chunk_size": 100, "chunk_delay_ms": 2000}  # fmt: skip
+    arguments = {
+        "source": csv_file(import_dir, 300),
+        "database": "beat.db",
+        "table": "people",
+        "key": "id",
+        "chunk_size": 100,
+        "chunk_delay_ms": 2000,
+    }
     async with fresh_stack(max_open_tasks_per_principal=0) as stack:
         await stack.stop_worker()
         worker = WorkerProcess(

@@ -234,8 +234,14 @@ async def jwt_asgi_stack(
 
 def mint(key: Any, **overrides: Any) -> str:
     now = int(time.time())
-    claims: dict[str, Any] = {"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "iat": now,
-                              "exp": now + 300, "scope": "mcp:tasks other"}  # fmt: skip
+    claims: dict[str, Any] = {
+        "iss": ISSUER,
+        "aud": AUDIENCE,
+        "sub": "alice",
+        "iat": now,
+        "exp": now + 300,
+        "scope": "mcp:tasks other",
+    }
     claims.update(overrides)
     algorithm = claims.pop("alg", "RS256")
     return jwt.encode({k: v for k, v in claims.items() if v is not None}, key, algorithm=algorithm)

@@ -129,9 +129,11 @@ class ExposedWorkflow(ChildSteering, ChildQuestions):
         return handle.result()
 
     async def _until_started(
-        self, handle: workflow.ChildWorkflowHandle[Any, Any], probe: ChildProbe,
+        self,
+        handle: workflow.ChildWorkflowHandle[Any, Any],
+        probe: ChildProbe,
         config: dict[str, Any],
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Return once the child has run a workflow task (or closed); report why it has not."""
         interval = float(config.get("no_worker_wait_seconds") or NO_WORKER_WAIT_S)
         reported = False
@@ -159,9 +161,11 @@ class ExposedWorkflow(ChildSteering, ChildQuestions):
             interval = min(interval * 2, MAX_PROBE_INTERVAL_S)
 
     async def _cancel_child(
-        self, handle: workflow.ChildWorkflowHandle[Any, Any], probe: ChildProbe,
+        self,
+        handle: workflow.ChildWorkflowHandle[Any, Any],
+        probe: ChildProbe,
         config: dict[str, Any],
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Ask the child to cancel and wait for it a bounded time; a child that does not close
         in time is left to the parent close policy (terminated as this task closes)."""
         wait_s = float(config.get("cancel_wait_seconds") or CANCEL_WAIT_S)

@@ -96,59 +96,190 @@ class Panel:
 
 
 PANELS = (
-    Panel("Requests/s by method", "reqps",
-          (Target("rate", "mcp_tasks_requests_total", ("method",), legend="{{method}}"),)),
-    Panel("Errors/s by outcome (JSON-RPC code)", "reqps",
-          (Target("rate", "mcp_tasks_requests_total", ("outcome",), not_equal={"outcome": "ok"},
-                  legend="{{outcome}}"),)),
-    Panel("Latency p99 by operation", "s",
-          (Target("quantile", "mcp_tasks_request_duration_seconds", ("operation",),
-                  legend="p99 {{operation}}"),)),
-    Panel("Latency p50 by operation", "s",
-          (Target("quantile", "mcp_tasks_request_duration_seconds", ("operation",), q=0.5,
-                  legend="p50 {{operation}}"),)),
-    Panel("Task ends/s by tool and outcome (worker)", "ops",
-          (Target("rate", "mcp_tasks_task_ends_total", ("tool", "outcome"),
-                  legend="{{tool}} {{outcome}}"),), source="worker"),
-    Panel("Time from input_required to its answer, p50 and p90 by tool (worker)", "s",
-          (Target("quantile", "mcp_tasks_input_answer_wait_seconds", ("tool",), q=0.5,
-                  legend="p50 {{tool}}"),
-           Target("quantile", "mcp_tasks_input_answer_wait_seconds", ("tool",), q=0.9,
-                  legend="p90 {{tool}}")), source="worker"),
-    Panel("Waits over the threshold and stalled tasks by tool", "short",
-          (Target("max", "mcp_tasks_input_waits_over_threshold", ("tool",),
-                  legend="late waits {{tool}}"),
-           Target("max", "mcp_tasks_stalled_tasks", ("tool",), legend="stalled {{tool}}"))),
-    Panel("Activity attempts over the threshold/s (worker)", "ops",
-          (Target("rate", "mcp_tasks_activity_retries_over_total", ("activity_type",),
-                  legend="{{activity_type}}"),), source="worker"),
-    Panel("Open tasks by status", "short",
-          (Target("sum", "mcp_tasks_open_tasks", ("status",), legend="{{status}}",
-                  replicas_max_by=("tool", "status")),)),
-    Panel("Oldest input wait by tool", "s",
-          (Target("max", "mcp_tasks_input_wait_oldest_seconds", ("tool",), legend="{{tool}}"),)),
-    Panel("Quota and rate-limit refusals/s", "reqps",
-          (Target("rate", "mcp_tasks_refusals_total", ("reason",), legend="{{reason}}"),)),
-    Panel("Workers polling (recent pollers) and replicas ready", "short",
-          (Target("max", "mcp_tasks_workers_polling", legend="workers"),
-           Target("sum", "mcp_tasks_ready", legend="replicas ready"))),
-    Panel("Worker: workflow tasks polled and failed/s", "ops",
-          (Target("rate", "temporal_workflow_task_queue_poll_succeed_total", legend="polled"),
-           Target("rate", "temporal_workflow_task_execution_failed_total", legend="failed")),
-          source="worker"),
-    Panel("Worker: workflow task schedule-to-start p99", "s",
-          (Target("quantile", "temporal_workflow_task_schedule_to_start_latency_seconds",
-                  legend="p99"),), source="worker"),
-    Panel("Temporal client latency p99 by operation (server)", "s",
-          (Target("quantile", "mcp_tasks_temporal_request_duration_seconds", ("operation",),
-                  legend="p99 {{operation}}"),)),
-    Panel("Temporal RPC errors/s (server)", "ops",
-          (Target("rate", "mcp_tasks_temporal_rpc_errors_total", ("operation", "code"),
-                  legend="{{operation}} {{code}}"),)),
-    Panel("Webhook delivery attempts/s (worker)", "ops",
-          (Target("rate", "mcp_tasks_webhook_deliveries_total", ("outcome",),
-                  legend="{{outcome}}"),), source="worker"),
-)  # fmt: skip
+    Panel(
+        "Requests/s by method",
+        "reqps",
+        (Target("rate", "mcp_tasks_requests_total", ("method",), legend="{{method}}"),),
+    ),
+    Panel(
+        "Errors/s by outcome (JSON-RPC code)",
+        "reqps",
+        (
+            Target(
+                "rate",
+                "mcp_tasks_requests_total",
+                ("outcome",),
+                not_equal={"outcome": "ok"},
+                legend="{{outcome}}",
+            ),
+        ),
+    ),
+    Panel(
+        "Latency p99 by operation",
+        "s",
+        (
+            Target(
+                "quantile",
+                "mcp_tasks_request_duration_seconds",
+                ("operation",),
+                legend="p99 {{operation}}",
+            ),
+        ),
+    ),
+    Panel(
+        "Latency p50 by operation",
+        "s",
+        (
+            Target(
+                "quantile",
+                "mcp_tasks_request_duration_seconds",
+                ("operation",),
+                q=0.5,
+                legend="p50 {{operation}}",
+            ),
+        ),
+    ),
+    Panel(
+        "Task ends/s by tool and outcome (worker)",
+        "ops",
+        (
+            Target(
+                "rate",
+                "mcp_tasks_task_ends_total",
+                ("tool", "outcome"),
+                legend="{{tool}} {{outcome}}",
+            ),
+        ),
+        source="worker",
+    ),
+    Panel(
+        "Time from input_required to its answer, p50 and p90 by tool (worker)",
+        "s",
+        (
+            Target(
+                "quantile",
+                "mcp_tasks_input_answer_wait_seconds",
+                ("tool",),
+                q=0.5,
+                legend="p50 {{tool}}",
+            ),
+            Target(
+                "quantile",
+                "mcp_tasks_input_answer_wait_seconds",
+                ("tool",),
+                q=0.9,
+                legend="p90 {{tool}}",
+            ),
+        ),
+        source="worker",
+    ),
+    Panel(
+        "Waits over the threshold and stalled tasks by tool",
+        "short",
+        (
+            Target(
+                "max",
+                "mcp_tasks_input_waits_over_threshold",
+                ("tool",),
+                legend="late waits {{tool}}",
+            ),
+            Target("max", "mcp_tasks_stalled_tasks", ("tool",), legend="stalled {{tool}}"),
+        ),
+    ),
+    Panel(
+        "Activity attempts over the threshold/s (worker)",
+        "ops",
+        (
+            Target(
+                "rate",
+                "mcp_tasks_activity_retries_over_total",
+                ("activity_type",),
+                legend="{{activity_type}}",
+            ),
+        ),
+        source="worker",
+    ),
+    Panel(
+        "Open tasks by status",
+        "short",
+        (
+            Target(
+                "sum",
+                "mcp_tasks_open_tasks",
+                ("status",),
+                legend="{{status}}",
+                replicas_max_by=("tool", "status"),
+            ),
+        ),
+    ),
+    Panel(
+        "Oldest input wait by tool",
+        "s",
+        (Target("max", "mcp_tasks_input_wait_oldest_seconds", ("tool",), legend="{{tool}}"),),
+    ),
+    Panel(
+        "Quota and rate-limit refusals/s",
+        "reqps",
+        (Target("rate", "mcp_tasks_refusals_total", ("reason",), legend="{{reason}}"),),
+    ),
+    Panel(
+        "Workers polling (recent pollers) and replicas ready",
+        "short",
+        (
+            Target("max", "mcp_tasks_workers_polling", legend="workers"),
+            Target("sum", "mcp_tasks_ready", legend="replicas ready"),
+        ),
+    ),
+    Panel(
+        "Worker: workflow tasks polled and failed/s",
+        "ops",
+        (
+            Target("rate", "temporal_workflow_task_queue_poll_succeed_total", legend="polled"),
+            Target("rate", "temporal_workflow_task_execution_failed_total", legend="failed"),
+        ),
+        source="worker",
+    ),
+    Panel(
+        "Worker: workflow task schedule-to-start p99",
+        "s",
+        (
+            Target(
+                "quantile", "temporal_workflow_task_schedule_to_start_latency_seconds", legend="p99"
+            ),
+        ),
+        source="worker",
+    ),
+    Panel(
+        "Temporal client latency p99 by operation (server)",
+        "s",
+        (
+            Target(
+                "quantile",
+                "mcp_tasks_temporal_request_duration_seconds",
+                ("operation",),
+                legend="p99 {{operation}}",
+            ),
+        ),
+    ),
+    Panel(
+        "Temporal RPC errors/s (server)",
+        "ops",
+        (
+            Target(
+                "rate",
+                "mcp_tasks_temporal_rpc_errors_total",
+                ("operation", "code"),
+                legend="{{operation}} {{code}}",
+            ),
+        ),
+    ),
+    Panel(
+        "Webhook delivery attempts/s (worker)",
+        "ops",
+        (Target("rate", "mcp_tasks_webhook_deliveries_total", ("outcome",), legend="{{outcome}}"),),
+        source="worker",
+    ),
+)
 
 
 # The datasource is a variable (no uid of one Grafana's); the series are filtered by the
@@ -158,11 +289,18 @@ DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 
 def _variable(name: str, query: str) -> dict[str, Any]:
     return {
-        "name": name, "label": name, "type": "query", "datasource": DATASOURCE,
-        "query": {"query": query, "refId": name}, "definition": query, "refresh": 2,
-        "includeAll": True, "multi": True, "allValue": ".*",
+        "name": name,
+        "label": name,
+        "type": "query",
+        "datasource": DATASOURCE,
+        "query": {"query": query, "refId": name},
+        "definition": query,
+        "refresh": 2,
+        "includeAll": True,
+        "multi": True,
+        "allValue": ".*",
         "current": {"text": "All", "value": "$__all"},
-    }  # fmt: skip
+    }
 
 
 def templating() -> dict[str, Any]:
@@ -190,10 +328,14 @@ def dashboard() -> dict[str, Any]:
     panels = []
     for index, panel in enumerate(PANELS):
         targets = [
-            {"refId": chr(ord("A") + i), "expr": t.promql(panel.scope()),
-             "legendFormat": t.legend, "datasource": DATASOURCE}
+            {
+                "refId": chr(ord("A") + i),
+                "expr": t.promql(panel.scope()),
+                "legendFormat": t.legend,
+                "datasource": DATASOURCE,
+            }
             for i, t in enumerate(panel.targets)
-        ]  # fmt: skip
+        ]
         panels.append(
             {
                 "id": index + 1,
@@ -343,8 +485,9 @@ def draw(samples: Path, png: Path, window: float) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawTextHelpFormatter)  # fmt: skip
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     parser.add_argument("--dashboard", type=Path, help="write the Grafana dashboard JSON here")
     parser.add_argument("--samples", type=Path, help="samples.jsonl of bench/run.py --metrics")
     parser.add_argument("--png", type=Path, default=Path("docs/dashboard.png"))

@@ -52,18 +52,37 @@ disable_created_metrics()  # type: ignore[no-untyped-call]
 # Buckets from 1 ms to 10 min: a get is milliseconds, an attached tools/call up to 45 s, a
 # listen stream is measured to its first byte.
 _LATENCY_BUCKETS = (
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
     600.0,
-)  # fmt: skip
+)
 
 KNOWN_METHODS = frozenset(TABLE_2025)
 OPERATIONS = ("create", "get", "update", "cancel", "listen", "other")
 # The Temporal calls of the server (temporal_errors.py), and the gRPC codes of an outage, whose
 # error counters exist at zero from the start.
 TEMPORAL_OPERATIONS = (
-    "start_workflow", "describe_workflow", "signal_workflow", "cancel_workflow",
-    "count_workflows", "query_workflow", "start_workflow_update",
-)  # fmt: skip
+    "start_workflow",
+    "describe_workflow",
+    "signal_workflow",
+    "cancel_workflow",
+    "count_workflows",
+    "query_workflow",
+    "start_workflow_update",
+)
 OUTAGE_CODES = ("UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED")
 
 
@@ -180,14 +199,27 @@ TASK_END_OUTCOMES = ("completed", "error_result", "failed", "cancelled")
 # The time from input_required to the answer that ended the wait, by tool (seconds).
 INPUT_ANSWER_SECONDS = "mcp_tasks_input_answer_wait_seconds"
 INPUT_ANSWER_BUCKETS = (
-    10.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 8 * 3600.0, 86400.0, 3 * 86400.0, 7 * 86400.0,
-)  # fmt: skip
+    10.0,
+    60.0,
+    300.0,
+    900.0,
+    3600.0,
+    4 * 3600.0,
+    8 * 3600.0,
+    86400.0,
+    3 * 86400.0,
+    7 * 86400.0,
+)
 # Activity attempts beyond MCP_TASKS_ACTIVITY_ATTEMPTS_THRESHOLD, by activity type.
 ACTIVITY_RETRIES_OVER = "mcp_tasks_activity_retries_over"
 WORKER_METRICS = (
-    WEBHOOK_DELIVERIES, WEBHOOK_DELIVERY_SECONDS, WEBHOOK_ENDPOINT_SUSPENDED, TASK_ENDS,
-    INPUT_ANSWER_SECONDS, ACTIVITY_RETRIES_OVER,
-)  # fmt: skip
+    WEBHOOK_DELIVERIES,
+    WEBHOOK_DELIVERY_SECONDS,
+    WEBHOOK_ENDPOINT_SUSPENDED,
+    TASK_ENDS,
+    INPUT_ANSWER_SECONDS,
+    ACTIVITY_RETRIES_OVER,
+)
 
 _REFUSAL_BY_OUTCOME = {
     "-31001": "quota",

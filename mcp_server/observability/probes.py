@@ -80,8 +80,11 @@ class Readiness:
         if engine is not None and engine["state"] != "running":
             self._last = None  # what was checked before the outage no longer holds
             why = engine["outage"]["reason"]
-            body = {"temporal": f"unreachable: {why}", "searchAttributes": "unknown",
-                    "engine": engine}  # fmt: skip
+            body = {
+                "temporal": f"unreachable: {why}",
+                "searchAttributes": "unknown",
+                "engine": engine,
+            }
             return False, {"status": "not ready", "missing": ["temporal"], **body}
         ready, checked = await self._temporal_checked()
         return ready, {**checked, "engine": engine} if engine is not None else checked

@@ -219,8 +219,9 @@ def _span(headers: Mapping[str, str], message: dict[str, Any]) -> Iterator[Any]:
         name, context=parent, kind=trace.SpanKind.SERVER
     ) as span:
         span.set_attribute("mcp.method", method)
-        span.set_attributes({"mcp.method.name": method, "rpc.system": "jsonrpc",
-                             "rpc.method": method})  # fmt: skip
+        span.set_attributes(
+            {"mcp.method.name": method, "rpc.system": "jsonrpc", "rpc.method": method}
+        )
         yield span
 
 

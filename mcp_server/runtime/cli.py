@@ -99,8 +99,12 @@ def _http_part(
     async def stop() -> None:
         server.should_exit = True
 
-    return Part("HTTP server", server.serve, stop,
-                f"the HTTP server could not run on {settings.host}:{settings.port}")  # fmt: skip
+    return Part(
+        "HTTP server",
+        server.serve,
+        stop,
+        f"the HTTP server could not run on {settings.host}:{settings.port}",
+    )
 
 
 def _supervised(settings: Settings, registry: ToolRegistry) -> SupervisedWorker:
@@ -171,10 +175,13 @@ async def _dev_temporal(
     """The embedded Temporal of the data dir (joined when one runs there, else started)."""
     data_dir = Path(os.path.abspath(args.data_dir))
     temporal = TemporalDevServer(
-        data_dir, port=args.temporal_port, ui=getattr(args, "ui", False),
-        ui_port=getattr(args, "ui_port", None), namespace=settings.namespace,
+        data_dir,
+        port=args.temporal_port,
+        ui=getattr(args, "ui", False),
+        ui_port=getattr(args, "ui_port", None),
+        namespace=settings.namespace,
         synchronous=settings.sqlite_synchronous,
-    )  # fmt: skip
+    )
     await temporal.start_or_join()
     try:
         settings = settings.with_(
@@ -285,9 +292,15 @@ async def run_stdio(
         else:
             await require_ready(client, registry.longest_ttl_ms())
         where = _temporal_line(temporal) if temporal else f"Temporal {settings.temporal_address}"
-        log.info("mcp-tasks stdio: toolset %s (%d tools); %s (namespace %s, task queue %s%s)",
-                 settings.toolset, len(registry.tools()), where, settings.namespace,
-                 settings.task_queue, "" if args.worker else ", no worker")  # fmt: skip
+        log.info(
+            "mcp-tasks stdio: toolset %s (%d tools); %s (namespace %s, task queue %s%s)",
+            settings.toolset,
+            len(registry.tools()),
+            where,
+            settings.namespace,
+            settings.task_queue,
+            "" if args.worker else ", no worker",
+        )
         server = StdioServer(settings, registry, client, reader, writer)
         parts = [Part("stdio transport", server.serve)]
         if args.worker:
@@ -311,8 +324,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="the built-in tools to serve (default: demo; MCP_TASKS_TOOLSET)",
     )
-    common.add_argument("--tools", nargs="*", default=None, metavar="MODULE",
-                        help="modules with register(registry) adding your own tools")  # fmt: skip
+    common.add_argument(
+        "--tools",
+        nargs="*",
+        default=None,
+        metavar="MODULE",
+        help="modules with register(registry) adding your own tools",
+    )
     http = argparse.ArgumentParser(add_help=False)
     http.add_argument(
         "--host", default=None, help="the address to listen on (default: 127.0.0.1; MCP_TASKS_HOST)"
@@ -362,9 +380,12 @@ def _parser() -> argparse.ArgumentParser:
     stdio = commands.add_parser(
         "stdio", parents=[common], help="serve one MCP host that spawns this server (stdin/stdout)"
     )
-    stdio.add_argument("--dev", action="store_true",
-                       help="use the embedded Temporal dev server of --data-dir (join it, or "
-                            "start it); without it, MCP_TASKS_TEMPORAL_ADDRESS")  # fmt: skip
+    stdio.add_argument(
+        "--dev",
+        action="store_true",
+        help="use the embedded Temporal dev server of --data-dir (join it, or "
+        "start it); without it, MCP_TASKS_TEMPORAL_ADDRESS",
+    )
     stdio.add_argument(
         "--data-dir",
         default=".mcp-tasks",
@@ -373,8 +394,12 @@ def _parser() -> argparse.ArgumentParser:
     stdio.add_argument(
         "--temporal-port", type=int, default=None, help="the embedded Temporal's port, with --dev"
     )
-    stdio.add_argument("--no-worker", dest="worker", action="store_false",
-                       help="serve only: the tasks run on workers elsewhere")  # fmt: skip
+    stdio.add_argument(
+        "--no-worker",
+        dest="worker",
+        action="store_false",
+        help="serve only: the tasks run on workers elsewhere",
+    )
     commands.add_parser("server", parents=[common, http], help="the MCP HTTP server alone")
     commands.add_parser("worker", parents=[common], help="the Temporal worker alone")
     commands.add_parser(
@@ -398,9 +423,14 @@ def _parser() -> argparse.ArgumentParser:
         required=True,
         help="who the token stands for (its name in logs, approvals, the inbox)",
     )
-    add.add_argument("--scope", action="append", default=[], dest="scopes",
-                     help="a scope the token holds (repeat it, or separate scopes with spaces "
-                          "or commas), e.g. --scope deploy for the demo's deploy tool")  # fmt: skip
+    add.add_argument(
+        "--scope",
+        action="append",
+        default=[],
+        dest="scopes",
+        help="a scope the token holds (repeat it, or separate scopes with spaces "
+        "or commas), e.g. --scope deploy for the demo's deploy tool",
+    )
     listing = token_commands.add_parser("list", help="each token's id, principal and scopes")
     listing.add_argument("--file", required=True, help="the tokens file")
     revoke = token_commands.add_parser(
@@ -437,8 +467,10 @@ def _token_command(args: argparse.Namespace) -> None:
         return
     token = add_token(path, args.principal, args.scopes)
     held = json.loads(path.read_text())["tokens"][-1]["scopes"]
-    print(f"token for {args.principal}, scopes: {' '.join(held) or '(none)'} (shown once; "
-          f"{args.file} keeps only its hash):")  # fmt: skip
+    print(
+        f"token for {args.principal}, scopes: {' '.join(held) or '(none)'} (shown once; "
+        f"{args.file} keeps only its hash):"
+    )
     print(token)
 
 

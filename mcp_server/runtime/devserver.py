@@ -48,8 +48,16 @@ from mcp_server.runtime.engine_process import (
 )
 from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTE_TYPES, SEARCH_ATTRIBUTES
 
-__all__ = ["LOCK_FILE", "RECORD_FILE", "ServerRecord", "Synchronous", "TemporalDevServer",
-           "free_port", "port_is_free", "temporal_binary"]  # fmt: skip
+__all__ = [
+    "LOCK_FILE",
+    "RECORD_FILE",
+    "ServerRecord",
+    "Synchronous",
+    "TemporalDevServer",
+    "free_port",
+    "port_is_free",
+    "temporal_binary",
+]
 
 log = logging.getLogger("mcp_server.runtime.devserver")
 
@@ -141,13 +149,19 @@ class TemporalDevServer:
             temporal_binary(),
             "server",
             "start-dev",
-            "--ip", self.host,
-            "--port", str(self.port),
-            "--db-filename", str(self.database),
-            "--sqlite-pragma", "journal_mode=wal",
-            "--sqlite-pragma", f"synchronous={self.synchronous}",
-            "--log-level", "error",
-        ]  # fmt: skip
+            "--ip",
+            self.host,
+            "--port",
+            str(self.port),
+            "--db-filename",
+            str(self.database),
+            "--sqlite-pragma",
+            "journal_mode=wal",
+            "--sqlite-pragma",
+            f"synchronous={self.synchronous}",
+            "--log-level",
+            "error",
+        ]
         if self.namespace != "default":
             args += ["--namespace", self.namespace]
         for name in SEARCH_ATTRIBUTES:
@@ -209,8 +223,11 @@ class TemporalDevServer:
                 f"{parent}) runs but has not answered at {record.address} for {waited_s:.0f} s; "
                 "it is left running: stop that process, or use another --data-dir"
             )
-        log.warning("the orphaned Temporal dev server %s (pid %d) does not answer: replacing it",
-                    record.address, record.pid)  # fmt: skip
+        log.warning(
+            "the orphaned Temporal dev server %s (pid %d) does not answer: replacing it",
+            record.address,
+            record.pid,
+        )
         terminate(record.pid, self.database)
 
     def _join(self, record: ServerRecord) -> None:
@@ -221,8 +238,12 @@ class TemporalDevServer:
                 "another --data-dir"
             )
         if self.port not in (None, record.port):
-            log.info("joining the Temporal dev server of %s at %s (not port %s)",
-                     self.data_dir, record.address, self.port)  # fmt: skip
+            log.info(
+                "joining the Temporal dev server of %s at %s (not port %s)",
+                self.data_dir,
+                record.address,
+                self.port,
+            )
         self.host, self.port, self.joined = record.host, record.port, record
         self.ui, self.ui_port = record.ui_port is not None, record.ui_port
 

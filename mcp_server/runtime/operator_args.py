@@ -35,17 +35,19 @@ def _positive(value: str) -> int:
 def add_parser(commands: Any) -> None:
     """`mcp-tasks tasks ...` on the CLI's subcommands."""
     tasks = commands.add_parser(
-        "tasks", help="operators: list, show and answer tasks (reads Temporal directly)",
+        "tasks",
+        help="operators: list, show and answer tasks (reads Temporal directly)",
         description=f"Operators find, read and answer tasks from Temporal. {_SIDE_DOOR}",
-    )  # fmt: skip
+    )
     sub = tasks.add_subparsers(dest="tasks_command", required=True)
     listing = sub.add_parser(
-        "list", help="tasks from Temporal's visibility store, newest first",
+        "list",
+        help="tasks from Temporal's visibility store, newest first",
         description="MCP tasks of this deployment's task queue (MCP_TASKS_TASK_QUEUE) from "
         "Temporal's visibility store (McpStatus, McpTool, McpOwner, McpApprovers, "
         "McpWaitingSince), newest first; WAITING is how long a task has waited for input. "
         "--limit counts in Temporal's order: open tasks first, then the most recently closed.",
-    )  # fmt: skip
+    )
     listing.add_argument("--status", choices=TASK_STATUSES, help="only tasks in this status")
     listing.add_argument("--tool", help="a tool name, e.g. request_approval")
     listing.add_argument(
@@ -60,31 +62,36 @@ def add_parser(commands: Any) -> None:
         help="whose decision they await: a subject, a digest, or scope:<name>",
     )
     listing.add_argument(
-        "--waiting-longer-than", type=duration, metavar="DURATION",
+        "--waiting-longer-than",
+        type=duration,
+        metavar="DURATION",
         help="only tasks waiting for input longer than this (30m, 2h, 3d), longest wait first",
-    )  # fmt: skip
+    )
     queues = listing.add_mutually_exclusive_group()
     queues.add_argument(
-        "--task-queue", metavar="QUEUE",
+        "--task-queue",
+        metavar="QUEUE",
         help="another task queue's tasks (default: MCP_TASKS_TASK_QUEUE's)",
-    )  # fmt: skip
+    )
     queues.add_argument(
         "--all-queues", action="store_true", help="the tasks of every task queue of the namespace"
     )
     listing.add_argument("--limit", type=_positive, default=50, help="at most this many (50)")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
     principal = sub.add_parser(
-        "principal", help="a principal's McpOwner digest and the value the logs show for it",
+        "principal",
+        help="a principal's McpOwner digest and the value the logs show for it",
         description="What Temporal (McpOwner) and the logs (`principal`, keyed by each key of "
         "MCP_TASKS_STATE_SECRET, newest first) hold for a principal; asks Temporal nothing.",
-    )  # fmt: skip
+    )
     principal.add_argument("subject", metavar="PRINCIPAL", help="a subject, or its 32-hex digest")
     hooks = sub.add_parser(
-        "webhooks", help="webhook deliveries still retrying, by endpoint (suspended or not)",
+        "webhooks",
+        help="webhook deliveries still retrying, by endpoint (suspended or not)",
         description="The webhook deliveries of this task queue that have not succeeded yet, "
         "one line per endpoint: how many wait, whether a worker suspended the endpoint after "
         "sustained failure, the most attempts one has made and its last failure.",
-    )  # fmt: skip
+    )
     hooks.add_argument("--json", action="store_true", help="one JSON object per endpoint")
     subscriptions = sub.add_parser(
         "subscriptions", help="a principal's event subscriptions, one line each"
@@ -105,9 +112,11 @@ def add_parser(commands: Any) -> None:
         "--json", action="store_true", help='{"task": <the tasks/get result>, "operator": {...}}'
     )
     answer = sub.add_parser(
-        "answer", help="answer a task's outstanding input request", description=_SIDE_DOOR
+        "answer",
+        help="answer a task's outstanding input request",
+        description=_SIDE_DOOR
         + " On a terminal, without --set or --json, each field of the form is asked for.",
-    )  # fmt: skip
+    )
     answer.add_argument("task_id", metavar="ID", help="the taskId (mcp-task-...)")
     answer.add_argument("--key", help="which request (needed when several wait)")
     action = answer.add_mutually_exclusive_group()

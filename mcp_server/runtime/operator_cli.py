@@ -143,8 +143,11 @@ def _principal(subject: str, settings: Settings) -> int:
     digest = owner_digest(subject)
     print(f"McpOwner   {digest}")
     if settings.state_secret is None:
-        print("mcp-tasks: MCP_TASKS_STATE_SECRET is not set: a server without it logs "
-              "principals under a random key", file=sys.stderr)  # fmt: skip
+        print(
+            "mcp-tasks: MCP_TASKS_STATE_SECRET is not set: a server without it logs "
+            "principals under a random key",
+            file=sys.stderr,
+        )
         return 0
     for key in state_keys.parse(settings.state_secret):
         print(f"principal  {principal_tag(digest, principal_key(key))}")
@@ -225,8 +228,9 @@ def _pick_key(snapshot: TaskSnapshot, key: str | None) -> str:
     if key is None and len(waiting) > 1:
         raise Refusal(EXIT_REFUSED, f"task {task} waits for {listed}: choose one with --key")
     if key is not None and key not in snapshot.input_requests:
-        raise Refusal(EXIT_REFUSED, f"task {task} has no outstanding request {key!r} "
-                                    f"(waiting: {listed})")  # fmt: skip
+        raise Refusal(
+            EXIT_REFUSED, f"task {task} has no outstanding request {key!r} (waiting: {listed})"
+        )
     return key or waiting[0]
 
 
@@ -271,8 +275,9 @@ async def _answer(
     key = _pick_key(snapshot, args.key)
     request = snapshot.input_requests[key]
     response = answers.checked(key, request, _response(args, key, request))
-    limits = Limits(settings.max_input_responses, settings.max_input_response_bytes, 0,
-                    PollLimiter(1, 1))  # fmt: skip
+    limits = Limits(
+        settings.max_input_responses, settings.max_input_response_bytes, 0, PollLimiter(1, 1)
+    )
     try:
         limits.check_input_responses({key: response})
     except McpError as err:

@@ -90,11 +90,16 @@ def table(tasks: list[ListedTask], link: Link = _no_link) -> str:
     task's Web UI page on a line of its own under it, when MCP_TASKS_TEMPORAL_UI_URL is set."""
     header = ("TASK ID", "TOOL", "STATUS", "AGE", "WAITING", "STATUS MESSAGE")
     rows = [
-        (clean(t.snapshot.task_id), clean(t.tool), t.snapshot.status,
-         age(t.snapshot.created_at), age(t.waiting_since) if t.waiting_since else "-",
-         _short(t.snapshot.status_message))
+        (
+            clean(t.snapshot.task_id),
+            clean(t.tool),
+            t.snapshot.status,
+            age(t.snapshot.created_at),
+            age(t.waiting_since) if t.waiting_since else "-",
+            _short(t.snapshot.status_message),
+        )
         for t in tasks
-    ]  # fmt: skip
+    ]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(5)]
     lines = []
     for number, row in enumerate([header, *rows]):
@@ -137,8 +142,13 @@ def _field_line(name: str, field: Mapping[str, Any], required: bool) -> str:
     choices = field.get("enum") or [o.get("const") for o in field.get("oneOf") or []]
     if choices:
         notes.append("one of " + ", ".join(clean(c) for c in choices))
-    for key, label in (("minLength", "min length"), ("maxLength", "max length"),
-                       ("minimum", "min"), ("maximum", "max"), ("format", "format")):  # fmt: skip
+    for key, label in (
+        ("minLength", "min length"),
+        ("maxLength", "max length"),
+        ("minimum", "min"),
+        ("maximum", "max"),
+        ("format", "format"),
+    ):
         if key in field:
             notes.append(f"{label} {clean(field[key])}")
     if "default" in field:

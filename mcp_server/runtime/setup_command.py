@@ -33,8 +33,11 @@ async def run_setup(settings: Settings) -> int:
         print(f"Temporal {settings.temporal_address}, namespace {settings.namespace}", flush=True)
         check = await check_retention(client, registry.longest_ttl_ms())
         needed = f"{hours(check.needed)} needed" if check.needed else "no tool has a TTL"
-        print(f"namespace {settings.namespace}: retention {hours(check.kept)} ({needed} by the "
-              f"longest tool TTL plus its grace)", flush=True)  # fmt: skip
+        print(
+            f"namespace {settings.namespace}: retention {hours(check.kept)} ({needed} by the "
+            f"longest tool TTL plus its grace)",
+            flush=True,
+        )
         if check.short:
             print(f"warning: {retention_warning(settings.namespace, check)}", flush=True)
         registered = await register_missing(client, check.needed)

@@ -114,8 +114,11 @@ class EngineSupervisor:
                     temporal.stop()
                 delay = self.backoff.next_delay()
                 self.outage["reason"] = f"{reason}; the last restart failed: {err}"
-                log.warning("restarting the Temporal dev server failed (%s); next attempt in "
-                            "%.1f s", err, delay)  # fmt: skip
+                log.warning(
+                    "restarting the Temporal dev server failed (%s); next attempt in %.1f s",
+                    err,
+                    delay,
+                )
         self.backoff.up()
         self.restarts += 1
         down_s = round(time.monotonic() - started, 1)
@@ -125,8 +128,9 @@ class EngineSupervisor:
             how = f"joined, pid {temporal.joined.pid}"
         else:
             how = f"restarted, pid {temporal.process.pid if temporal.process else '?'}"
-        log.warning("the Temporal dev server at %s is back (%s) after %.1f s",
-                    temporal.address, how, down_s)  # fmt: skip
+        log.warning(
+            "the Temporal dev server at %s is back (%s) after %.1f s", temporal.address, how, down_s
+        )
 
 
 class SupervisedWorker:

@@ -27,8 +27,9 @@ from mcp_tasks.contracts.approvers import (
 from mcp_tasks.identity import Identity
 
 
-def may_read(owner: str, approvers: Mapping[str, Iterable[str]], caller: str,
-             identity: Identity | None) -> bool:  # fmt: skip
+def may_read(
+    owner: str, approvers: Mapping[str, Iterable[str]], caller: str, identity: Identity | None
+) -> bool:
     """Whether `caller` (a principal digest, with `identity`) may read a task of `owner`."""
     if owner == caller:
         return True

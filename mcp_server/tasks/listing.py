@@ -184,12 +184,16 @@ async def list_tasks(client: Client, where: TaskFilter, limit: int) -> list[List
             if state is None:
                 continue  # another workflow of the namespace that sets McpTool
             snapshot = listed_snapshot(state, execution.status)
-            since = _waiting_since(execution.typed_search_attributes.get(WAITING_SINCE_KEY),
-                                   snapshot)  # fmt: skip
+            since = _waiting_since(
+                execution.typed_search_attributes.get(WAITING_SINCE_KEY), snapshot
+            )
             if where.waiting_before is not None and not _waited(since, where.waiting_before):
                 continue  # no McpWaitingSince, and its memo says it waits since later
-            found.append(ListedTask(state.tool, snapshot, execution.run_id or "", since,
-                                    execution.task_queue))  # fmt: skip
+            found.append(
+                ListedTask(
+                    state.tool, snapshot, execution.run_id or "", since, execution.task_queue
+                )
+            )
     except RPCError as err:
         raise _visibility_error(err, where) from err
     if where.waiting_before is not None:

@@ -45,10 +45,24 @@ TEMPORAL_REQUEST_LATENCY = Histogram(
     "Time of the server's Temporal calls (Temporal client latency), by operation, failed or not",
     ["operation"],
     buckets=(
-        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+        0.001,
+        0.0025,
+        0.005,
+        0.01,
+        0.025,
+        0.05,
+        0.1,
+        0.25,
+        0.5,
+        1.0,
+        2.5,
+        5.0,
+        10.0,
+        30.0,
+        60.0,
         600.0,
     ),
-)  # fmt: skip
+)
 
 T = TypeVar("T")
 

@@ -61,8 +61,15 @@ SEARCH_ATTRIBUTE_TYPES: dict[str, SearchAttributeType] = {
 }
 # What a task's step timeline says of each step (TaskState.steps).
 STEP_STATUSES = (
-    "pending", "waiting", "running", "succeeded", "failed", "declined", "rolled back", "skipped"
-)  # fmt: skip
+    "pending",
+    "waiting",
+    "running",
+    "succeeded",
+    "failed",
+    "declined",
+    "rolled back",
+    "skipped",
+)
 
 
 def iso_timestamp(moment: datetime) -> str:

@@ -68,9 +68,12 @@ async def test_with_a_public_url_the_challenge_names_the_metadata_under_it(
     public = tmp_path / "public.pem"
     public.write_text(_pem(signing_key))
     async with fresh_asgi_stack(
-        auth="jwt", jwt_issuer=ISSUER, jwt_audience=AUDIENCE, jwt_public_key_path=str(public),
+        auth="jwt",
+        jwt_issuer=ISSUER,
+        jwt_audience=AUDIENCE,
+        jwt_public_key_path=str(public),
         public_url="https://public.example.test/",
-    ) as stack:  # fmt: skip
+    ) as stack:
         reply = await as_client(stack, mint(_rsa())).rpc("tools/list")
     url = challenge_params(reply.headers["www-authenticate"])["resource_metadata"]
     assert url == "https://public.example.test/.well-known/oauth-protected-resource/mcp"
@@ -167,8 +170,12 @@ async def test_a_jwks_outage_is_503_with_retry_after_and_known_keys_outlive_it(
     fresh_stack: StackFactory, jwks: tuple[JwksServer, rsa.RSAPrivateKey]
 ) -> None:
     endpoint, key = jwks
-    settings = {"auth": "jwt", "jwt_issuer": ISSUER, "jwt_audience": AUDIENCE,
-                "jwt_jwks_url": endpoint.url}  # fmt: skip
+    settings = {
+        "auth": "jwt",
+        "jwt_issuer": ISSUER,
+        "jwt_audience": AUDIENCE,
+        "jwt_jwks_url": endpoint.url,
+    }
     now = int(time.time())
     claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "carol", "exp": now + 120}
     token = jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"})
@@ -204,8 +211,11 @@ def test_insecure_on_a_public_address_needs_allowed_hosts() -> None:
     mcp_tasks = str(Path(sys.executable).parent / "mcp-tasks")
     done = subprocess.run(
         [mcp_tasks, "server", "--host", "0.0.0.0", "--insecure"],
-        capture_output=True, text=True, timeout=60, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert done.returncode == 1
     assert done.stderr.startswith("mcp-tasks: refusing to serve 0.0.0.0 with --insecure")
     assert "MCP_TASKS_ALLOWED_HOSTS" in done.stderr and done.stderr.count("\n") == 1

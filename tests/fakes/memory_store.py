@@ -193,9 +193,12 @@ class MemoryTaskStore:
         entry.outstanding.clear()
         entry.closed_at = iso_timestamp(self._clock())
         entry.state = replace(
-            entry.state, status=status, status_message=message, input_requests={},
+            entry.state,
+            status=status,
+            status_message=message,
+            input_requests={},
             last_updated_at=entry.closed_at,
-        )  # fmt: skip
+        )
         self._touch(entry)
 
     @staticmethod
@@ -217,9 +220,11 @@ class MemoryTaskStore:
         if snapshot.poll_interval_ms is None:
             return snapshot
         interval = advertised_ms(
-            snapshot.poll_interval_ms, snapshot.last_updated_at, self._clock(),
+            snapshot.poll_interval_ms,
+            snapshot.last_updated_at,
+            self._clock(),
             self._poll_interval_max_ms,
-        )  # fmt: skip
+        )
         return replace(snapshot, advertised_poll_interval_ms=interval)
 
     async def get(

@@ -211,8 +211,12 @@ async def _notifying(r: Recorder, scenario: Callable[[Recorder], Awaitable[None]
     """`scenario` on a stack of its own whose tasks notify a webhook endpoint (of every event;
     a closed port: the deliveries' retries are not in the task's history)."""
     hooks = r.files / "webhooks.json"
-    endpoint = {"id": "ops", "url": "http://127.0.0.1:9/hook", "secret": "s" * 16,
-                "events": ["input_required", "completed", "failed", "cancelled"]}  # fmt: skip
+    endpoint = {
+        "id": "ops",
+        "url": "http://127.0.0.1:9/hook",
+        "secret": "s" * 16,
+        "events": ["input_required", "completed", "failed", "cancelled"],
+    }
     hooks.write_text(json.dumps([endpoint]))
     async with running_stack(r.stack.client, r.stack.registry, webhooks_file=str(hooks)) as stack:
         await scenario(Recorder(stack, r.files, r.out))
@@ -301,8 +305,14 @@ async def _workflow_tasks_completed(client: Client, workflow_id: str, count: int
 
 
 def _import_arguments(source: str, table: str, delay_ms: int) -> dict[str, Any]:
-    return {"source": source, "database": "people.db", "table": table, "key": "id",
-            "chunk_size": 10, "chunk_delay_ms": delay_ms}  # fmt: skip
+    return {
+        "source": source,
+        "database": "people.db",
+        "table": table,
+        "key": "id",
+        "chunk_size": 10,
+        "chunk_delay_ms": delay_ms,
+    }
 
 
 async def import_mid_import(r: Recorder) -> None:

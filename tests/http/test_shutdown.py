@@ -113,8 +113,11 @@ run = "echo c >> JOURNAL"
 """,
     )
     # A grace (MCP_TASKS_WORKER_SHUTDOWN_GRACE_S) shorter than "b", to cut it.
-    settings = {"pipelines_dir": str(pipelines_dir), "max_open_tasks_per_principal": "0",
-                "worker_shutdown_grace_s": "5"}  # fmt: skip
+    settings = {
+        "pipelines_dir": str(pipelines_dir),
+        "max_open_tasks_per_principal": "0",
+        "worker_shutdown_grace_s": "5",
+    }
     with replicas(temporal.address, tmp_path, **settings) as running:
         worker = running.start("worker")
         _, port = running.server()

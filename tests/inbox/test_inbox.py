@@ -40,21 +40,31 @@ pytestmark = [
 EVERY_FIELD: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "reason": {"type": "string", "title": "Reason", "description": "Why this change?",
-                   "minLength": 3, "maxLength": 200},
+        "reason": {
+            "type": "string",
+            "title": "Reason",
+            "description": "Why this change?",
+            "minLength": 3,
+            "maxLength": 200,
+        },
         "contact": {"type": "string", "format": "email", "title": "Contact"},
         "link": {"type": "string", "format": "uri", "title": "Change ticket"},
         "when": {"type": "string", "format": "date", "title": "Date"},
         "env": {"type": "string", "enum": ["staging", "production"], "default": "staging"},
-        "region": {"type": "string", "oneOf": [{"const": "eu", "title": "Europe"},
-                                               {"const": "us", "title": "United States"}]},
+        "region": {
+            "type": "string",
+            "oneOf": [
+                {"const": "eu", "title": "Europe"},
+                {"const": "us", "title": "United States"},
+            ],
+        },
         "replicas": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3},
         "ratio": {"type": "number", "minimum": 0, "maximum": 1, "title": "Traffic share"},
         "notify": {"type": "boolean", "default": True, "title": "Notify the team"},
         "tags": {"type": "array", "items": {"type": "string", "enum": ["db", "api", "web"]}},
     },
     "required": ["reason", "env", "replicas"],
-}  # fmt: skip
+}
 HOSTILE = '<script>alert("x")</script><b>bold</b> & "quotes"'
 
 
@@ -334,10 +344,17 @@ async def test_owner_answers_every_field_type_in_the_browser(
     await expect(message).to_have_text(f"Confirm the change {HOSTILE}")
     assert await message.locator("b, script").count() == 0
     assert await form_fields(page) == {
-        "f.reason": "text", "f.contact": "email", "f.link": "url", "f.when": "date",
-        "f.env": "select", "f.region": "select", "f.replicas": "number", "f.ratio": "number",
-        "f.notify": "checkbox", "f.tags": "select-multiple",
-    }  # fmt: skip
+        "f.reason": "text",
+        "f.contact": "email",
+        "f.link": "url",
+        "f.when": "date",
+        "f.env": "select",
+        "f.region": "select",
+        "f.replicas": "number",
+        "f.ratio": "number",
+        "f.notify": "checkbox",
+        "f.tags": "select-multiple",
+    }
     reason = page.locator("#f\\.reason")
     assert await reason.get_attribute("minlength") == "3"
     assert await reason.get_attribute("required") is not None
@@ -368,10 +385,20 @@ async def test_owner_answers_every_field_type_in_the_browser(
     await page.wait_for_url(f"{server.base}/inbox/tasks/{task_id}")
     done = await server.mcp("alice").wait_terminal(task_id, within=20)
     answer = json.loads(done["result"]["content"][0]["text"])
-    assert answer == {"action": "accept", "content": {
-        "reason": "hotfix", "contact": "alice@example.com", "when": "2026-12-24",
-        "env": "production", "region": "us", "replicas": 5, "ratio": 0.25, "notify": False,
-        "tags": ["db", "web"]}}  # fmt: skip
+    assert answer == {
+        "action": "accept",
+        "content": {
+            "reason": "hotfix",
+            "contact": "alice@example.com",
+            "when": "2026-12-24",
+            "env": "production",
+            "region": "us",
+            "replicas": 5,
+            "ratio": 0.25,
+            "notify": False,
+            "tags": ["db", "web"],
+        },
+    }
     # The open page follows the task (server-sent events): it ends completed without a reload.
     await expect(page.locator("#live .pill")).to_have_text("completed", timeout=15_000)
     await page.context.close()
@@ -411,10 +438,14 @@ async def test_a_step_time_without_a_timezone_does_not_break_the_task_page(
 ) -> None:
     alice = server.mcp("alice")
     steps = [
-        {"name": "build", "status": "succeeded", "startedAt": "2026-01-01T10:00:00",
-         "endedAt": "2026-01-01T10:00:30"},
+        {
+            "name": "build",
+            "status": "succeeded",
+            "startedAt": "2026-01-01T10:00:00",
+            "endedAt": "2026-01-01T10:00:30",
+        },
         {"name": "ship", "status": "waiting", "startedAt": "2026-01-01T10:00:30+00:00"},
-    ]  # fmt: skip
+    ]
     task_id = await alice.create_task("tests_ask", {**ask("Naive times"), "steps": steps})
     await alice.wait_status(task_id, "input_required", within=20)
     page = await signed_in_page(browser, server, "alice")
@@ -473,9 +504,17 @@ async def test_a_forged_post_is_refused(server: InboxServer) -> None:
 async def test_answers_are_checked_as_tasks_update_checks_them(server: InboxServer) -> None:
     task_id = await waiting_task(server, "alice", "Validation")
     async with session(server, "alice") as (http, csrf):
-        bad = await http.post(f"/inbox/tasks/{task_id}/answer", data={
-            "csrf": csrf, "key": "question", "action": "accept", "f.reason": "ok",
-            "f.env": "staging", "f.replicas": "50"})  # fmt: skip
+        bad = await http.post(
+            f"/inbox/tasks/{task_id}/answer",
+            data={
+                "csrf": csrf,
+                "key": "question",
+                "action": "accept",
+                "f.reason": "ok",
+                "f.env": "staging",
+                "f.replicas": "50",
+            },
+        )
         assert bad.status_code == 400
         assert "inputResponses.question" in bad.text and "replicas" in bad.text
         assert 'role="alert"' in bad.text
@@ -485,8 +524,11 @@ async def test_answers_are_checked_as_tasks_update_checks_them(server: InboxServ
 async def test_headers_cookie_and_sign_in(server: InboxServer) -> None:
     async with httpx.AsyncClient(base_url=server.base) as http:
         login = await http.get("/inbox/login")
-        for response in (login, await http.get("/inbox/static/inbox.js"),
-                         await http.get("/inbox/tasks/nope")):  # fmt: skip
+        for response in (
+            login,
+            await http.get("/inbox/static/inbox.js"),
+            await http.get("/inbox/tasks/nope"),
+        ):
             assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
             assert response.headers["x-content-type-options"] == "nosniff"
             assert response.headers["referrer-policy"] == "no-referrer"

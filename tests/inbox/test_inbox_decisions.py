@@ -46,10 +46,17 @@ def _request(schema: dict[str, Any], message: str = DEPLOY_MESSAGE) -> dict[str,
 
 def _snapshot(**changes: Any) -> TaskSnapshot:
     base: dict[str, Any] = {
-        "task_id": "t1", "owner": "o", "status": "completed", "status_message": None,
-        "created_at": "2026-12-04T11:00:00Z", "last_updated_at": "2026-12-04T11:30:00Z",
-        "ttl_ms": None, "poll_interval_ms": None, "input_requests": {}, "tool": "deploy",
-    }  # fmt: skip
+        "task_id": "t1",
+        "owner": "o",
+        "status": "completed",
+        "status_message": None,
+        "created_at": "2026-12-04T11:00:00Z",
+        "last_updated_at": "2026-12-04T11:30:00Z",
+        "ttl_ms": None,
+        "poll_interval_ms": None,
+        "input_requests": {},
+        "tool": "deploy",
+    }
     return TaskSnapshot(**{**base, **changes})
 
 
@@ -235,10 +242,14 @@ def test_a_timestamp_without_a_timezone_is_read_as_utc() -> None:
     assert parse_time("2026-12-04T11:00:00+01:00") == datetime(2026, 12, 4, 10, tzinfo=UTC)
     assert parse_time(12) is None and parse_time("soon") is None
     steps = [
-        {"name": "build", "status": "succeeded", "startedAt": "2026-12-04T11:59:00",
-         "endedAt": "2026-12-04T11:59:30Z"},
+        {
+            "name": "build",
+            "status": "succeeded",
+            "startedAt": "2026-12-04T11:59:00",
+            "endedAt": "2026-12-04T11:59:30Z",
+        },
         {"name": "switch", "status": "running", "startedAt": "2026-12-04T11:59:30"},
-    ]  # fmt: skip
+    ]
     html = render_timeline(steps, NOW)
     assert "30 s" in html and "so far" in html
     assert "ago" in task_live(_snapshot(created_at="2026-12-04T11:00:00", steps=steps), NOW, {})

@@ -113,10 +113,16 @@ async def test_a_jwt_signs_in_for_no_longer_than_it_lasts(
 ) -> None:
     key = _rsa()
     public = tmp_path / "public.pem"
-    public.write_bytes(key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))  # fmt: skip
-    jwt_settings = {"jwt_issuer": ISSUER, "jwt_audience": AUDIENCE,
-                    "jwt_public_key_path": str(public)}  # fmt: skip
+    public.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    jwt_settings = {
+        "jwt_issuer": ISSUER,
+        "jwt_audience": AUDIENCE,
+        "jwt_public_key_path": str(public),
+    }
     async with fresh_stack(auth="jwt", **jwt_settings) as stack:
         alice = McpClient(stack.http, stack.url)
         alice.extra_headers = {"Authorization": f"Bearer {mint(key)}"}

@@ -206,8 +206,11 @@ async def test_a_scope_taken_from_a_token_is_gone_from_its_inbox_session(
 
 def _jwt_settings(key: rsa.RSAPrivateKey, tmp_path: Path) -> dict[str, str]:
     public = tmp_path / "public.pem"
-    public.write_bytes(key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))  # fmt: skip
+    public.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
     return {"jwt_issuer": ISSUER, "jwt_audience": AUDIENCE, "jwt_public_key_path": str(public)}
 
 

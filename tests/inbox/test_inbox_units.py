@@ -66,29 +66,45 @@ HOSTILE = '"><script>x()</script>'
 
 
 def test_every_field_type_is_rendered_and_escaped() -> None:
-    html = render_fields({
-        "type": "object",
-        "properties": {
-            "name": {"type": "string", "title": HOSTILE, "description": HOSTILE,
-                     "minLength": 2, "maxLength": 9, "default": HOSTILE},
-            "mail": {"type": "string", "format": "email"},
-            "site": {"type": "string", "format": "uri"},
-            "day": {"type": "string", "format": "date"},
-            "env": {"type": "string", "enum": ["a", HOSTILE], "enumNames": ["A", "Bad"]},
-            "size": {"type": "string", "oneOf": [{"const": "s", "title": "Small"}]},
-            "n": {"type": "integer", "minimum": 1, "maximum": 5},
-            "x": {"type": "number", "minimum": 0.5},
-            "ok": {"type": "boolean", "default": True},
-            "tags": {"type": "array", "items": {"anyOf": [{"const": "t", "title": "T"}]}},
-        },
-        "required": ["name", "n"],
-    })  # fmt: skip
+    html = render_fields(
+        {
+            "type": "object",
+            "properties": {
+                "name": {
+                    "type": "string",
+                    "title": HOSTILE,
+                    "description": HOSTILE,
+                    "minLength": 2,
+                    "maxLength": 9,
+                    "default": HOSTILE,
+                },
+                "mail": {"type": "string", "format": "email"},
+                "site": {"type": "string", "format": "uri"},
+                "day": {"type": "string", "format": "date"},
+                "env": {"type": "string", "enum": ["a", HOSTILE], "enumNames": ["A", "Bad"]},
+                "size": {"type": "string", "oneOf": [{"const": "s", "title": "Small"}]},
+                "n": {"type": "integer", "minimum": 1, "maximum": 5},
+                "x": {"type": "number", "minimum": 0.5},
+                "ok": {"type": "boolean", "default": True},
+                "tags": {"type": "array", "items": {"anyOf": [{"const": "t", "title": "T"}]}},
+            },
+            "required": ["name", "n"],
+        }
+    )
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert 'minlength="2" maxlength="9"' in html and 'name="f.name"' in html
-    for needle in ('type="email"', 'type="url"', 'type="date"', '<option value="s">Small',
-                   '<option value="a">A', 'step="1" min="1" max="5"', 'step="any" min="0.5"',
-                   'type="checkbox" name="f.ok" id="f.ok" value="true" checked',
-                   'multiple', '<option value="t">T'):  # fmt: skip
+    for needle in (
+        'type="email"',
+        'type="url"',
+        'type="date"',
+        '<option value="s">Small',
+        '<option value="a">A',
+        'step="1" min="1" max="5"',
+        'step="any" min="0.5"',
+        'type="checkbox" name="f.ok" id="f.ok" value="true" checked',
+        "multiple",
+        '<option value="t">T',
+    ):
         assert needle in html, needle
     assert html.count(" required") == 2
 
@@ -110,8 +126,16 @@ SCHEMA = {
 
 
 def test_a_posted_form_becomes_typed_content() -> None:
-    form = FormData([("action", "accept"), ("f.n", "3"), ("f.x", "2.5"), ("f.tags", "a"),
-                     ("f.tags", "b"), ("f.text", "")])  # fmt: skip
+    form = FormData(
+        [
+            ("action", "accept"),
+            ("f.n", "3"),
+            ("f.x", "2.5"),
+            ("f.tags", "a"),
+            ("f.tags", "b"),
+            ("f.text", ""),
+        ]
+    )
     assert answer_of(_request(SCHEMA), form) == {
         "action": "accept",
         "content": {"n": 3, "x": 2.5, "ok": False, "tags": ["a", "b"]},
@@ -137,14 +161,29 @@ def test_a_request_that_is_not_a_form_is_described() -> None:
 
 def test_the_timeline_draws_each_step_by_status() -> None:
     now = datetime(2026, 1, 1, 0, 1, tzinfo=UTC)
-    html = render_timeline([
-        {"name": "build", "status": "succeeded", "startedAt": "2026-01-01T00:00:00.000Z",
-         "endedAt": "2026-01-01T00:00:30.000Z", "exitCode": 0, "outputTail": "<b>built</b>"},
-        {"name": "migrate", "status": "rolled back", "startedAt": "2026-01-01T00:00:30.000Z",
-         "endedAt": "2026-01-01T00:01:00.000Z", "exitCode": 1, "rollback": {"exitCode": 0}},
-        {"name": "switch", "status": "waiting"},
-        {"name": "later", "status": "skipped"},
-    ], now)  # fmt: skip
+    html = render_timeline(
+        [
+            {
+                "name": "build",
+                "status": "succeeded",
+                "startedAt": "2026-01-01T00:00:00.000Z",
+                "endedAt": "2026-01-01T00:00:30.000Z",
+                "exitCode": 0,
+                "outputTail": "<b>built</b>",
+            },
+            {
+                "name": "migrate",
+                "status": "rolled back",
+                "startedAt": "2026-01-01T00:00:30.000Z",
+                "endedAt": "2026-01-01T00:01:00.000Z",
+                "exitCode": 1,
+                "rollback": {"exitCode": 0},
+            },
+            {"name": "switch", "status": "waiting"},
+            {"name": "later", "status": "skipped"},
+        ],
+        now,
+    )
     assert html.count('<li class="step') == 4
     assert 'class="track s-succeeded" x="0.00" y="0" width="50.00"' in html
     assert 'class="track s-rolled-back" x="50.00"' in html

@@ -42,16 +42,21 @@ def alerts() -> list[dict[str, object]]:
 def test_promtool_accepts_the_alert_rules() -> None:
     checked = subprocess.run(
         [promtool(), "check", "rules", str(RULES / "alerts.yml")],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_the_important_alerts_fire_when_they_should_and_only_then() -> None:
     tested = subprocess.run(
         [promtool(), "test", "rules", "alerts_test.yml"],
-        cwd=RULES, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=RULES,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert tested.returncode == 0, tested.stdout + tested.stderr
     assert "SUCCESS" in tested.stdout
 

@@ -192,10 +192,13 @@ def test_the_operator_finds_a_names_logged_value_under_each_state_secret_key(
         root.setLevel(level)
     digest = owner_digest("alice")
     assert capsys.readouterr().out.split() == [
-        "McpOwner", digest,
-        "principal", principal_tag(digest, principal_key(new.encode())),
-        "principal", principal_tag(digest, principal_key(old.encode())),
-    ]  # fmt: skip
+        "McpOwner",
+        digest,
+        "principal",
+        principal_tag(digest, principal_key(new.encode())),
+        "principal",
+        principal_tag(digest, principal_key(old.encode())),
+    ]
 
 
 @activity.defn

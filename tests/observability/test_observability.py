@@ -67,8 +67,9 @@ async def test_metrics_move_with_a_scripted_session(fresh_stack: StackFactory) -
         deadline = time.monotonic() + 15
         while True:
             _, gauges = await scrape(stack)
-            waiting = value(gauges, "mcp_tasks_open_tasks", tool="request_approval",
-                            status="input_required")  # fmt: skip
+            waiting = value(
+                gauges, "mcp_tasks_open_tasks", tool="request_approval", status="input_required"
+            )
             late = value(gauges, "mcp_tasks_input_waits_over_threshold", tool="request_approval")
             stalled = value(gauges, "mcp_tasks_stalled_tasks", tool="tests_wait_forever")
             if waiting >= 1 and late >= 1 and stalled >= 1:
@@ -134,8 +135,11 @@ async def test_labelled_counters_are_exported_at_zero_before_their_first_event(
     mcp: McpClient,
 ) -> None:
     text = (await mcp.http.get(mcp.url.replace("/mcp", "/metrics"))).text
-    series = {(s.name, frozenset(s.labels.items())) for f in text_string_to_metric_families(text)
-              for s in f.samples}  # fmt: skip
+    series = {
+        (s.name, frozenset(s.labels.items()))
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+    }
     for reason in ("quota", "rate_limit", "unauthenticated", "forbidden", "body_too_large"):
         assert ("mcp_tasks_refusals_total", frozenset({("reason", reason)})) in series
     for operation in metrics.TEMPORAL_OPERATIONS:
@@ -162,15 +166,19 @@ async def test_the_servers_temporal_calls_are_timed_and_a_not_found_is_no_error(
         seen(latency, operation="count_workflows"),
         seen(latency, operation="describe_workflow"),
     )
-    errors = seen("mcp_tasks_temporal_rpc_errors_total", operation="describe_workflow",
-                  code="NOT_FOUND")  # fmt: skip
+    errors = seen(
+        "mcp_tasks_temporal_rpc_errors_total", operation="describe_workflow", code="NOT_FOUND"
+    )
     await client.count_workflows('WorkflowType="nothing-here"')
     with pytest.raises(RPCError):
         await client.get_workflow_handle(f"mcp-task-{uuid.uuid4().hex}").describe()
     assert seen(latency, operation="count_workflows") == counted + 1
     assert seen(latency, operation="describe_workflow") == described + 1
-    assert seen("mcp_tasks_temporal_rpc_errors_total", operation="describe_workflow",
-                code="NOT_FOUND") == errors == 0  # fmt: skip
+    assert (
+        seen("mcp_tasks_temporal_rpc_errors_total", operation="describe_workflow", code="NOT_FOUND")
+        == errors
+        == 0
+    )
 
 
 def test_a_background_gauge_is_absent_until_it_has_a_value() -> None:
@@ -239,10 +247,19 @@ def test_the_alert_rules_and_the_dashboard_read_metrics_that_exist() -> None:
         # Its section is checked by tests/observability/test_alert_rules.py.
         assert rule["annotations"]["runbook_url"]
     names = {rule["alert"] for rule in alerts}
-    assert {"McpTasksDown", "McpTasksServerErrors", "McpTasksCreateLatencyBudgetBurn",
-            "McpTasksNotReady", "McpTasksNoWorkerPolling", "McpTasksScheduleToStartSlow",
-            "McpTasksQuotaSaturated", "McpTasksWorkflowTaskFailures", "McpTasksInputWaitTooOld",
-            "McpTasksStalledTasks", "McpTasksWebhookDeliveriesFailing"} <= names  # fmt: skip
+    assert {
+        "McpTasksDown",
+        "McpTasksServerErrors",
+        "McpTasksCreateLatencyBudgetBurn",
+        "McpTasksNotReady",
+        "McpTasksNoWorkerPolling",
+        "McpTasksScheduleToStartSlow",
+        "McpTasksQuotaSaturated",
+        "McpTasksWorkflowTaskFailures",
+        "McpTasksInputWaitTooOld",
+        "McpTasksStalledTasks",
+        "McpTasksWebhookDeliveriesFailing",
+    } <= names
     ours = {m.describe()[0].name for m in _defined_metrics()}
     ours |= {_base(name) for name in metrics.WORKER_METRICS}  # the worker's, by the SDK meter
     dashboard = json.loads((ROOT / "deploy/grafana/mcp-tasks.json").read_text())
@@ -278,9 +295,13 @@ def _check_dashboard_variables(dashboard: dict[str, Any], exprs: list[str]) -> N
         assert worker or 'instance=~"$instance"' in expr, expr
         assert not worker or 'service_name="mcp-tasks"' in expr, expr
         assert "temporal_" not in expr.replace("mcp_tasks_temporal", "") or worker, expr
-    for sli in ("mcp_tasks_task_ends_total", "mcp_tasks_input_answer_wait_seconds_bucket",
-                "mcp_tasks_input_waits_over_threshold", "mcp_tasks_stalled_tasks",
-                "mcp_tasks_activity_retries_over_total"):  # fmt: skip
+    for sli in (
+        "mcp_tasks_task_ends_total",
+        "mcp_tasks_input_answer_wait_seconds_bucket",
+        "mcp_tasks_input_waits_over_threshold",
+        "mcp_tasks_stalled_tasks",
+        "mcp_tasks_activity_retries_over_total",
+    ):
         assert any(sli in expr for expr in exprs), sli
 
 
@@ -309,8 +330,15 @@ def _base(name: str) -> str:
 
 def test_the_json_format_merges_an_audit_line_and_keeps_a_traceback_on_one_line() -> None:
     formatter = JsonFormatter()
-    audit = logging.LogRecord("mcp_server.protocol.audit", logging.INFO, "", 0,
-                              '{"event":"task.create","taskId":"t"}', None, None)  # fmt: skip
+    audit = logging.LogRecord(
+        "mcp_server.protocol.audit",
+        logging.INFO,
+        "",
+        0,
+        '{"event":"task.create","taskId":"t"}',
+        None,
+        None,
+    )
     merged = json.loads(formatter.format(audit))
     assert merged["event"] == "task.create" and "message" not in merged
     try:

@@ -32,8 +32,11 @@ class ShortPollTemporal(TemporalDevServer):
     dead one goes stale in seconds rather than a minute."""
 
     def command(self) -> list[str]:
-        return [*super().command(), "--dynamic-config-value",
-                'matching.longPollExpirationInterval="2s"']  # fmt: skip
+        return [
+            *super().command(),
+            "--dynamic-config-value",
+            'matching.longPollExpirationInterval="2s"',
+        ]
 
 
 @contextlib.asynccontextmanager
@@ -93,9 +96,13 @@ async def test_a_killed_worker_shows_in_the_workers_gauge_and_readyz_stays_ready
             live = await stack.http.get(stack.url.replace("/mcp", "/healthz"))
             assert live.json() == {"status": "ok"}
             await stack.stop_worker()  # the only worker is the process started below
-            env = {**os.environ, "MCP_TASKS_TEMPORAL_ADDRESS": temporal.address,
-                   "MCP_TASKS_TASK_QUEUE": stack.settings.task_queue,
-                   "MCP_TASKS_TOOLSET": "demo", "MCP_TASKS_LOG_FORMAT": "json"}  # fmt: skip
+            env = {
+                **os.environ,
+                "MCP_TASKS_TEMPORAL_ADDRESS": temporal.address,
+                "MCP_TASKS_TASK_QUEUE": stack.settings.task_queue,
+                "MCP_TASKS_TOOLSET": "demo",
+                "MCP_TASKS_LOG_FORMAT": "json",
+            }
             worker = await asyncio.create_subprocess_exec(
                 MCP_TASKS, "worker", env=env, stderr=subprocess.DEVNULL, start_new_session=True
             )
@@ -110,8 +117,12 @@ async def test_a_killed_worker_shows_in_the_workers_gauge_and_readyz_stays_ready
                     worker.kill()
                     await worker.wait()
             ready = await wait_ready_status(stack, 200, within=5)
-            assert ready == {"status": "ready", "missing": [], "temporal": "ok",
-                             "searchAttributes": "ok"}  # fmt: skip
+            assert ready == {
+                "status": "ready",
+                "missing": [],
+                "temporal": "ok",
+                "searchAttributes": "ok",
+            }
             temporal.stop()
             down = await wait_ready_status(stack, 503, within=10, missing="temporal")
             assert down["missing"] == ["temporal"] and down["temporal"].startswith("unreachable")

@@ -84,8 +84,12 @@ async def test_a_replica_whose_task_queue_has_no_worker_is_ready_to_serve() -> N
     # CountingTemporal lists none); the workers gauge and its alert report a missing worker.
     temporal = CountingTemporal()
     ready, body = await readiness(temporal, Clock()).check()
-    assert ready and body == {"status": "ready", "missing": [], "temporal": "ok",
-                              "searchAttributes": "ok"}  # fmt: skip
+    assert ready and body == {
+        "status": "ready",
+        "missing": [],
+        "temporal": "ok",
+        "searchAttributes": "ok",
+    }
     assert temporal.calls["describe_task_queue"] == 0
     assert REGISTRY.get_sample_value("mcp_tasks_ready") == 1
     temporal.down = True
@@ -103,8 +107,10 @@ async def test_an_unreachable_temporal_is_not_named_in_the_public_body() -> None
 
 
 async def test_the_embedded_engine_is_shown_without_its_address() -> None:
-    outage = {"since": "2026-12-04T10:00:00Z",
-              "reason": f"the Temporal dev server at {ADDRESS} was killed by signal 9"}  # fmt: skip
+    outage = {
+        "since": "2026-12-04T10:00:00Z",
+        "reason": f"the Temporal dev server at {ADDRESS} was killed by signal 9",
+    }
     status = {"state": "restarting", "address": ADDRESS, "restarts": 0, "outage": outage}
     probe = Readiness(TemporalBackend(cast(Client, CountingTemporal())), engine=lambda: status)
     ready, body = await probe.check()

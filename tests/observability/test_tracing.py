@@ -106,9 +106,10 @@ async def test_one_trace_runs_from_the_http_request_through_the_workflow_to_an_a
     # The polls of wait_terminal read Temporal (the last, of a closed task, reads a cache).
     gets = {s.context.span_id for s in spans if s.name == "MCP tasks/get"}
     describe = next(
-        s for s in spans
+        s
+        for s in spans
         if s.name == "temporal DescribeWorkflowExecution" and s.parent and s.parent.span_id in gets
-    )  # fmt: skip
+    )
     assert describe.kind == SpanKind.CLIENT and describe.attributes is not None
     assert describe.attributes["mcp.task.id"] == task_id
     assert http.attributes is not None and http.attributes["mcp.task.id"] == task_id
@@ -202,22 +203,36 @@ async def test_the_request_span_names_the_task_the_tool_and_the_http_exchange(
     with in_memory_spans() as exporter:
         async with fresh_asgi_stack() as stack:
             created = await stack.mcp.call_tool(
-                "multi_step_job", {"steps": 1, "step_seconds": 0},
+                "multi_step_job",
+                {"steps": 1, "step_seconds": 0},
                 headers={"User-Agent": "probe/1.0"},
-            )  # fmt: skip
+            )
             await stack.mcp.rpc("tasks/get", {"taskId": "mcp-task-" + "0" * 32})
     call, missing = [s for s in exporter.get_finished_spans() if s.name.startswith("MCP ")]
     assert call.name == "MCP tools/call" and call.kind == SpanKind.SERVER
     assert call.attributes is not None and missing.attributes is not None
-    assert {k: call.attributes[k] for k in (
-        "http.request.method", "url.path", "http.response.status_code", "user_agent.original",
-        "mcp.method.name", "rpc.system", "mcp.task.id", "gen_ai.tool.name",
-    )} == {
-        "http.request.method": "POST", "url.path": "/mcp", "http.response.status_code": 200,
-        "user_agent.original": "probe/1.0", "mcp.method.name": "tools/call",
-        "rpc.system": "jsonrpc", "mcp.task.id": created.result["taskId"],
+    assert {
+        k: call.attributes[k]
+        for k in (
+            "http.request.method",
+            "url.path",
+            "http.response.status_code",
+            "user_agent.original",
+            "mcp.method.name",
+            "rpc.system",
+            "mcp.task.id",
+            "gen_ai.tool.name",
+        )
+    } == {
+        "http.request.method": "POST",
+        "url.path": "/mcp",
+        "http.response.status_code": 200,
+        "user_agent.original": "probe/1.0",
+        "mcp.method.name": "tools/call",
+        "rpc.system": "jsonrpc",
+        "mcp.task.id": created.result["taskId"],
         "gen_ai.tool.name": "multi_step_job",
-    }  # fmt: skip
+    }
     assert call.status.status_code == StatusCode.UNSET
     # A client's mistake: its code on the span, the status left to the server's own faults.
     assert missing.attributes["rpc.jsonrpc.error_code"] == -32602

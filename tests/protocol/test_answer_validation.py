@@ -274,8 +274,12 @@ async def test_an_inbox_form_answered_with_a_non_finite_number_is_refused_and_wa
         page = await http.get(f"/inbox/tasks/{task_id}")
         found = re.search(r'name="csrf" value="([0-9a-f]+)"', page.text)
         assert found is not None
-        answer = {"csrf": found.group(1), "key": "question", "action": "accept",
-                  "f.replicas": number}  # fmt: skip
+        answer = {
+            "csrf": found.group(1),
+            "key": "question",
+            "action": "accept",
+            "f.replicas": number,
+        }
         refused = await http.post(f"/inbox/tasks/{task_id}/answer", data=answer)
     assert refused.status_code == 400
     assert "field &#34;replicas&#34; must be a finite number" in refused.text
@@ -296,8 +300,12 @@ async def test_tasks_answer_json_with_nan_is_refused_by_the_check_and_the_task_w
         refused = await asyncio.to_thread(
             subprocess.run,
             [MCP_TASKS, "tasks", "answer", task_id, "--json", content],
-            env=env, capture_output=True, text=True, timeout=60, check=False,
-        )  # fmt: skip
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert refused.returncode == EXIT_INVALID, refused.stderr
         assert "replicas" in refused.stderr and "finite" in refused.stderr, refused.stderr
     assert (await asking_stack.mcp.get_task(task_id)).result["status"] == "input_required"

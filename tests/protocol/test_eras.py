@@ -217,8 +217,12 @@ async def test_every_response_carries_a_request_id(asgi_stack: AsgiStack) -> Non
 
 async def test_a_json_only_client_still_gets_a_plain_answer(asgi_stack: AsgiStack) -> None:
     client = await legacy(asgi_stack)
-    body = {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
-            "params": {"name": "slow_compute", "arguments": {"seconds": 0.2}}}  # fmt: skip
+    body = {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "method": "tools/call",
+        "params": {"name": "slow_compute", "arguments": {"seconds": 0.2}},
+    }
     headers = {**client.headers(), "Accept": "application/json"}
     response = await asgi_stack.http.post(asgi_stack.url, json=body, headers=headers)
     assert response.headers["content-type"].startswith("application/json")

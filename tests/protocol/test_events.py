@@ -271,11 +271,22 @@ async def test_bad_subscriptions_are_refused_with_their_codes(
         cases = [
             ({"name": "task.nope", "delivery": {**http, "url": alice_hook.url}}, "event"),
             ({"name": "task.completed", "delivery": http}, None),
-            ({"name": "task.completed",
-              "delivery": {**http, "url": alice_hook.url, "secret": "whsec_c2hvcnQ="}}, None),
-            ({"name": "task.completed", "arguments": {"color": "red"},
-              "delivery": {**http, "url": alice_hook.url}}, None),
-        ]  # fmt: skip
+            (
+                {
+                    "name": "task.completed",
+                    "delivery": {**http, "url": alice_hook.url, "secret": "whsec_c2hvcnQ="},
+                },
+                None,
+            ),
+            (
+                {
+                    "name": "task.completed",
+                    "arguments": {"color": "red"},
+                    "delivery": {**http, "url": alice_hook.url},
+                },
+                None,
+            ),
+        ]
         for params, kind in cases:
             error = (await alice.rpc("events/subscribe", params)).body["error"]
             assert error["code"] == INVALID_PARAMS, params
@@ -324,14 +335,34 @@ def test_callback_urls_are_https_without_credentials() -> None:
 
 @pytest.mark.parametrize(
     "address",
-    ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "::1",
-     "fc00::1", "fe80::1", "0.0.0.0", "::ffff:127.0.0.1", "100.64.0.1", "224.0.0.1",
-     # IPv6 forms that embed a private IPv4 address: compatible, SIIT, NAT64 (both
-     # prefixes), 6to4, Teredo (its client inverted), and deprecated site-local.
-     "::7f00:1", "::a9fe:a9fe", "::ffff:0:7f00:1", "64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe",
-     "64:ff9b:1::a00:1", "2002:7f00:1::1", "2002:a9fe:a9fe::1",
-     "2001:0:4136:e378:8000:63bf:80ff:fffe", "fec0::1", "fec0::7f00:1"],
-)  # fmt: skip
+    [
+        "127.0.0.1",
+        "10.1.2.3",
+        "172.16.0.1",
+        "192.168.1.1",
+        "169.254.169.254",
+        "::1",
+        "fc00::1",
+        "fe80::1",
+        "0.0.0.0",
+        "::ffff:127.0.0.1",
+        "100.64.0.1",
+        "224.0.0.1",
+        # IPv6 forms that embed a private IPv4 address: compatible, SIIT, NAT64 (both
+        # prefixes), 6to4, Teredo (its client inverted), and deprecated site-local.
+        "::7f00:1",
+        "::a9fe:a9fe",
+        "::ffff:0:7f00:1",
+        "64:ff9b::7f00:1",
+        "64:ff9b::a9fe:a9fe",
+        "64:ff9b:1::a00:1",
+        "2002:7f00:1::1",
+        "2002:a9fe:a9fe::1",
+        "2001:0:4136:e378:8000:63bf:80ff:fffe",
+        "fec0::1",
+        "fec0::7f00:1",
+    ],
+)
 def test_a_non_global_address_is_never_called_unless_the_operator_allows_it(address: str) -> None:
     assert not address_allowed(address, allow_private=False)
     assert address_allowed("93.184.216.34", allow_private=False)

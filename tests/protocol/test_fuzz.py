@@ -21,14 +21,37 @@ from tests.mcp_client import McpClient, header_safe
 
 ALLOWED_STATUS = {200, 202, 400, 403, 404, 405, 413, 415, 429, 503}
 KNOWN_CODES = {
-    errors.PARSE_ERROR, errors.INVALID_REQUEST, errors.METHOD_NOT_FOUND, errors.INVALID_PARAMS,
-    errors.HEADER_MISMATCH, errors.MISSING_REQUIRED_CLIENT_CAPABILITY,
-    errors.UNSUPPORTED_PROTOCOL_VERSION, errors.RATE_LIMITED, errors.QUOTA_EXCEEDED,
-}  # fmt: skip
-METHODS = ["server/discover", "tools/list", "tools/call", "tasks/get", "tasks/update",
-           "tasks/cancel", "subscriptions/listen", "initialize", "tasks/list"]  # fmt: skip
-PARAM_NAMES = ["name", "arguments", "taskId", "inputResponses", "requestState", "cursor",
-               "notifications", "task"]  # fmt: skip
+    errors.PARSE_ERROR,
+    errors.INVALID_REQUEST,
+    errors.METHOD_NOT_FOUND,
+    errors.INVALID_PARAMS,
+    errors.HEADER_MISMATCH,
+    errors.MISSING_REQUIRED_CLIENT_CAPABILITY,
+    errors.UNSUPPORTED_PROTOCOL_VERSION,
+    errors.RATE_LIMITED,
+    errors.QUOTA_EXCEEDED,
+}
+METHODS = [
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+    "subscriptions/listen",
+    "initialize",
+    "tasks/list",
+]
+PARAM_NAMES = [
+    "name",
+    "arguments",
+    "taskId",
+    "inputResponses",
+    "requestState",
+    "cursor",
+    "notifications",
+    "task",
+]
 FUZZ = settings(
     max_examples=120,
     deadline=None,
@@ -204,8 +227,12 @@ async def test_bogus_request_state(asgi_mcp: McpClient, state: str) -> None:
 async def test_duplicated_headers(asgi_stack: AsgiStack, name: str, values: list[str]) -> None:
     params = {"name": "test_header_param", "arguments": {"region": "eu"}, "_meta": META}
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
-    base = {"Mcp-Method": "tools/call", "MCP-Protocol-Version": "2026-07-28",
-            "Mcp-Name": "test_header_param", "Mcp-Param-Region": "eu"}  # fmt: skip
+    base = {
+        "Mcp-Method": "tools/call",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Name": "test_header_param",
+        "Mcp-Param-Region": "eu",
+    }
     headers = [(k.encode(), v.encode()) for k, v in base.items() if k != name]
     headers += [(name.encode(), value.encode("latin-1")) for value in values]
     headers.append((b"Content-Type", b"application/json"))
@@ -239,8 +266,11 @@ async def test_non_finite_and_deep_values_anywhere(
         body["id"] = drawn
     else:
         params[where] = drawn
-    headers = {"Mcp-Method": "tools/call", "Mcp-Name": "slow_compute",
-               "MCP-Protocol-Version": "2026-07-28"}  # fmt: skip
+    headers = {
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "slow_compute",
+        "MCP-Protocol-Version": "2026-07-28",
+    }
     text = json.dumps(body)
     if isinstance(value, Deep):
         text = text.replace(json.dumps(PLACEHOLDER), value.text())

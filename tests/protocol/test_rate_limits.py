@@ -42,7 +42,10 @@ def test_a_bucket_per_principal_refills_at_its_rate() -> None:
     assert caught.value.code == errors.RATE_LIMITED and caught.value.http_status == 429
     assert caught.value.data == {"retryAfterMs": 1000, "limit": 3, "remaining": 0}
     assert caught.value.headers == {
-        "Retry-After": "1", "RateLimit-Limit": "3", "RateLimit-Remaining": "0"}  # fmt: skip
+        "Retry-After": "1",
+        "RateLimit-Limit": "3",
+        "RateLimit-Remaining": "0",
+    }
     limiter.take("q")  # another principal has its own bucket
     now[0] += 1.0  # one a second
     limiter.take("p")
@@ -70,8 +73,11 @@ async def callers(
     tokens = tmp_path / "tokens.json"
     alice, bob = add_token(tokens, "alice", []), add_token(tokens, "bob", [])
     limits = {"update_burst": 3, "cancel_burst": 3, "not_found_burst": 4, "poll_burst": 1000}
-    rates = {"update_rate_per_minute": 1, "cancel_rate_per_minute": 1,
-             "not_found_rate_per_minute": 1}  # fmt: skip
+    rates = {
+        "update_rate_per_minute": 1,
+        "cancel_rate_per_minute": 1,
+        "not_found_rate_per_minute": 1,
+    }
     async with fresh_asgi_stack(auth="tokens", tokens_file=str(tokens), **limits, **rates) as stack:
         yield as_client(stack, alice), as_client(stack, bob)
 
@@ -131,8 +137,12 @@ async def test_not_found_lookups_are_limited_alike_whether_missing_or_foreign(
         return await bob.rpc(method, {"taskId": task_id})
 
     answers: list[Any] = []
-    for method, target in [("tasks/get", alices), ("tasks/get", new_task_id()),
-                           ("tasks/cancel", alices), ("task_status", new_task_id())]:  # fmt: skip
+    for method, target in [
+        ("tasks/get", alices),
+        ("tasks/get", new_task_id()),
+        ("tasks/cancel", alices),
+        ("task_status", new_task_id()),
+    ]:
         reply = await lookup(method, target)
         answers.append(reply.body["error"] if "error" in reply.body else reply.result["isError"])
     assert answers == [NOT_FOUND, NOT_FOUND, NOT_FOUND, True]

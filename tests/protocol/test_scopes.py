@@ -112,10 +112,21 @@ def test_token_add_takes_scopes_and_refuses_what_is_not_a_scope(tmp_path: Path) 
         add_token(path, "dave", ['de"ploy'])
     mcp_tasks = str(Path(sys.executable).parent / "mcp-tasks")
     done = subprocess.run(
-        [mcp_tasks, "token", "add", "--file", str(path), "--principal", "erin", "--scope",
-         "deploy"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            mcp_tasks,
+            "token",
+            "add",
+            "--file",
+            str(path),
+            "--principal",
+            "erin",
+            "--scope",
+            "deploy",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and "scopes: deploy" in done.stdout
     assert json.loads(path.read_text())["tokens"][-1]["scopes"] == ["deploy"]
 

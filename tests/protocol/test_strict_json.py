@@ -99,8 +99,12 @@ def test_the_server_never_encodes_nan_again() -> None:
 async def test_nan_on_stdin_is_a_parse_error_and_the_connection_goes_on(
     host: StdioHost,  # noqa: F811 (the fixture)
 ) -> None:
-    call = {"jsonrpc": "2.0", "id": "nan", "method": "tools/call",
-            "params": {"name": "echo", "arguments": {"text": "x"}, "_meta": meta()}}  # fmt: skip
+    call = {
+        "jsonrpc": "2.0",
+        "id": "nan",
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "x"}, "_meta": meta()},
+    }
     line = json.dumps(call).replace('"text": "x"', '"text": "x", "n": NaN')
     host.write(line.encode() + b"\n")
     parse_error = await host.next_message()

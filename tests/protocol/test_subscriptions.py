@@ -100,8 +100,10 @@ async def test_an_answer_and_a_cancellation_are_pushed_on_one_stream_of_two_task
         await mcp.wait_status(task_id, "input_required", within=10)
 
     def of(task_id: str, status: str) -> Callable[[dict[str, Any]], bool]:
-        return lambda m: m.get("method") == "notifications/tasks" and m["params"] == {
-            **m["params"], "taskId": task_id, "status": status}  # fmt: skip
+        return lambda m: (
+            m.get("method") == "notifications/tasks"
+            and m["params"] == {**m["params"], "taskId": task_id, "status": status}
+        )
 
     async with ListenStream(mcp, {"taskIds": [answered, cancelled]}) as stream:
         await stream.next(of(answered, "input_required"))

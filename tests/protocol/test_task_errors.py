@@ -32,19 +32,48 @@ from tests.mcp_client import NO_CAPABILITIES, McpClient
 # What the server answered before the task layer had errors of its own: code, message, data,
 # HTTP status and headers must stay exactly these.
 MAPPINGS: list[tuple[TaskError, int, str, Any, int, dict[str, str]]] = [
-    (TaskNotFound("mcp-task-1"), errors.INVALID_PARAMS, errors.TASK_NOT_FOUND_MESSAGE, None,
-     400, {}),
-    (ArgumentsTooLarge("BlobSizeLimitError"), errors.INVALID_PARAMS,
-     "The tool arguments are too large to store: BlobSizeLimitError", None, 400, {}),
-    (BackendUnavailable("Temporal", "read the task: tcp connect error"), errors.INTERNAL_ERROR,
-     "The task backend (Temporal) is unavailable: read the task: tcp connect error",
-     {"retryAfterMs": 2000}, 503, {"Retry-After": "2"}),
-    (BackendRefused("Temporal", "start the task", "namespace not found"), errors.INTERNAL_ERROR,
-     "Temporal refused to start the task: namespace not found", None, 500, {}),
-    (TaskFailed(-32603, "simulated", {"why": "tests"}), errors.INTERNAL_ERROR, "simulated",
-     {"why": "tests"}, 500, {}),
+    (
+        TaskNotFound("mcp-task-1"),
+        errors.INVALID_PARAMS,
+        errors.TASK_NOT_FOUND_MESSAGE,
+        None,
+        400,
+        {},
+    ),
+    (
+        ArgumentsTooLarge("BlobSizeLimitError"),
+        errors.INVALID_PARAMS,
+        "The tool arguments are too large to store: BlobSizeLimitError",
+        None,
+        400,
+        {},
+    ),
+    (
+        BackendUnavailable("Temporal", "read the task: tcp connect error"),
+        errors.INTERNAL_ERROR,
+        "The task backend (Temporal) is unavailable: read the task: tcp connect error",
+        {"retryAfterMs": 2000},
+        503,
+        {"Retry-After": "2"},
+    ),
+    (
+        BackendRefused("Temporal", "start the task", "namespace not found"),
+        errors.INTERNAL_ERROR,
+        "Temporal refused to start the task: namespace not found",
+        None,
+        500,
+        {},
+    ),
+    (
+        TaskFailed(-32603, "simulated", {"why": "tests"}),
+        errors.INTERNAL_ERROR,
+        "simulated",
+        {"why": "tests"},
+        500,
+        {},
+    ),
     (TaskFailed(-32602, "bad input"), errors.INVALID_PARAMS, "bad input", None, 400, {}),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(
@@ -68,11 +97,25 @@ async def sync_registry() -> ToolRegistry:
     """The conformance tools, plus two that run synchronously without the tasks extension."""
     registry = load_toolsets("conformance", ["tests.fixture_tools"])
     empty: dict[str, Any] = {"type": "object"}
-    registry.add(Tool("sync_protocol_error", "Fails with a JSON-RPC error.", empty,
-                      task_support="optional", workflow="ProtocolErrorJob"))  # fmt: skip
-    registry.add(Tool("sync_too_slow", "Outlives its synchronous time.", empty,
-                      task_support="optional", workflow="TestsWaitForever",
-                      sync_timeout_s=0.5))  # fmt: skip
+    registry.add(
+        Tool(
+            "sync_protocol_error",
+            "Fails with a JSON-RPC error.",
+            empty,
+            task_support="optional",
+            workflow="ProtocolErrorJob",
+        )
+    )
+    registry.add(
+        Tool(
+            "sync_too_slow",
+            "Outlives its synchronous time.",
+            empty,
+            task_support="optional",
+            workflow="TestsWaitForever",
+            sync_timeout_s=0.5,
+        )
+    )
     return registry
 
 

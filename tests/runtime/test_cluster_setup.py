@@ -61,8 +61,10 @@ async def test_setup_warns_of_a_short_retention_registers_each_attribute_then_ch
     settings = Settings(temporal_address=temporal.address, namespace=namespace, toolset="demo")
     assert await run_setup(settings) == 0
     said = capsys.readouterr().out.splitlines()
-    assert said[1] == f"namespace {namespace}: retention 24h (721h needed by the longest tool " \
-        "TTL plus its grace)"  # fmt: skip
+    assert (
+        said[1] == f"namespace {namespace}: retention 24h (721h needed by the longest tool "
+        "TTL plus its grace)"
+    )
     assert said[2].startswith("warning: ") and (
         f"temporal operator namespace update --retention 721h --namespace {namespace}" in said[2]
     )

@@ -128,8 +128,9 @@ async def test_setup_then_a_worker_and_a_server_join_a_fresh_namespace_and_a_dep
 
     first = run(SETUP, env, cluster.address, here)
     assert first.returncode == 0, first.stderr
-    registered = [f"registered search attribute {n} ({SEARCH_ATTRIBUTE_TYPES[n]})" for n in
-                  SEARCH_ATTRIBUTES]  # fmt: skip
+    registered = [
+        f"registered search attribute {n} ({SEARCH_ATTRIBUTE_TYPES[n]})" for n in SEARCH_ATTRIBUTES
+    ]
     assert first.stdout.splitlines()[-len(registered) :] == registered, first.stdout
     assert "retention 721h (721h needed" in first.stdout and "warning" not in first.stdout
     again = run(SETUP, env, cluster.address, here)
@@ -193,8 +194,14 @@ def test_the_pages_local_walkthrough_runs_as_written(tmp_path: Path) -> None:
     env |= {"MCP_TASKS_PORT": str(port), "MCP_TASKS_LOG_LEVEL": "WARNING"}
     output = tmp_path / "walkthrough.log"
     with output.open("wb") as log:
-        walk = subprocess.Popen(["bash", "-c", script], cwd=tmp_path, env=env, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        walk = subprocess.Popen(
+            ["bash", "-c", script],
+            cwd=tmp_path,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         code = walk.wait(timeout=90)
     finally:

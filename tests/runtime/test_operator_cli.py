@@ -59,10 +59,16 @@ async def running(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Run
     port, temporal_port = free_port(), free_port()
     key = base64.b64encode(os.urandom(32)).decode()  # the CLI decodes what the server encrypts
     dev = DevProcess(
-        base / "data", port, temporal_port,
-        env={"MCP_TASKS_AUTH": "tokens", "MCP_TASKS_TOKENS_FILE": str(tokens),
-             "MCP_TASKS_TOOL_MODULES": "mcp_server.tools.demo", "MCP_TASKS_PAYLOAD_KEY": key},
-    )  # fmt: skip
+        base / "data",
+        port,
+        temporal_port,
+        env={
+            "MCP_TASKS_AUTH": "tokens",
+            "MCP_TASKS_TOKENS_FILE": str(tokens),
+            "MCP_TASKS_TOOL_MODULES": "mcp_server.tools.demo",
+            "MCP_TASKS_PAYLOAD_KEY": key,
+        },
+    )
     with reaped([dev]):
         async with httpx.AsyncClient(timeout=15) as http:
             await dev.wait_healthy(http)
@@ -85,9 +91,13 @@ def cli(
     running: Running, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [MCP_TASKS, "tasks", *args], env=env or running.env, capture_output=True, text=True,
-        timeout=CLI_TIMEOUT_S, check=False,
-    )  # fmt: skip
+        [MCP_TASKS, "tasks", *args],
+        env=env or running.env,
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+        check=False,
+    )
 
 
 def listed(running: Running, *args: str) -> list[str]:
@@ -120,11 +130,16 @@ async def test_list_finds_a_waiting_task_by_status_tool_and_owner(
     temporal = await Client.connect(running.env["MCP_TASKS_TEMPORAL_ADDRESS"])
     tool = SearchAttributeKey.for_keyword("McpTool")
     others = [
-        await temporal.start_workflow("NotAnMcpTask", id=f"other-{n}-{uuid.uuid4()}",
-                                      task_queue="nobody-polls", search_attributes=attributes)
-        for n, attributes in enumerate([
-            TypedSearchAttributes([SearchAttributePair(tool, "request_approval")]), None])
-    ]  # fmt: skip
+        await temporal.start_workflow(
+            "NotAnMcpTask",
+            id=f"other-{n}-{uuid.uuid4()}",
+            task_queue="nobody-polls",
+            search_attributes=attributes,
+        )
+        for n, attributes in enumerate(
+            [TypedSearchAttributes([SearchAttributePair(tool, "request_approval")]), None]
+        )
+    ]
     query = f'McpTool="request_approval" AND WorkflowId="{others[0].id}"'
     deadline = time.monotonic() + 20
     while not [found async for found in temporal.list_workflows(query)]:  # indexed: listable
@@ -144,9 +159,7 @@ async def test_list_finds_a_waiting_task_by_status_tool_and_owner(
     table = cli(running, "list", "--tool", "request_approval")
     assert table.returncode == 0, table.stderr
     header, *rows = table.stdout.splitlines()
-    assert header.split() == [
-        "TASK", "ID", "TOOL", "STATUS", "AGE", "WAITING", "STATUS", "MESSAGE"
-    ]  # fmt: skip
+    assert header.split() == ["TASK", "ID", "TOOL", "STATUS", "AGE", "WAITING", "STATUS", "MESSAGE"]
     (row,) = [row for row in rows if row.startswith(task_id)]
     assert row.split()[1:3] == ["request_approval", "input_required"]
     assert row.split()[4] != "-"  # it waits: for how long
@@ -177,8 +190,10 @@ async def test_list_says_how_long_a_task_waits_and_finds_the_waits_longer_than_a
 
 def waiting_order(running: Running) -> Callable[[str], str]:
     done = cli(running, "list", "--json", "--status", "input_required", "--limit", "1000")
-    since = {entry["taskId"]: entry["waitingSince"] for entry in map(json.loads,
-             done.stdout.splitlines())}  # fmt: skip
+    since = {
+        entry["taskId"]: entry["waitingSince"]
+        for entry in map(json.loads, done.stdout.splitlines())
+    }
     return lambda task_id: str(since.get(task_id))
 
 
@@ -189,15 +204,22 @@ async def test_list_shows_this_deployments_task_queue_unless_told_otherwise(
     # on its own task queue, which no worker here polls.
     other = await connect(Settings.from_env(running.env))
     task = TaskInput(
-        task_id=f"mcp-task-{uuid.uuid4().hex}", tool="request_approval", arguments={},
-        created_at=iso_timestamp(datetime.now(UTC)), ttl_ms=None, poll_interval_ms=1000,
+        task_id=f"mcp-task-{uuid.uuid4().hex}",
+        tool="request_approval",
+        arguments={},
+        created_at=iso_timestamp(datetime.now(UTC)),
+        ttl_ms=None,
+        poll_interval_ms=1000,
         owner=Principal("alice").digest,
-    )  # fmt: skip
+    )
     handle = await other.start_workflow(
-        "RequestApproval", task, id=task.task_id, task_queue="another-team",
+        "RequestApproval",
+        task,
+        id=task.task_id,
+        task_queue="another-team",
         memo={MEMO_KEY: TaskState.initial(task, "Queued").to_memo()},
         search_attributes=initial_search_attributes(task),
-    )  # fmt: skip
+    )
     try:
         ours = await waiting_approval(mcp)
         eventually_listed(running, ("--all-queues",), lambda ids: {ours, task.task_id} <= set(ids))
@@ -390,9 +412,13 @@ def interact(running: Running, args: list[str], script: list[tuple[str, str]]) -
     """Run the CLI on a pseudo-terminal: on each expected text, type its reply."""
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [MCP_TASKS, "tasks", *args], stdin=follower, stdout=follower, stderr=follower,
-        env=running.env, start_new_session=True,
-    )  # fmt: skip
+        [MCP_TASKS, "tasks", *args],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env=running.env,
+        start_new_session=True,
+    )
     os.close(follower)
     output, seen, deadline = b"", 0, time.monotonic() + CLI_TIMEOUT_S
     try:
@@ -416,17 +442,21 @@ def interact(running: Running, args: list[str], script: list[tuple[str, str]]) -
 
 async def test_answering_on_a_terminal_asks_each_field(running: Running, mcp: McpClient) -> None:
     task_id = await waiting_approval(mcp, require_reason=True)
-    code, output = interact(running, ["answer", task_id], [
-        ("accept or decline? (accept/y, decline/n) [accept]: ", "sure\n"),
-        ("type accept (or y) to answer, decline (or n) to refuse", ""),
-        ("accept or decline? (accept/y, decline/n) [accept]: ", "y\n"),
-        ("Decision (decision: 1=approve, 2=reject, required): ", "maybe\n"),
-        ('must be one of "approve", "reject"', ""),
-        ("Decision (decision: 1=approve, 2=reject, required): ", "2\n"),
-        ("Reason (reason, required): ", "\n"),
-        ('"reason" is required', ""),
-        ("Reason (reason, required): ", "not yet\n"),
-    ])  # fmt: skip
+    code, output = interact(
+        running,
+        ["answer", task_id],
+        [
+            ("accept or decline? (accept/y, decline/n) [accept]: ", "sure\n"),
+            ("type accept (or y) to answer, decline (or n) to refuse", ""),
+            ("accept or decline? (accept/y, decline/n) [accept]: ", "y\n"),
+            ("Decision (decision: 1=approve, 2=reject, required): ", "maybe\n"),
+            ('must be one of "approve", "reject"', ""),
+            ("Decision (decision: 1=approve, 2=reject, required): ", "2\n"),
+            ("Reason (reason, required): ", "\n"),
+            ('"reason" is required', ""),
+            ("Reason (reason, required): ", "not yet\n"),
+        ],
+    )
     assert code == 0, output
     assert "message: Ship 1.2?" in output and f"answered 'decision' of {task_id}" in output
     result = (await mcp.wait_terminal(task_id, within=20))["result"]

@@ -121,10 +121,20 @@ def test_set_values_are_read_as_the_form_types_say() -> None:
 
 @pytest.mark.parametrize(
     ("typed", "action"),
-    [("", "accept"), ("y", "accept"), ("YES", "accept"), ("a", "accept"), (" accept ", "accept"),
-     ("n", "decline"), ("No", "decline"), ("d", "decline"), ("decline", "decline"),
-     ("sure", None), ("cancel", None)],
-)  # fmt: skip
+    [
+        ("", "accept"),
+        ("y", "accept"),
+        ("YES", "accept"),
+        ("a", "accept"),
+        (" accept ", "accept"),
+        ("n", "decline"),
+        ("No", "decline"),
+        ("d", "decline"),
+        ("decline", "decline"),
+        ("sure", None),
+        ("cancel", None),
+    ],
+)
 def test_the_terminal_reads_y_and_n_as_accept_and_decline(typed: str, action: str | None) -> None:
     assert action_of(typed) == action
 

@@ -167,9 +167,12 @@ async def test_a_worker_that_fails_is_built_again_and_then_serves(
     running = asyncio.create_task(supervised.run())
     try:
         total = await temporal_client.execute_workflow(
-            AddNumbers.run, args=[2, 3], id=queue, task_queue=queue,
+            AddNumbers.run,
+            args=[2, 3],
+            id=queue,
+            task_queue=queue,
             execution_timeout=timedelta(seconds=30),
-        )  # fmt: skip
+        )
         assert total == 5
         assert len(built) == 2 and supervised.restarts == 1
     finally:
@@ -188,8 +191,11 @@ async def test_a_shutdown_while_the_worker_is_still_connecting_ends_the_run(
 
     async def build() -> Worker:
         await connected.wait()
-        built.append(Worker(temporal_client, task_queue=f"late-{time.monotonic_ns()}",
-                            workflows=[AddNumbers]))  # fmt: skip
+        built.append(
+            Worker(
+                temporal_client, task_queue=f"late-{time.monotonic_ns()}", workflows=[AddNumbers]
+            )
+        )
         return built[-1]
 
     supervised = SupervisedWorker(build)

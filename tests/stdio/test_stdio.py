@@ -163,10 +163,16 @@ class ProcessHost(StdioHost):
     async def start(cls, *args: str, env: dict[str, str], log_path: Path) -> ProcessHost:
         with log_path.open("ab") as log:
             process = await asyncio.create_subprocess_exec(
-                MCP_TASKS, "stdio", *args, env=env, stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE, stderr=log, limit=16 * 1024 * 1024,
+                MCP_TASKS,
+                "stdio",
+                *args,
+                env=env,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=log,
+                limit=16 * 1024 * 1024,
                 start_new_session=True,
-            )  # fmt: skip
+            )
         return cls(process, log_path)
 
     async def close(self, within: float = 30) -> int:
@@ -329,10 +335,17 @@ async def test_a_long_call_does_not_hold_up_a_tasks_get(host: StdioHost) -> None
     task_id = created.result["taskId"]
     # Without the tasks extension, slow_compute runs attached: the call waits for the task.
     await host.send(
-        {"jsonrpc": "2.0", "id": "long", "method": "tools/call",
-         "params": {"name": "slow_compute", "arguments": {"seconds": 3, "label": "long"},
-                    "_meta": meta()}}
-    )  # fmt: skip
+        {
+            "jsonrpc": "2.0",
+            "id": "long",
+            "method": "tools/call",
+            "params": {
+                "name": "slow_compute",
+                "arguments": {"seconds": 3, "label": "long"},
+                "_meta": meta(),
+            },
+        }
+    )
     got = await host.request("tasks/get", {"taskId": task_id, "_meta": meta(TASKS)}, within=10)
     assert got.result["taskId"] == task_id
     assert not host.early, "the long call answered before the tasks/get it should not block"
@@ -360,9 +373,13 @@ async def test_a_listen_stream_is_acknowledged_on_stdout_and_ended_by_cancelled(
     host: StdioHost,
 ) -> None:
     await host.send(
-        {"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
-         "params": {"notifications": {"toolsListChanged": True}, "_meta": meta()}}
-    )  # fmt: skip
+        {
+            "jsonrpc": "2.0",
+            "id": "listen-1",
+            "method": "subscriptions/listen",
+            "params": {"notifications": {"toolsListChanged": True}, "_meta": meta()},
+        }
+    )
     acknowledged = await host.next_message()
     assert acknowledged["method"] == "notifications/subscriptions/acknowledged"
     assert acknowledged["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "listen-1"
@@ -393,9 +410,13 @@ async def test_protocol_errors_are_answered_with_their_codes_and_the_connection_
     dropped = await host.next_message()
     assert dropped["error"]["code"] == errors.INVALID_REQUEST and "id" not in dropped
     await host.send(
-        {"jsonrpc": "2.0", "id": "twice", "method": "tools/call",
-         "params": {"name": "slow_compute", "arguments": {"seconds": 1}, "_meta": meta()}}
-    )  # fmt: skip
+        {
+            "jsonrpc": "2.0",
+            "id": "twice",
+            "method": "tools/call",
+            "params": {"name": "slow_compute", "arguments": {"seconds": 1}, "_meta": meta()},
+        }
+    )
     reused = await host.request("tools/list", {"_meta": meta()}, request_id="twice")
     assert reused.error["code"] == errors.INVALID_REQUEST
     assert "content" in (await host.response("twice")).result
@@ -476,9 +497,13 @@ async def test_over_stdio_the_local_user_is_every_approver_and_is_asked_on_stdou
 async def test_cancelled_stops_the_request_and_never_its_task(host: StdioHost) -> None:
     await host.initialize()
     await host.send(
-        {"jsonrpc": "2.0", "id": "doomed", "method": "tools/call",
-         "params": {"name": "confirm_delete", "arguments": {"filename": "kept.txt"}}}
-    )  # fmt: skip
+        {
+            "jsonrpc": "2.0",
+            "id": "doomed",
+            "method": "tools/call",
+            "params": {"name": "confirm_delete", "arguments": {"filename": "kept.txt"}},
+        }
+    )
     asked = await host.next_message()
     assert asked["method"] == "elicitation/create"
     task_id = asked["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"]
@@ -620,10 +645,13 @@ async def test_when_the_stdio_dev_that_started_temporal_exits_the_one_that_joine
                 await asyncio.sleep(0.2)
         answered = await second.request(
             "tasks/update",
-            {"taskId": task_id, "inputResponses": {"confirm": ACCEPT_CONFIRM},
-             "_meta": meta(TASKS)},
+            {
+                "taskId": task_id,
+                "inputResponses": {"confirm": ACCEPT_CONFIRM},
+                "_meta": meta(TASKS),
+            },
             within=60,
-        )  # fmt: skip
+        )
         assert_valid("tasks/update", answered.body)
         done = await _wait_task(second, task_id, lambda t: t["status"] in TERMINAL)
         assert done["result"]["content"][0]["text"] == "Deleted x"

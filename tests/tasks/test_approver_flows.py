@@ -55,9 +55,14 @@ async def release(
     settings = Settings(pipelines_dir=str(pipelines_dir), approval_approvers=("release-manager",))
     registry = load_toolsets("conformance", ["mcp_server.tools.demo"], settings)
     async with running_stack(
-        temporal_client, registry, auth="tokens", tokens_file=str(path), poll_burst=1000,
-        sync_wait_s=3.0, approvers_may_cancel=True,
-    ) as stack:  # fmt: skip
+        temporal_client,
+        registry,
+        auth="tokens",
+        tokens_file=str(path),
+        poll_burst=1000,
+        sync_wait_s=3.0,
+        approvers_may_cancel=True,
+    ) as stack:
         yield stack, tokens
 
 
@@ -197,8 +202,9 @@ async def test_at_2025_11_25_the_question_goes_to_the_approver_not_to_the_caller
     dev = await legacy_session(stack, tokens["dev"], dev_host)
     rm = await legacy_session(stack, tokens["rm"], rm_host)
     try:
-        call = await dev.request("tools/call", {"name": "request_approval",
-                                                "arguments": {"message": "Go?"}})  # fmt: skip
+        call = await dev.request(
+            "tools/call", {"name": "request_approval", "arguments": {"message": "Go?"}}
+        )
         follow_up = call.result["structuredContent"]
         assert follow_up["status"] == "input_required" and dev_host.asked == []
         task_id = follow_up["taskId"]

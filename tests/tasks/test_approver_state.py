@@ -26,14 +26,26 @@ from mcp_tasks.contracts.task_state import (
 from mcp_tasks.identity import Principal
 
 TASK = TaskInput(
-    "mcp-task-1", "deploy", {}, "2026-08-01T10:30:00.123Z", None, 500, "owner-digest",
+    "mcp-task-1",
+    "deploy",
+    {},
+    "2026-08-01T10:30:00.123Z",
+    None,
+    500,
+    "owner-digest",
     requested_by="dev",
-)  # fmt: skip
+)
 STEPS: list[dict[str, Any]] = [
-    {"name": "build", "status": "succeeded", "startedAt": "2026-08-01T10:30:01.000Z",
-     "endedAt": "2026-08-01T10:30:02.000Z", "exitCode": 0, "outputTail": "ok"},
+    {
+        "name": "build",
+        "status": "succeeded",
+        "startedAt": "2026-08-01T10:30:01.000Z",
+        "endedAt": "2026-08-01T10:30:02.000Z",
+        "exitCode": 0,
+        "outputTail": "ok",
+    },
     {"name": "switch-traffic", "status": "waiting"},
-]  # fmt: skip
+]
 
 
 def test_the_new_fields_round_trip_through_the_memo() -> None:
@@ -60,8 +72,11 @@ def test_a_task_without_them_writes_none_of_their_keys() -> None:
     state = TaskState.from_memo(memo)
     assert state is not None
     assert (state.approvers, state.answered_by, state.steps, state.requested_by) == (
-        {}, {}, None, None,
-    )  # fmt: skip
+        {},
+        {},
+        None,
+        None,
+    )
 
 
 def test_an_empty_timeline_is_written_as_published() -> None:

@@ -70,8 +70,12 @@ async def test_a_worker_killed_while_the_receiver_is_down_loses_and_doubles_noth
 ) -> None:
     receiver = WebhookReceiver(free_port(), SECRET)  # down: nothing listens on its port yet
     hooks = tmp_path / "webhooks.json"
-    endpoint = {"id": "ops", "url": receiver.url, "secret_env": "OPS_WEBHOOK_SECRET",
-                "events": ["input_required", "completed"]}  # fmt: skip
+    endpoint = {
+        "id": "ops",
+        "url": receiver.url,
+        "secret_env": "OPS_WEBHOOK_SECRET",
+        "events": ["input_required", "completed"],
+    }
     hooks.write_text(json.dumps([endpoint]))
     monkeypatch.setenv("OPS_WEBHOOK_SECRET", SECRET)  # the worker process inherits it
     metrics_port = free_port()

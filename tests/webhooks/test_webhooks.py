@@ -106,8 +106,11 @@ def _now() -> int:
 @pytest.mark.parametrize(
     ("headers", "body", "why"),
     [
-        (lambda: signed(b"{}", "whsec_" + base64.b64encode(b"k" * 32).decode()), b"{}",
-         "No matching signature"),
+        (
+            lambda: signed(b"{}", "whsec_" + base64.b64encode(b"k" * 32).decode()),
+            b"{}",
+            "No matching signature",
+        ),
         (lambda: signed(b'{"event":"completed"}'), b'{"event":"failed"}', "No matching"),
         (lambda: signed(b"{}", at=_now() - 301), b"{}", "too old"),
         (lambda: signed(b"{}", at=_now() + 301), b"{}", "too new"),
@@ -115,7 +118,7 @@ def _now() -> int:
         (lambda: {ID_HEADER: "x", TIMESTAMP_HEADER: str(_now())}, b"{}", "Missing"),
     ],
     ids=["wrong-secret", "tampered-body", "stale", "from-the-future", "bad-timestamp", "unsigned"],
-)  # fmt: skip
+)
 def test_a_receiver_refuses_what_it_cannot_trust(
     headers: Callable[[], dict[str, str]], body: bytes, why: str
 ) -> None:
@@ -166,12 +169,21 @@ def test_the_server_gets_ids_and_events_per_tool_and_the_worker_urls_and_secrets
     path = write_endpoints(
         tmp_path,
         [
-            {"id": "ops", "url": "https://hooks.example.com/a", "secret_env": "OPS_SECRET",
-             "events": ["completed", "input_required"]},
-            {"id": "chat", "url": "https://hooks.slack.com/services/T/B/X", "format": "slack",
-             "events": ["failed"], "tools": ["deploy"]},
+            {
+                "id": "ops",
+                "url": "https://hooks.example.com/a",
+                "secret_env": "OPS_SECRET",
+                "events": ["completed", "input_required"],
+            },
+            {
+                "id": "chat",
+                "url": "https://hooks.slack.com/services/T/B/X",
+                "format": "slack",
+                "events": ["failed"],
+                "tools": ["deploy"],
+            },
         ],
-    )  # fmt: skip
+    )
     server = load_endpoints(path, resolve_secrets=False, env={})
     assert server.for_tool("request_approval") == [
         {"endpoint": "ops", "events": ["input_required", "completed"]}
@@ -190,31 +202,69 @@ def test_the_server_gets_ids_and_events_per_tool_and_the_worker_urls_and_secrets
     ("document", "message"),
     [
         ({"id": "ops"}, "must be a JSON list of endpoints"),
-        ([{"id": "ops", "url": "ftp://x", "secret": SECRET, "events": ["completed"]}],
-         "[0].url: must be an http:// or https:// URL with a host"),
-        ([{"id": "ops", "url": "https://", "secret": SECRET, "events": ["completed"]}],
-         "[0].url: must be an http:// or https:// URL with a host"),
-        ([{"id": "ops", "url": "https://x", "events": ["completed"]}],
-         "[0]: needs a secret or a secret_env"),
-        ([{"id": "ops", "url": "https://x", "secret": SECRET, "secret_env": "S",
-           "events": ["completed"]}], "[0]: give either secret or secret_env, not both"),
-        ([{"id": "ops", "url": "https://x", "secret": "short", "events": ["completed"]}],
-         "[0].secret: must be whsec_<base64> or at least 16 characters"),
-        ([{"id": "ops", "url": "https://x", "secret": SECRET, "events": ["done"]}],
-         "[0].events[0]: must be one of 'input_required', 'completed', 'failed' or 'cancelled'"),
-        ([{"id": "ops", "url": "https://x", "secret": SECRET, "events": []}],
-         "[0].events: "),
-        ([{"id": "o p", "url": "https://x", "secret": SECRET, "events": ["failed"]}],
-         "[0].id: must be 1-64 characters of A-Z, a-z, 0-9, _ and -"),
-        ([{"id": "ops", "url": "https://x", "secret": SECRET, "events": ["failed"], "to": 1}],
-         "[0].to: is not a known key"),
-        ([{"id": "ops", "url": "https://x", "secret": SECRET, "events": ["failed"]},
-          {"id": "ops", "url": "https://y", "secret": SECRET, "events": ["failed"]}],
-         "[1].id: 'ops' is used twice"),
+        (
+            [{"id": "ops", "url": "ftp://x", "secret": SECRET, "events": ["completed"]}],
+            "[0].url: must be an http:// or https:// URL with a host",
+        ),
+        (
+            [{"id": "ops", "url": "https://", "secret": SECRET, "events": ["completed"]}],
+            "[0].url: must be an http:// or https:// URL with a host",
+        ),
+        (
+            [{"id": "ops", "url": "https://x", "events": ["completed"]}],
+            "[0]: needs a secret or a secret_env",
+        ),
+        (
+            [
+                {
+                    "id": "ops",
+                    "url": "https://x",
+                    "secret": SECRET,
+                    "secret_env": "S",
+                    "events": ["completed"],
+                }
+            ],
+            "[0]: give either secret or secret_env, not both",
+        ),
+        (
+            [{"id": "ops", "url": "https://x", "secret": "short", "events": ["completed"]}],
+            "[0].secret: must be whsec_<base64> or at least 16 characters",
+        ),
+        (
+            [{"id": "ops", "url": "https://x", "secret": SECRET, "events": ["done"]}],
+            "[0].events[0]: must be one of 'input_required', 'completed', 'failed' or 'cancelled'",
+        ),
+        ([{"id": "ops", "url": "https://x", "secret": SECRET, "events": []}], "[0].events: "),
+        (
+            [{"id": "o p", "url": "https://x", "secret": SECRET, "events": ["failed"]}],
+            "[0].id: must be 1-64 characters of A-Z, a-z, 0-9, _ and -",
+        ),
+        (
+            [{"id": "ops", "url": "https://x", "secret": SECRET, "events": ["failed"], "to": 1}],
+            "[0].to: is not a known key",
+        ),
+        (
+            [
+                {"id": "ops", "url": "https://x", "secret": SECRET, "events": ["failed"]},
+                {"id": "ops", "url": "https://y", "secret": SECRET, "events": ["failed"]},
+            ],
+            "[1].id: 'ops' is used twice",
+        ),
     ],
-    ids=["not-a-list", "ftp", "no-host", "no-secret", "two-secrets", "short-secret",
-         "unknown-event", "no-events", "bad-id", "unknown-key", "duplicate-id"],
-)  # fmt: skip
+    ids=[
+        "not-a-list",
+        "ftp",
+        "no-host",
+        "no-secret",
+        "two-secrets",
+        "short-secret",
+        "unknown-event",
+        "no-events",
+        "bad-id",
+        "unknown-key",
+        "duplicate-id",
+    ],
+)
 def test_a_bad_endpoints_file_is_refused_with_where_and_why(
     tmp_path: Path, document: object, message: str
 ) -> None:
@@ -264,8 +314,12 @@ def test_an_unreadable_or_invalid_file_is_refused(tmp_path: Path, registry: Tool
 
 
 def test_the_slack_form_is_one_escaped_text_with_the_inbox_link() -> None:
-    task = {"taskId": "mcp-task-1", "tool": "deploy", "statusMessage": "Approve <prod> & go?",
-            "inputRequests": [{"key": "approve", "message": "Release 1.2 to prod?"}]}  # fmt: skip
+    task = {
+        "taskId": "mcp-task-1",
+        "tool": "deploy",
+        "statusMessage": "Approve <prod> & go?",
+        "inputRequests": [{"key": "approve", "message": "Release 1.2 to prod?"}],
+    }
     delivery = WebhookDelivery("mcp-task-1.webhook.r.1", "chat", "input_required", "t", task)
     body = slack_body(delivery, PUBLIC_URL)
     assert body == {
@@ -407,8 +461,12 @@ async def test_a_secret_argument_never_reaches_a_webhook(
 def test_a_worker_without_its_webhook_secret_stops_at_once_with_one_line(
     tmp_path: Path, command: list[str]
 ) -> None:
-    endpoint = {"id": "ops", "url": "https://x", "secret_env": "UNSET_HOOK_SECRET",
-                "events": ["failed"]}  # fmt: skip
+    endpoint = {
+        "id": "ops",
+        "url": "https://x",
+        "secret_env": "UNSET_HOOK_SECRET",
+        "events": ["failed"],
+    }
     hooks = write_endpoints(tmp_path, [endpoint])
     env = {**os.environ, "MCP_TASKS_WEBHOOKS_FILE": hooks, "MCP_TASKS_PORT": str(free_port())}
     env.pop("UNSET_HOOK_SECRET", None)
@@ -518,9 +576,12 @@ async def test_a_question_for_approvers_names_them_and_who_asked(
         (asked,) = receiver.unique().values()
         task = asked.body["task"]
         assert task["inputRequests"] == [
-            {"key": "decision", "message": "Ship 1.3?",
-             "approvers": ["release-manager", "scope:release"]}
-        ]  # fmt: skip
+            {
+                "key": "decision",
+                "message": "Ship 1.3?",
+                "approvers": ["release-manager", "scope:release"],
+            }
+        ]
         assert task["requestedBy"] == "anonymous"
         await stack.mcp.cancel_task(task_id)
 

@@ -118,8 +118,14 @@ async def test_every_recorded_history_replays_with_todays_workflows(
 def test_every_task_workflow_that_ships_has_a_recorded_history() -> None:
     """So the replay above covers each one: a new tool's workflow needs a scenario in
     tests/histories/record.py (the open-task quota workflow is not a task workflow)."""
-    shipped = [*request_approval.WORKFLOWS, *conformance.WORKFLOWS, *multi_step_job.WORKFLOWS,
-               *deploy.WORKFLOWS, *exposed.WORKFLOWS, *import_records.WORKFLOWS]  # fmt: skip
+    shipped = [
+        *request_approval.WORKFLOWS,
+        *conformance.WORKFLOWS,
+        *multi_step_job.WORKFLOWS,
+        *deploy.WORKFLOWS,
+        *exposed.WORKFLOWS,
+        *import_records.WORKFLOWS,
+    ]
     recorded = {workflow_type(path) for path in HISTORIES.rglob("*.json")}
     names = {str(workflow._Definition.must_from_class(cls).name) for cls in shipped}
     assert len(names) == 15 and sorted(names - recorded) == []

@@ -44,9 +44,12 @@ def test_an_unversioned_worker_has_no_deployment_and_half_a_version_is_refused()
     with pytest.raises(ConfigError, match="MCP_TASKS_WORKER_BUILD_ID"):
         deployment_config(Settings(worker_deployment_name="mcp-tasks"))
     config = deployment_config(
-        Settings(worker_deployment_name="mcp-tasks", worker_build_id="2026.12.04",
-                 worker_versioning_behavior="auto_upgrade")
-    )  # fmt: skip
+        Settings(
+            worker_deployment_name="mcp-tasks",
+            worker_build_id="2026.12.04",
+            worker_versioning_behavior="auto_upgrade",
+        )
+    )
     assert config is not None and config.use_worker_versioning
     assert config.version.build_id == "2026.12.04"
     assert config.default_versioning_behavior == VersioningBehavior.AUTO_UPGRADE
@@ -57,21 +60,30 @@ async def test_a_task_started_on_a_versioned_worker_is_pinned_to_its_build(
 ) -> None:
     deployment = f"mcp-tasks-{uuid.uuid4().hex[:8]}"
     settings = Settings(
-        task_queue=f"tests-{uuid.uuid4()}", worker_deployment_name=deployment,
-        worker_build_id="build-1", worker_shutdown_grace_s=1,
-    )  # fmt: skip
+        task_queue=f"tests-{uuid.uuid4()}",
+        worker_deployment_name=deployment,
+        worker_build_id="build-1",
+        worker_shutdown_grace_s=1,
+    )
     client = await Client.connect(temporal.address)
     async with build_worker(client, settings, registry):
         await make_current(client, deployment, "build-1")
         task = TaskInput(
-            task_id=f"mcp-task-{uuid.uuid4().hex}", tool="request_approval",
-            arguments={"message": "Ship?"}, created_at=iso_timestamp(datetime.now(UTC)),
-            ttl_ms=None, poll_interval_ms=1000, owner="0" * 32,
-        )  # fmt: skip
+            task_id=f"mcp-task-{uuid.uuid4().hex}",
+            tool="request_approval",
+            arguments={"message": "Ship?"},
+            created_at=iso_timestamp(datetime.now(UTC)),
+            ttl_ms=None,
+            poll_interval_ms=1000,
+            owner="0" * 32,
+        )
         handle = await client.start_workflow(
-            "RequestApproval", task, id=task.task_id, task_queue=settings.task_queue,
+            "RequestApproval",
+            task,
+            id=task.task_id,
+            task_queue=settings.task_queue,
             memo={MEMO_KEY: TaskState.initial(task, "Queued").to_memo()},
-        )  # fmt: skip
+        )
         assert await behavior_of(handle) == WireBehavior.VERSIONING_BEHAVIOR_PINNED
         described = await handle.describe()
         info = described.raw_description.workflow_execution_info.versioning_info
@@ -80,9 +92,11 @@ async def test_a_task_started_on_a_versioned_worker_is_pinned_to_its_build(
         await handle.terminate()
         # The open-task quota workflow is not pinned: it outlives any one build.
         quota = await client.start_workflow(
-            QUOTA_WORKFLOW, QuotaInput(owner="0" * 32), id=f"quota-{uuid.uuid4()}",
+            QUOTA_WORKFLOW,
+            QuotaInput(owner="0" * 32),
+            id=f"quota-{uuid.uuid4()}",
             task_queue=settings.task_queue,
-        )  # fmt: skip
+        )
         assert await behavior_of(quota) == WireBehavior.VERSIONING_BEHAVIOR_AUTO_UPGRADE
         await quota.terminate()
 

@@ -1,5 +1,5 @@
 """Approvers named in a tool call: who may name them, and how many such calls a principal
-makes (issue 25).
+makes.
 
 Rules implemented:
 - A call's `approvers` argument (any tool whose inputSchema declares one) is checked against

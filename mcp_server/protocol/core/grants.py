@@ -21,8 +21,10 @@ from mcp_server.protocol.frame.errors import INVALID_REQUEST, McpError
 
 def bearer_challenge(params: Mapping[str, str]) -> str:
     """A `WWW-Authenticate: Bearer` value; quotes and backslashes never reach a value."""
-    quoted = (f'{key}="{value.replace(chr(92), "/").replace(chr(34), chr(39))}"'
-              for key, value in params.items())  # fmt: skip
+    quoted = (
+        f'{key}="{value.replace(chr(92), "/").replace(chr(34), chr(39))}"'
+        for key, value in params.items()
+    )
     return "Bearer " + ", ".join(quoted)
 
 
@@ -45,8 +47,12 @@ class Grant:
             return
         missing = ", ".join(sorted(needed - self.scopes))
         asked = " ".join(sorted(needed | self.base_scopes))
-        params = {**self.challenge, "error": "insufficient_scope", "scope": asked,
-                  "error_description": f"tool {tool} needs scope {missing}"}  # fmt: skip
+        params = {
+            **self.challenge,
+            "error": "insufficient_scope",
+            "scope": asked,
+            "error_description": f"tool {tool} needs scope {missing}",
+        }
         raise InsufficientScope(
             INVALID_REQUEST,
             f"Forbidden: tool {tool!r} needs scope {missing}, which your credential lacks",

@@ -60,9 +60,11 @@ async def _ask_round(
     try:
         for key, request in requests.items():
             message = JSONRPCRequest(
-                jsonrpc="2.0", id=ids[key], method=str(request["method"]),
+                jsonrpc="2.0",
+                id=ids[key],
+                method=str(request["method"]),
                 params=dict(request.get("params") or {}),
-            )  # fmt: skip
+            )
             await ctx.send(to_message(message))
         async with asyncio.timeout(ANSWER_TIMEOUT_S):
             return {key: await waiting[key] for key in requests}
@@ -74,17 +76,24 @@ async def _ask_round(
 
 
 async def gather(
-    ctx: RequestContext, services: Services, tool: Tool, arguments: dict[str, Any],
+    ctx: RequestContext,
+    services: Services,
+    tool: Tool,
+    arguments: dict[str, Any],
     params: ToolCallParams,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """Every answer the tool needs before it runs, asked round by round on the call's stream."""
     state: str | None = None
     responses: dict[str, Any] | None = None
     while True:
         call = mrtr.Round(
-            tool, arguments, ctx.capabilities_dict(), ctx.principal,
-            request_state=state, input_responses=responses,
-        )  # fmt: skip
+            tool,
+            arguments,
+            ctx.capabilities_dict(),
+            ctx.principal,
+            request_state=state,
+            input_responses=responses,
+        )
         outcome = mrtr.gather(call, services.request_state, services.limits)
         if isinstance(outcome, mrtr.Gathered):
             return outcome.answers
