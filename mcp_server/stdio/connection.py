@@ -14,7 +14,7 @@ Rules implemented (wire §1.1, §1.8 stdio; the 2025-11-25 lifecycle and cancell
 - `notifications/cancelled {requestId}` stops that request (a `subscriptions/listen` too), and
   no response is sent for it. A task is never stopped by it: only `tasks/cancel` does that.
 - A response from the client (to an `elicitation/create` the server sent) is delivered to the
-  task it answers exactly as on HTTP (protocol/client_responses.py).
+  task it answers exactly as on HTTP (protocol/v2025/client_responses.py).
 - Every request's principal is the local user: the anonymous principal of `--auth none`.
 - When stdin ends, the requests still running are stopped (their tasks keep running) and the
   answers being delivered get a few seconds to reach Temporal.

@@ -3,7 +3,7 @@
 `MCP_TASKS_STATE_SECRET` is a list (mcp_server/protocol/frame/state_keys.py): the first key signs,
 any listed verifies, so a 2025-11-25 session, an MRTR requestState, an inbox sign-in and its
 CSRF token made under the old key still work once the new key is first. The payload codec
-(`MCP_TASKS_PAYLOAD_KEY`, runtime/codec.py) overlaps the same way, each payload naming its key
+(`MCP_TASKS_PAYLOAD_KEY`, temporal/codec.py) overlaps the same way, each payload naming its key
 id in its metadata. The session test runs the whole app in-process (tests/asgi_stack.py): a
 session is an HTTP header the transport checks, not just a codec call.
 """
