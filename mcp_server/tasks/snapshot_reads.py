@@ -18,9 +18,14 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_server.tasks.description import Description, describe
 from mcp_server.tasks.errors import from_rpc_error
-from mcp_server.tasks.poll_interval import advertised_ms
 from mcp_server.tasks.sequence import Sequences
-from mcp_server.tasks.snapshots import TaskSnapshot, failure_of, snapshot_of, with_activity_progress
+from mcp_server.tasks.snapshots import (
+    TaskSnapshot,
+    advertised,
+    failure_of,
+    snapshot_of,
+    with_activity_progress,
+)
 from mcp_server.tasks.timeouts import RPC_TIMEOUT
 from mcp_server.tasks.ttl import ttl_after_close
 from mcp_tasks.contracts.task_state import (
@@ -59,16 +64,7 @@ class SnapshotReads:
             raise from_rpc_error(err, "read the task") from err
 
     def _advertise(self, snapshot: TaskSnapshot) -> TaskSnapshot:
-        """The snapshot with the pollIntervalMs its quiet time earns (tasks/poll_interval.py)."""
-        if snapshot.poll_interval_ms is None:
-            return snapshot
-        interval = advertised_ms(
-            snapshot.poll_interval_ms,
-            snapshot.last_updated_at,
-            self._clock(),
-            self._poll_interval_max_ms,
-        )
-        return replace(snapshot, advertised_poll_interval_ms=interval)
+        return advertised(snapshot, self._clock(), self._poll_interval_max_ms)
 
     async def running_snapshot(
         self, task_id: str, description: Description, state: TaskState

@@ -23,6 +23,7 @@ from temporalio.exceptions import ApplicationError, TerminatedError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 from mcp_server.tasks.errors import TaskFailure
+from mcp_server.tasks.poll_interval import advertised_ms
 from mcp_tasks.contracts.task_state import PROTOCOL_ERROR_TYPE, TaskState
 from mcp_tasks.contracts.task_status import listed_status
 from workflows.child_questions import progress_text
@@ -126,3 +127,11 @@ def listed_snapshot(state: TaskState, execution: WorkflowExecutionStatus | None)
     if status != snapshot.status:
         snapshot = replace(snapshot, status=status, input_requests={})
     return snapshot
+
+
+def advertised(snapshot: TaskSnapshot, now: datetime, max_ms: int) -> TaskSnapshot:
+    """The snapshot with the pollIntervalMs its quiet time earns (tasks/poll_interval.py)."""
+    if snapshot.poll_interval_ms is None:
+        return snapshot
+    interval = advertised_ms(snapshot.poll_interval_ms, snapshot.last_updated_at, now, max_ms)
+    return replace(snapshot, advertised_poll_interval_ms=interval)

@@ -29,9 +29,9 @@ from mcp_server.tasks.approvers import may_read
 from mcp_server.tasks.errors import TaskFailure
 from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.not_found import NotFoundDeadline
-from mcp_server.tasks.poll_interval import DEFAULT_MAX_MS, advertised_ms
+from mcp_server.tasks.poll_interval import DEFAULT_MAX_MS
 from mcp_server.tasks.quota import QuotaExceeded
-from mcp_server.tasks.snapshots import TaskSnapshot, snapshot_of
+from mcp_server.tasks.snapshots import TaskSnapshot, advertised, snapshot_of
 from mcp_server.tasks.task_history import Decision
 from mcp_server.tasks.ttl import is_expired, ttl_after_close
 from mcp_tasks.contracts.task_state import (
@@ -217,15 +217,7 @@ class MemoryTaskStore:
         return replace(snapshot, ttl_ms=ttl, result=entry.result, error=entry.error)
 
     def _advertise(self, snapshot: TaskSnapshot) -> TaskSnapshot:
-        if snapshot.poll_interval_ms is None:
-            return snapshot
-        interval = advertised_ms(
-            snapshot.poll_interval_ms,
-            snapshot.last_updated_at,
-            self._clock(),
-            self._poll_interval_max_ms,
-        )
-        return replace(snapshot, advertised_poll_interval_ms=interval)
+        return advertised(snapshot, self._clock(), self._poll_interval_max_ms)
 
     async def get(
         self, task_id: str, owner: str | None = None, identity: Identity | None = None
