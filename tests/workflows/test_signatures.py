@@ -4,19 +4,28 @@ workflow's edge has a type of its own (mcp_tasks/contracts/: TypedDicts where th
 byte for byte what histories and memos hold, dataclasses elsewhere).
 
 A static check: each signature is found with `ast` and each annotation evaluated in its
-module's namespace, so an alias (`JsonObject = dict[str, Any]`) is seen for what it is.
+module's namespace, so an alias (`JsonObject = dict[str, Any]`) is seen for what it is. And
+the typed shapes are the same JSON as the bare objects they replaced, through Temporal's
+converter and back.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import json
 import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.converter import DataConverter
+
+from mcp_tasks.contracts.events import EventOutcome
+from mcp_tasks.contracts.imports import ChunkDone
+from mcp_tasks.contracts.task_state import Step
+from mcp_tasks.contracts.webhooks import WebhookOutcome
 
 ROOT = Path(__file__).parents[2]
 WORKFLOWS = sorted((ROOT / "workflows").glob("*.py"))
@@ -74,3 +83,30 @@ def test_the_check_sees_a_bare_object_behind_an_alias_and_inside_a_container() -
     assert _is_bare_object(typing.Callable[[int], json_object | None])
     assert not _is_bare_object(dict[str, str])
     assert not _is_bare_object(typing.Mapping[str, object])
+
+
+@pytest.mark.parametrize(
+    ("hint", "value"),
+    [
+        (EventOutcome, {"outcome": "delivered", "status": 200}),
+        (EventOutcome, {"outcome": "failed", "reason": "http_5xx"}),
+        (WebhookOutcome, {"status": 204, "attempt": 3}),
+        (
+            ChunkDone,
+            {
+                "imported": 2,
+                "badCount": 1,
+                "bad": [{"row": 3, "error": "x"}],
+                "rows": 3,
+                "nextOffset": 40,
+                "nextLine": 5,
+            },
+        ),
+        (Step, {"name": "build", "status": "succeeded", "startedAt": "t", "exitCode": 0}),
+    ],
+)
+def test_a_typed_shape_is_the_same_json_on_the_wire_and_back(hint: Any, value: Any) -> None:
+    converter = DataConverter.default.payload_converter
+    (payload,) = converter.to_payloads([value])
+    assert payload.data == json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
+    assert converter.from_payloads([payload], [hint]) == [value]
