@@ -22,9 +22,9 @@ from mcp_server.tools.loading import load_toolsets
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.identity import ANONYMOUS
 from mcp_tasks.settings import Settings
+from tests.client_2025 import Client2025
 from tests.conftest import Stack, StackFactory, running_stack
 from tests.dev_process import WorkerProcess
-from tests.legacy_client import LegacyClient
 from tests.listen_stream import ListenStream, task_status
 from tests.mcp_client import McpClient
 from tests.workflows.test_task_state import replay
@@ -393,7 +393,7 @@ def rows_done(message: str) -> int:
     return int(head) if " / " in message and head.isdigit() else -1
 
 
-async def listed_once(legacy: LegacyClient, task_id: str) -> int:
+async def listed_once(legacy: Client2025, task_id: str) -> int:
     """How many times tasks/list (every page) lists `task_id`."""
     seen, cursor = 0, None
     for _ in range(100):
@@ -451,7 +451,7 @@ async def test_a_long_import_continues_as_new_keeping_its_task_id_progress_and_t
         assert count(area(import_dir) / "runs.db", "people") == (994, 994)
         # Five runs of one workflow ID (2 chunks each); tasks/list shows one task.
         assert await runs_of(temporal_client, task_id, expected=5) == 5
-        legacy = LegacyClient(stack.http, stack.url)
+        legacy = Client2025(stack.http, stack.url)
         await legacy.initialize()
         assert await listed_once(legacy, task_id) == 1
 

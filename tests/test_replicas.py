@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from mcp_server.protocol.frame.errors import QUOTA_EXCEEDED
 from mcp_server.runtime.devserver import TemporalDevServer
-from tests.legacy_client import LegacyClient
+from tests.client_2025 import Client2025
 from tests.mcp_client import McpClient
 from tests.replicas import Replicas, kill, replicas
 from tests.tasks.test_followed_reads import CHANGE_BOUND_S
@@ -65,7 +65,7 @@ async def test_a_client_alternating_between_two_servers_sees_one_task(
                 legacy.url = a.url  # the answer goes to A while B streams tasks/result
                 return {"action": "accept", "content": {"decision": "approve"}}
 
-            legacy = LegacyClient(http, a.url, on_request=approve)
+            legacy = Client2025(http, a.url, on_request=approve)
             await legacy.initialize()
             legacy.url = b.url
             call = {"name": "request_approval", "arguments": {"message": "Ship it?"}, "task": {}}

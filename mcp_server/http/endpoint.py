@@ -8,7 +8,7 @@ Here, for a POST:
     `initialize`, which is then an unknown method). `initialize`, a request with
     `Mcp-Session-Id`, or one whose MCP-Protocol-Version is a handshake version, is the
     handshake era (2025-11-25 and older). Anything else is 2026-07-28, so a client that forgot
-    `_meta` gets the modern errors it can probe with.
+    `_meta` gets the 2026-07-28 errors it can probe with.
  3. 2026-07-28 (stateless; `Mcp-Session-Id` ignored, none minted): notifications are checked
     for Mcp-Method then 202; unknown method -32601/404 before anything else; Mcp-Method
     -32020; params an object -32602; `_meta` -32602/400; MCP-Protocol-Version equal to `_meta`
@@ -47,7 +47,7 @@ from mcp_server.protocol.frame.envelope import (
 from mcp_server.protocol.frame.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
 from mcp_server.protocol.frame.models import request_meta
 from mcp_server.protocol.frame.wire import HANDSHAKE_VERSIONS, V2026
-from mcp_server.protocol.v2026.request_context import modern_context
+from mcp_server.protocol.v2026.request_context import context_2026
 
 log = logging.getLogger("mcp_server.http.endpoint")
 
@@ -103,25 +103,25 @@ class McpEndpoint:
     async def _serve(
         self, request: Request, message: dict[str, Any], request_id: RequestId
     ) -> Response:
-        legacy = False
+        in_2025 = False
         try:
             exchange = Exchange.of(request, message, request_id)
-            legacy = _is_legacy(exchange)
-            if legacy:
+            in_2025 = _is_2025(exchange)
+            if in_2025:
                 return await self.handshake.post(exchange)
-            return await self._modern(exchange)
+            return await self._serve_2026(exchange)
         except McpError as error:
             observed.note_error(request, error.code)
             # An insufficient scope is 403 in every era: clients step up on the status.
-            legacy_status = legacy and not isinstance(error, InsufficientScope)
-            return error_response(error, request_id, status=200 if legacy_status else None)
+            status_200 = in_2025 and not isinstance(error, InsufficientScope)
+            return error_response(error, request_id, status=200 if status_200 else None)
         except Exception:
             log.exception("unhandled error in %s", request.url.path)
             observed.note_error(request, INTERNAL_ERROR)
             internal = McpError(INTERNAL_ERROR, "Internal error")
-            return error_response(internal, request_id, status=200 if legacy else None)
+            return error_response(internal, request_id, status=200 if in_2025 else None)
 
-    async def _modern(self, exchange: Exchange) -> Response:
+    async def _serve_2026(self, exchange: Exchange) -> Response:
         request, method = exchange.request, exchange.method
         if method is None:
             raise McpError(INVALID_REQUEST, "Clients may only send requests and notifications")
@@ -136,7 +136,7 @@ class McpEndpoint:
         require_supported_version(meta.protocol_version)
         headers.check_name(request.headers, entry.name_param, method, params)
         credential, expires_at = exchange.credential
-        ctx = modern_context(
+        ctx = context_2026(
             exchange.request_id,
             method,
             exchange.principal,
@@ -150,7 +150,7 @@ class McpEndpoint:
         return await exchange.answer(entry, ctx, self.services, params, stamp=True)
 
 
-def _is_legacy(exchange: Exchange) -> bool:
+def _is_2025(exchange: Exchange) -> bool:
     if names_protocol_version(exchange.message):
         return False
     header_version = exchange.request.headers.get("mcp-protocol-version")

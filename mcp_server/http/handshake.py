@@ -32,7 +32,7 @@ from mcp_server.protocol.frame.models import parse_params, result_message
 from mcp_server.protocol.frame.wire import V2025
 from mcp_server.protocol.v2025 import client_responses, session_stream
 from mcp_server.protocol.v2025.methods import InitializeParams, negotiate
-from mcp_server.protocol.v2025.request_context import handshake_context
+from mcp_server.protocol.v2025.request_context import context_2025
 from mcp_tasks.identity import NOBODY
 
 SESSION_HEADER = "Mcp-Session-Id"
@@ -75,7 +75,7 @@ class Handshake:
             return Response(status_code=202)  # notifications/initialized, cancelled, ...
         entry = dispatch.lookup(method, V2025)
         params = params_of(exchange.message)
-        ctx = handshake_context(
+        ctx = context_2025(
             exchange.request_id,
             method,
             exchange.principal,
@@ -99,7 +99,7 @@ class Handshake:
         if session is None:
             return error_response(_UNKNOWN_SESSION, None)
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        ctx = handshake_context(
+        ctx = context_2025(
             "session-stream",
             "GET",
             request.state.principal,
@@ -142,7 +142,7 @@ class Handshake:
         parsed = parse_params(InitializeParams, params)
         version = negotiate(parsed.protocol_version)
         session_id = self.sessions.mint(Session(version, parsed.capabilities, exchange.principal))
-        ctx = handshake_context(
+        ctx = context_2025(
             exchange.request_id,
             "initialize",
             exchange.principal,

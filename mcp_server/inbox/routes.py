@@ -38,7 +38,7 @@ from mcp_server.inbox.signin import SIGN_IN_PATH, SignIn
 from mcp_server.protocol.core.context import RequestContext, Services
 from mcp_server.protocol.core.tasks import lookup, submit_answers, task_to_answer
 from mcp_server.protocol.frame.errors import INTERNAL_ERROR, McpError
-from mcp_server.protocol.v2026.request_context import modern_context
+from mcp_server.protocol.v2026.request_context import context_2026
 from mcp_server.tasks.approvers import may_answer
 from mcp_server.tasks.errors import TaskError, TaskNotFound
 from mcp_server.tasks.inbox_store import InboxStore
@@ -65,7 +65,7 @@ class Inbox:
         return services
 
     def context(self, request: Request, principal: Principal) -> RequestContext:
-        return modern_context(
+        return context_2026(
             str(request.state.request_id),
             "tasks/update",
             principal.digest,

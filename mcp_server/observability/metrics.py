@@ -49,26 +49,6 @@ from mcp_tasks.settings import ConfigError
 # No `_created` series: half the text of every scrape, and unused here.
 disable_created_metrics()  # type: ignore[no-untyped-call]
 
-# Buckets from 1 ms to 10 min: a get is milliseconds, an attached tools/call up to 45 s, a
-# listen stream is measured to its first byte.
-_LATENCY_BUCKETS = (
-    0.001,
-    0.0025,
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-    30.0,
-    60.0,
-    600.0,
-)
 
 KNOWN_METHODS = frozenset(TABLE_2025)
 OPERATIONS = ("create", "get", "update", "cancel", "listen", "other")
@@ -117,7 +97,7 @@ REQUEST_LATENCY = Histogram(
     "Time from the request to the first byte of its answer, by operation (create: a tools/call "
     "that created a task; listen: until the stream opened)",
     ["operation"],
-    buckets=_LATENCY_BUCKETS,
+    buckets=temporal_errors.LATENCY_BUCKETS,
 )
 REFUSALS = Counter(
     "mcp_tasks_refusals",

@@ -14,7 +14,7 @@ Rules implemented (wire §1.1, §1.8 stdio; the 2025-11-25 lifecycle and cancell
 - `notifications/cancelled {requestId}` stops that request (a `subscriptions/listen` too), and
   no response is sent for it. A task is never stopped by it: only `tasks/cancel` does that.
 - A response from the client (to an `elicitation/create` the server sent) is delivered to the
-  task it answers exactly as on HTTP (protocol/client_responses.py).
+  task it answers exactly as on HTTP (protocol/v2025/client_responses.py).
 - Every request's principal is the local user: the anonymous principal of `--auth none`.
 - When stdin ends, the requests still running are stopped (their tasks keep running) and the
   answers being delivered get a few seconds to reach Temporal.
@@ -50,8 +50,8 @@ from mcp_server.protocol.frame.models import (
 from mcp_server.protocol.frame.wire import V2025, V2026
 from mcp_server.protocol.v2025 import client_responses
 from mcp_server.protocol.v2025.methods import InitializeParams, negotiate
-from mcp_server.protocol.v2025.request_context import handshake_context
-from mcp_server.protocol.v2026.request_context import modern_context
+from mcp_server.protocol.v2025.request_context import context_2025
+from mcp_server.protocol.v2026.request_context import context_2026
 from mcp_server.stdio.headers import BodyHeaders, body_headers
 from mcp_tasks.identity import LOCAL_USER
 
@@ -147,13 +147,13 @@ class StdioConnection:
     async def _answer(
         self, message: dict[str, Any], method: str, request_id: RequestId
     ) -> dict[str, Any] | None:
-        modern = names_protocol_version(message) or self.handshake is None
-        entry = dispatch.lookup(method, V2026 if modern else V2025)
+        in_2026 = names_protocol_version(message) or self.handshake is None
+        entry = dispatch.lookup(method, V2026 if in_2026 else V2025)
         params = params_of(message)
         ctx = (
-            self._modern(method, request_id, params)
-            if modern
-            else self._legacy(method, request_id, params)
+            self._context_2026(method, request_id, params)
+            if in_2026
+            else self._context_2025(method, request_id, params)
         )
         if entry.stream is not None:
             stream = await dispatch.open_stream(entry, ctx, self.services, params)
@@ -162,20 +162,24 @@ class StdioConnection:
                     await self.send(to_message(item))
             return None
         result = await dispatch.call(entry, ctx, self.services, params)
-        return self._response(result, request_id, stamp=modern)
+        return self._response(result, request_id, stamp=in_2026)
 
-    def _modern(self, method: str, request_id: RequestId, params: dict[str, Any]) -> RequestContext:
+    def _context_2026(
+        self, method: str, request_id: RequestId, params: dict[str, Any]
+    ) -> RequestContext:
         meta = request_meta(params)
         require_supported_version(meta.protocol_version)
         headers = body_headers(self.services.registry, method, params)
-        ctx = modern_context(
+        ctx = context_2026(
             request_id, method, self.principal, headers, meta=meta, identity=LOCAL_USER
         )
         return ctx.streaming_to(self.send)
 
-    def _legacy(self, method: str, request_id: RequestId, params: dict[str, Any]) -> RequestContext:
+    def _context_2025(
+        self, method: str, request_id: RequestId, params: dict[str, Any]
+    ) -> RequestContext:
         assert self.handshake is not None
-        ctx = handshake_context(
+        ctx = context_2025(
             request_id,
             method,
             self.principal,
@@ -191,7 +195,7 @@ class StdioConnection:
         params = params_of(message)
         parsed = parse_params(InitializeParams, params)
         version = negotiate(parsed.protocol_version)
-        ctx = handshake_context(
+        ctx = context_2025(
             request_id,
             "initialize",
             self.principal,

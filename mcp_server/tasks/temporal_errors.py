@@ -40,28 +40,31 @@ TEMPORAL_RPC_ERRORS = Counter(
     "Temporal calls of the server that failed, by operation and gRPC status",
     ["operation", "code"],
 )
+# Buckets from 1 ms to 10 min, shared by every latency histogram of the server: a get is
+# milliseconds, an attached tools/call up to 45 s, a listen stream is measured to its first byte.
+LATENCY_BUCKETS = (
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    600.0,
+)
 TEMPORAL_REQUEST_LATENCY = Histogram(
     "mcp_tasks_temporal_request_duration_seconds",
     "Time of the server's Temporal calls (Temporal client latency), by operation, failed or not",
     ["operation"],
-    buckets=(
-        0.001,
-        0.0025,
-        0.005,
-        0.01,
-        0.025,
-        0.05,
-        0.1,
-        0.25,
-        0.5,
-        1.0,
-        2.5,
-        5.0,
-        10.0,
-        30.0,
-        60.0,
-        600.0,
-    ),
+    buckets=LATENCY_BUCKETS,
 )
 
 T = TypeVar("T")

@@ -3,7 +3,7 @@
 `MCP_TASKS_STATE_SECRET` is a list (mcp_server/protocol/frame/state_keys.py): the first key signs,
 any listed verifies, so a 2025-11-25 session, an MRTR requestState, an inbox sign-in and its
 CSRF token made under the old key still work once the new key is first. The payload codec
-(`MCP_TASKS_PAYLOAD_KEY`, runtime/codec.py) overlaps the same way, each payload naming its key
+(`MCP_TASKS_PAYLOAD_KEY`, temporal/codec.py) overlaps the same way, each payload naming its key
 id in its metadata. The session test runs the whole app in-process (tests/asgi_stack.py): a
 session is an HTTP header the transport checks, not just a codec call.
 """
@@ -24,7 +24,7 @@ from mcp_server.temporal.codec import KEY_ID, EncryptionCodec, PayloadKeyError, 
 from mcp_tasks.identity import Principal
 from mcp_tasks.settings import ConfigError, Settings
 from tests.asgi_stack import AsgiStackFactory
-from tests.legacy_client import LegacyClient
+from tests.client_2025 import Client2025
 
 OLD = "old-state-secret-" + "o" * 24
 NEW = "new-state-secret-" + "n" * 24
@@ -40,18 +40,18 @@ async def test_a_2025_11_25_session_survives_a_rotation_of_the_state_secret(
     fresh_asgi_stack: AsgiStackFactory,
 ) -> None:
     async with fresh_asgi_stack(state_secret=OLD) as before:
-        client = LegacyClient(before.http, before.url)
+        client = Client2025(before.http, before.url)
         await client.initialize()
         minted = client.session_id
     assert minted is not None
     async with fresh_asgi_stack(state_secret=ROTATING) as during:
-        client = LegacyClient(during.http, during.url)
+        client = Client2025(during.http, during.url)
         client.session_id = minted
         assert (await client.request("tools/list")).status == 200
         await client.initialize()  # a new session is minted with the new key ...
         fresh = client.session_id
     async with fresh_asgi_stack(state_secret=NEW) as after:
-        client = LegacyClient(after.http, after.url)
+        client = Client2025(after.http, after.url)
         client.session_id = fresh
         assert (await client.request("tools/list")).status == 200  # ... so it outlives OLD
         client.session_id = minted

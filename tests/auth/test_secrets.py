@@ -23,8 +23,8 @@ from mcp_server.temporal.codec import KEY_ID, PayloadKeyError, key_id
 from mcp_server.temporal.connection import connect
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.settings import ConfigError, Settings
+from tests.client_2025 import Client2025
 from tests.conftest import running_stack
-from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient
 
 SECRET = "sk-live-7f3a9c"
@@ -268,7 +268,7 @@ async def test_a_listing_skips_a_task_whose_memo_another_key_encrypted(
     ):
         hidden = await other.mcp.create_task("tests_wait_forever")
         mine = await stack.mcp.create_task("tests_wait_forever")
-        legacy = LegacyClient(stack.http, stack.url)
+        legacy = Client2025(stack.http, stack.url)
         await legacy.initialize()
         deadline = time.monotonic() + 10
         while True:  # the visibility store lags a little behind the starts

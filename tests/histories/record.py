@@ -35,9 +35,9 @@ from mcp_server.runtime.devserver import TemporalDevServer, free_port
 from mcp_server.tools.loading import load_toolsets
 from mcp_tasks.identity import ANONYMOUS
 from mcp_tasks.settings import Settings
+from tests.client_2025 import Client2025
 from tests.conftest import Stack, running_stack
 from tests.interactive_children import AskTwice
-from tests.legacy_client import LegacyClient
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION
 from tests.user_workflows import EXPOSED_TOML, USERS_TASK_QUEUE, AddNumbers, PlaceOrder
 from workflows.quota import quota_workflow_id
@@ -280,7 +280,7 @@ async def quota_lazy_slot(r: Recorder) -> None:
 async def session_tasks_listed(r: Recorder) -> None:
     """A 2025-11-25 session's task list (workflows/session_tasks.py): the session creates two
     tasks, each signalled to its list (signal-with-start, then a signal)."""
-    client = LegacyClient(r.stack.http, r.stack.url)
+    client = Client2025(r.stack.http, r.stack.url)
     await client.initialize()
     assert client.session_id is not None
     call = {"name": "tests_wait_forever", "arguments": {}, "task": {}}

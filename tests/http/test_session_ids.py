@@ -14,7 +14,7 @@ import pytest
 from mcp_server.http.sessions import SESSION_LIFETIME_S, Session, SessionIds
 from mcp_tasks.signed_tokens import CLOCK_SKEW_S
 from tests.asgi_stack import AsgiStack
-from tests.legacy_client import LegacyClient
+from tests.client_2025 import Client2025
 
 SECRET = b"a-state-secret-of-the-session-tests"
 ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
@@ -68,7 +68,7 @@ def test_a_session_id_minted_by_a_clock_far_ahead_is_refused() -> None:
 async def test_a_respelled_session_id_is_an_unknown_session_over_http(
     asgi_stack: AsgiStack, which: int
 ) -> None:
-    client = LegacyClient(asgi_stack.http, asgi_stack.url)
+    client = Client2025(asgi_stack.http, asgi_stack.url)
     await client.initialize()
     assert client.session_id is not None
     assert (await client.request("tools/list")).status == 200

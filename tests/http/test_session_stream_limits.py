@@ -14,26 +14,26 @@ from typing import Any
 import httpx
 
 from mcp_server.protocol.frame import errors
+from tests.client_2025 import Client2025
 from tests.conftest import Stack, StackFactory
-from tests.legacy_client import LegacyClient
 from tests.protocol.test_listen_streams import listen_refusal
 
 
-async def session(stack: Stack) -> LegacyClient:
-    client = LegacyClient(stack.http, stack.url)
+async def session(stack: Stack) -> Client2025:
+    client = Client2025(stack.http, stack.url)
     await client.initialize()
     return client
 
 
 @contextlib.asynccontextmanager
-async def session_stream(stack: Stack, client: LegacyClient) -> AsyncIterator[httpx.Response]:
+async def session_stream(stack: Stack, client: Client2025) -> AsyncIterator[httpx.Response]:
     """The session's GET stream, open (or refused) until the block ends."""
     headers = {**client.headers(), "Accept": "text/event-stream"}
     async with stack.http.stream("GET", stack.url, headers=headers, timeout=None) as response:
         yield response
 
 
-async def refused_get(stack: Stack, client: LegacyClient) -> dict[str, Any]:
+async def refused_get(stack: Stack, client: Client2025) -> dict[str, Any]:
     async with asyncio.timeout(15), session_stream(stack, client) as response:
         assert response.status_code == 429 and response.headers["Retry-After"].isdigit()
         await response.aread()

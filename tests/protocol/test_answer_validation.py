@@ -23,9 +23,9 @@ from mcp_server.protocol.frame.answer_schema import answer_problem, form_problem
 from mcp_server.runtime.operator_cli import EXIT_INVALID
 from mcp_server.tools.loading import load_toolsets
 from mcp_tasks.settings import Settings
+from tests.client_2025 import Client2025
 from tests.conftest import Stack, running_stack
 from tests.dev_process import MCP_TASKS
-from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient
 from tests.workflows.test_deploy import THREE_STEPS, journal, pipeline
 from workflows.task_workflow import elicitation
@@ -214,7 +214,7 @@ async def test_a_2025_11_25_clients_invalid_answer_is_dropped_and_the_task_keeps
     """At 2025-11-25 the answer is the client's response to the server's elicitation/create
     request: an invalid one cannot be refused to anyone, so it is dropped (logged) and the task
     keeps waiting for a valid one, which decides it."""
-    client = LegacyClient(stack.http, stack.url)
+    client = Client2025(stack.http, stack.url)
     await client.initialize()
     created = await client.request(
         "tools/call",

@@ -11,8 +11,8 @@ import pytest
 
 from mcp_server.protocol.frame import errors
 from tests.asgi_stack import AsgiStack, reads_of
+from tests.client_2025 import Client2025
 from tests.conftest import Stack
-from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient
 
 ACCEPT_CONFIRM = {"action": "accept", "content": {"confirm": True}}
@@ -23,14 +23,14 @@ async def _confirm(request: dict[str, Any]) -> dict[str, Any]:
     return ACCEPT_CONFIRM
 
 
-async def legacy(asgi_stack: AsgiStack | Stack, **kwargs: Any) -> LegacyClient:
-    client = LegacyClient(asgi_stack.http, asgi_stack.url, **kwargs)
+async def legacy(asgi_stack: AsgiStack | Stack, **kwargs: Any) -> Client2025:
+    client = Client2025(asgi_stack.http, asgi_stack.url, **kwargs)
     await client.initialize()
     return client
 
 
 async def test_initialize_negotiates_2025_11_25_and_mints_a_session(asgi_stack: AsgiStack) -> None:
-    client = LegacyClient(asgi_stack.http, asgi_stack.url)
+    client = Client2025(asgi_stack.http, asgi_stack.url)
     result = await client.initialize()
     assert result["protocolVersion"] == "2025-11-25"
     assert result["capabilities"]["tasks"]["requests"]["tools"]["call"] == {}
@@ -41,9 +41,9 @@ async def test_initialize_negotiates_2025_11_25_and_mints_a_session(asgi_stack: 
 async def test_an_unknown_version_is_answered_with_the_newest_handshake_version(
     asgi_stack: AsgiStack,
 ) -> None:
-    client = LegacyClient(asgi_stack.http, asgi_stack.url)
+    client = Client2025(asgi_stack.http, asgi_stack.url)
     assert (await client.initialize("2024-01-01"))["protocolVersion"] == "2025-11-25"
-    older = LegacyClient(asgi_stack.http, asgi_stack.url)
+    older = Client2025(asgi_stack.http, asgi_stack.url)
     assert (await older.initialize("2025-06-18"))["protocolVersion"] == "2025-06-18"
 
 
@@ -240,7 +240,7 @@ async def test_a_question_asked_before_the_tool_runs_goes_to_the_client_on_the_c
     reply = await client.request("tools/call", {"name": "test_streaming_elicitation"})
     assert reply.result["content"][0]["text"] == "Elicitation answered: accept {'colour': 'teal'}"
     assert "resultType" not in reply.result
-    json_only = LegacyClient(stack.http, stack.url, accept="application/json")
+    json_only = Client2025(stack.http, stack.url, accept="application/json")
     await json_only.initialize()
     refused = await json_only.request("tools/call", {"name": "test_streaming_elicitation"})
     assert refused.error["code"] == errors.INVALID_REQUEST

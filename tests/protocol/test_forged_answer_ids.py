@@ -18,13 +18,13 @@ from mcp_server.protocol.core.relay import input_request_id
 from mcp_server.protocol.frame import errors
 from mcp_server.runtime.tokens import add_token
 from tests.asgi_stack import BASE_URL, AsgiStackFactory
-from tests.legacy_client import LegacyClient
+from tests.client_2025 import Client2025
 from tests.mcp_client import McpClient
 
 APPROVE = {"action": "accept", "content": {"decision": "approve"}}
 
 
-async def forge(client: LegacyClient, task_id: str, key: str = "decision") -> dict[str, Any]:
+async def forge(client: Client2025, task_id: str, key: str = "decision") -> dict[str, Any]:
     """Post a response to a question the server never asked this client; the error it gets."""
     body = {"jsonrpc": "2.0", "id": input_request_id(task_id, key), "result": APPROVE}
     response = await client.http.post(client.url, json=body, headers=client.headers())
@@ -36,7 +36,7 @@ async def forge(client: LegacyClient, task_id: str, key: str = "decision") -> di
 @pytest.fixture
 async def alice_and_bob(
     fresh_asgi_stack: AsgiStackFactory, tmp_path: Path
-) -> AsyncIterator[tuple[McpClient, LegacyClient]]:
+) -> AsyncIterator[tuple[McpClient, Client2025]]:
     tokens = tmp_path / "tokens.json"
     alice, bob = add_token(tokens, "alice", []), add_token(tokens, "bob", [])
     async with fresh_asgi_stack(auth="tokens", tokens_file=str(tokens)) as stack:
@@ -48,13 +48,13 @@ async def alice_and_bob(
         ) as bob_http:
             owner = McpClient(stack.http, stack.url)
             owner.extra_headers = {"Authorization": f"Bearer {alice}"}
-            attacker = LegacyClient(bob_http, stack.url)
+            attacker = Client2025(bob_http, stack.url)
             await attacker.initialize()
             yield owner, attacker
 
 
 async def test_a_forged_answer_to_a_foreign_or_missing_task_is_an_ordinary_not_found(
-    alice_and_bob: tuple[McpClient, LegacyClient], caplog: pytest.LogCaptureFixture
+    alice_and_bob: tuple[McpClient, Client2025], caplog: pytest.LogCaptureFixture
 ) -> None:
     owner, attacker = alice_and_bob
     task_id = await owner.create_task("confirm_delete", {"filename": "alices.txt"})
@@ -72,7 +72,7 @@ async def test_forged_answers_count_against_the_tasks_update_rate_limit(
     fresh_asgi_stack: AsgiStackFactory,
 ) -> None:
     async with fresh_asgi_stack(update_burst=2, update_rate_per_minute=1) as stack:
-        attacker = LegacyClient(stack.http, stack.url)
+        attacker = Client2025(stack.http, stack.url)
         await attacker.initialize()
         for _ in range(2):
             assert (await forge(attacker, "no-such-task"))["code"] == errors.INVALID_PARAMS

@@ -15,8 +15,8 @@ from temporalio.client import Client
 from mcp_server.protocol.core.idempotency import META_IDEMPOTENCY_KEY
 from mcp_server.protocol.frame import errors
 from mcp_server.runtime.tokens import add_token
+from tests.client_2025 import Client2025
 from tests.conftest import Stack, StackFactory
-from tests.legacy_client import LegacyClient
 from tests.mcp_client import TASKS, TASKS_AND_ELICITATION, VERSION, McpClient, Reply
 from tests.stdio.test_stdio import StdioHost, host, stdio_env  # noqa: F401 (fixtures)
 from tests.stdio.test_stdio import meta as stdio_meta
@@ -225,7 +225,7 @@ async def test_a_retry_never_takes_a_second_quota_slot(fresh_stack: StackFactory
 
 
 async def test_the_key_works_at_2025_11_25_for_tasks_and_attached_runs(stack: Stack) -> None:
-    legacy = LegacyClient(stack.http, stack.url)
+    legacy = Client2025(stack.http, stack.url)
     await legacy.initialize()
     key = new_key()
     params = {

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from mcp_server.protocol.frame import errors
 from tests.asgi_stack import AsgiStackFactory
+from tests.client_2025 import Client2025
 from tests.conftest import StackFactory
-from tests.legacy_client import LegacyClient
 from tests.mcp_client import NO_CAPABILITIES
 from tests.protocol.test_attached_rounds import (
     ELICITATION,
@@ -26,7 +26,7 @@ async def test_a_2025_tasks_get_polled_too_fast_is_refused(
     fresh_asgi_stack: AsgiStackFactory,
 ) -> None:
     async with fresh_asgi_stack(poll_burst=2) as stack:
-        client = LegacyClient(stack.http, stack.url)
+        client = Client2025(stack.http, stack.url)
         await client.initialize()
         created = await client.request(
             "tools/call",

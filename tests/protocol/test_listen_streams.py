@@ -13,7 +13,7 @@ from temporalio.client import Client
 from mcp_server.protocol.frame import errors
 from mcp_server.protocol.frame.models import ListenParams, parse_params
 from mcp_server.protocol.services import build_services
-from mcp_server.protocol.v2026.request_context import modern_context
+from mcp_server.protocol.v2026.request_context import context_2026
 from mcp_server.protocol.v2026.subscriptions import KEEPALIVE_S, listen
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
@@ -149,7 +149,7 @@ async def test_a_stream_dropped_before_its_first_message_frees_its_slot(
     # A client that goes away before the response starts: its messages are never iterated.
     store = TemporalTaskStore(temporal_client, "unused")
     services = build_services(Settings(), registry, store, b"s" * 32)
-    ctx = modern_context("listen-1", "subscriptions/listen", "p", Headers())
+    ctx = context_2026("listen-1", "subscriptions/listen", "p", Headers())
     params = parse_params(ListenParams, {"notifications": {"toolsListChanged": True}})
     messages = await listen(ctx, services, params)
     assert services.listening.slots.open_for("p") == 1

@@ -21,7 +21,7 @@ from mcp_server.tools.registry import Tool, ToolCall
 from mcp_tasks.contracts.tool_messages import ToolResult
 from tests.asgi_stack import AsgiStack, AsgiStackFactory
 from tests.auth.test_auth_details import challenge_params
-from tests.legacy_client import LegacyClient
+from tests.client_2025 import Client2025
 from tests.mcp_client import NO_CAPABILITIES, TASKS
 from tests.test_security import as_client, jwt_asgi_stack, mint, signing_key  # noqa: F401 (fixtures)
 
@@ -66,7 +66,7 @@ async def test_a_2026_call_without_the_tools_scope_is_403_as_a_task_and_attached
     assert created.status == 200 and created.result["resultType"] == "task"
 
 
-class AuthorizedLegacyClient(LegacyClient):
+class AuthorizedClient2025(Client2025):
     token = ""
 
     def headers(self) -> dict[str, str]:
@@ -76,7 +76,7 @@ class AuthorizedLegacyClient(LegacyClient):
 async def test_a_2025_call_without_the_tools_scope_is_403_with_or_without_task(
     token_stack: AsgiStack, tokens: tuple[Path, str, str]
 ) -> None:
-    client = AuthorizedLegacyClient(token_stack.http, token_stack.url)
+    client = AuthorizedClient2025(token_stack.http, token_stack.url)
     client.token = tokens[2]
     await client.initialize()
     extras: list[dict[str, Any]] = [{"task": {}}, {}]

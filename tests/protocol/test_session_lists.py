@@ -26,9 +26,9 @@ from mcp_server.protocol.frame.errors import RATE_LIMITED
 from mcp_server.protocol.v2025 import session_stream as session_stream_module
 from mcp_server.tasks import session_tasks
 from mcp_server.tasks.store import TemporalTaskStore
+from tests.client_2025 import Client2025
 from tests.conftest import Stack, StackFactory
 from tests.http.test_session_stream_limits import session_stream
-from tests.legacy_client import LegacyClient
 from tests.time_skipping import time_skipping_env, worker_of_its_own  # noqa: F401 (fixture)
 from workflows.session_tasks import (
     TASK_CREATED_SIGNAL,
@@ -43,7 +43,7 @@ async def test_a_session_that_creates_no_task_leaves_no_workflow(
 ) -> None:
     async with fresh_stack() as stack:
         for _ in range(3):
-            client = LegacyClient(stack.http, stack.url)
+            client = Client2025(stack.http, stack.url)
             await client.initialize()
             session = session_digest(client.headers()[SESSION_HEADER])
             handle = stack.client.get_workflow_handle(
@@ -65,8 +65,8 @@ async def test_a_session_that_creates_no_task_leaves_no_workflow(
 async def test_initialize_is_rate_limited_per_principal(fresh_stack: StackFactory) -> None:
     async with fresh_stack(initialize_rate_per_minute=1, initialize_burst=3) as stack:
         for _ in range(3):
-            await LegacyClient(stack.http, stack.url).initialize()
-        client = LegacyClient(stack.http, stack.url)
+            await Client2025(stack.http, stack.url).initialize()
+        client = Client2025(stack.http, stack.url)
         refused = await stack.http.post(
             stack.url,
             json={
@@ -107,7 +107,7 @@ async def test_an_idle_session_list_ends_in_minutes_not_a_day(
 async def session_with_a_task(stack: Stack) -> tuple[str, str]:
     """A new 2025-11-25 session of the stack's principal that created one task: its digest and
     the task's id."""
-    client = LegacyClient(stack.http, stack.url)
+    client = Client2025(stack.http, stack.url)
     await client.initialize()
     created = await client.request(
         "tools/call",
@@ -176,7 +176,7 @@ async def test_a_task_of_this_replica_wakes_a_stream_whose_session_had_no_list(
     monkeypatch.setattr(session_tasks, "ABSENT_POLL", timedelta(hours=1))
     with counted_reads(monkeypatch) as reads:
         async with fresh_stack() as stack:
-            client = LegacyClient(stack.http, stack.url)
+            client = Client2025(stack.http, stack.url)
             await client.initialize()
             session = session_digest(client.headers()[SESSION_HEADER])
             async with asyncio.timeout(30), session_stream(stack, client) as stream:
@@ -205,7 +205,7 @@ async def test_an_idle_stream_asks_temporal_a_bounded_number_of_times(
     monkeypatch.setattr(sse, "KEEPALIVE_S", 0.2)
     with counted_reads(monkeypatch) as reads:
         async with fresh_stack() as stack:
-            client = LegacyClient(stack.http, stack.url)
+            client = Client2025(stack.http, stack.url)
             await client.initialize()
             session = session_digest(client.headers()[SESSION_HEADER])
             other = [await session_with_a_task(stack) for _ in range(3)]  # woken: not ours

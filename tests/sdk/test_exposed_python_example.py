@@ -28,9 +28,9 @@ from mcp_server.protocol.frame.wire import META_TASK_PROGRESS
 from mcp_server.runtime.devserver import free_port
 from mcp_server.runtime.tokens import add_token
 from mcp_tasks.contracts.task_state import MEMO_KEY
+from tests.client_2025 import Client2025
 from tests.dev_process import MCP_TASKS, DevProcess, alive, reaped
 from tests.inbox_stack import CHROMIUM, chromium
-from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
@@ -272,7 +272,7 @@ async def test_an_attached_call_relays_the_steps_it_reports_as_progress_of_total
 
     headers = {"Authorization": f"Bearer {running.token}"}
     async with httpx.AsyncClient(timeout=60, headers=headers) as http:
-        client = LegacyClient(http, f"{running.base}/mcp", on_request=answer)
+        client = Client2025(http, f"{running.base}/mcp", on_request=answer)
         await client.initialize()
         arguments = {"database": "crm-progress"}
         params = {"name": TOOL, "arguments": arguments, "_meta": {"progressToken": "p-1"}}

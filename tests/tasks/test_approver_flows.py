@@ -20,8 +20,8 @@ from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.loading import load_toolsets
 from mcp_tasks.settings import Settings
+from tests.client_2025 import Client2025
 from tests.conftest import Stack, running_stack
-from tests.legacy_client import LegacyClient
 from tests.mcp_client import TASKS, McpClient
 from tests.test_security import as_client, jwt_stack, mint, signing_key  # noqa: F401 (fixtures)
 
@@ -185,9 +185,9 @@ class Host:
         return self.answer
 
 
-async def legacy_session(stack: Stack, token: str, host: Host) -> LegacyClient:
+async def legacy_session(stack: Stack, token: str, host: Host) -> Client2025:
     http = httpx.AsyncClient(timeout=30, headers={"Authorization": f"Bearer {token}"})
-    session = LegacyClient(http, stack.url, capabilities={"elicitation": {}}, on_request=host)
+    session = Client2025(http, stack.url, capabilities={"elicitation": {}}, on_request=host)
     await session.initialize()
     return session
 

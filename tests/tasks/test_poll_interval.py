@@ -22,8 +22,8 @@ from mcp_server.tasks.poll_interval import advertised_ms
 from mcp_server.tasks.store import TemporalTaskStore
 from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.settings import ConfigError, Settings
+from tests.client_2025 import Client2025
 from tests.conftest import serving
-from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -77,7 +77,7 @@ POLL_BURST = 6
 @asynccontextmanager
 async def shifted_stack(
     client: Client, registry: ToolRegistry, shift: list[timedelta], ticks: list[float]
-) -> AsyncIterator[tuple[McpClient, LegacyClient]]:
+) -> AsyncIterator[tuple[McpClient, Client2025]]:
     """A server whose task store reads the time `shift[0]` ahead of the real one (as if its
     tasks had been quiet that much longer), and a worker; the rate limits read `ticks[0]` as
     their monotonic time, so a test moves it instead of waiting a refill out."""
@@ -97,7 +97,7 @@ async def shifted_stack(
         try:
             async with httpx.AsyncClient(timeout=15) as http:
                 url = f"http://127.0.0.1:{settings.port}/mcp"
-                yield McpClient(http, url), LegacyClient(http, url)
+                yield McpClient(http, url), Client2025(http, url)
         finally:
             await worker.shutdown()
             await working

@@ -27,8 +27,8 @@ from mcp_server.tools.registry import ToolRegistry
 from mcp_tasks.contracts.quota import RELEASE_SIGNAL
 from mcp_tasks.contracts.task_state import SEARCH_ATTRIBUTES
 from mcp_tasks.identity import ANONYMOUS
+from tests.client_2025 import Client2025
 from tests.conftest import Stack, StackFactory, running_stack
-from tests.legacy_client import LegacyClient
 from tests.mcp_client import McpClient, Reply
 from tests.time_skipping import worker_of_its_own
 from workflows.quota import (
@@ -232,7 +232,7 @@ async def test_the_refusal_is_the_same_in_both_eras_and_for_attached_runs(
         task_id = await stack.mcp.create_task("tests_wait_forever")
         attached = await stack.mcp.call_tool("slow_compute", {"seconds": 0}, capabilities={})
         assert_quota_refusal(attached, 1)
-        legacy = LegacyClient(stack.http, stack.url)
+        legacy = Client2025(stack.http, stack.url)
         await legacy.initialize()
         extras: list[dict[str, Any]] = [{"task": {}}, {}]  # a 2025-11-25 task, then attached
         for extra in extras:
@@ -253,7 +253,7 @@ async def test_the_quota_workflow_is_never_a_task(
         quota = await temporal_client.get_workflow_handle(quota_id(stack)).describe()
         assert quota.status == WorkflowExecutionStatus.RUNNING
         assert (await stack.mcp.get_task(quota_id(stack))).error["code"] == errors.INVALID_PARAMS
-        legacy = LegacyClient(stack.http, stack.url)
+        legacy = Client2025(stack.http, stack.url)
         await legacy.initialize()
         listed = [t["taskId"] for t in (await legacy.request("tasks/list")).result["tasks"]]
         assert task_id in listed and quota_id(stack) not in listed

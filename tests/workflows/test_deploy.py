@@ -413,11 +413,11 @@ async def test_a_host_without_tasks_finishes_a_deploy_through_the_follow_up_tool
     """A 2025-11-25 host that knows no tasks and cannot take questions mid-call (JSON only):
     the call returns a follow-up result naming the task; a later turn reads the question,
     approves it, and reads the finished deploy, all through ordinary tools."""
-    from tests.legacy_client import LegacyClient
+    from tests.client_2025 import Client2025
 
     name, log = pipeline(pipelines_dir, THREE_STEPS)
     async with fresh_stack(sync_wait_s=1.0) as stack:
-        host = LegacyClient(stack.http, stack.url, accept="application/json")
+        host = Client2025(stack.http, stack.url, accept="application/json")
         await host.initialize()
         first = await host.request(
             "tools/call", {"name": "deploy", "arguments": {"pipeline": name}}
@@ -454,7 +454,7 @@ async def test_a_host_without_tasks_finishes_a_deploy_through_the_follow_up_tool
             await asyncio.sleep(0.2)
         assert [s["status"] for s in done["structuredContent"]["steps"]] == ["succeeded"] * 3
         assert journal(log) == ["a", "b", "c"]
-        stranger = LegacyClient(stack.http, stack.url)
+        stranger = Client2025(stack.http, stack.url)
         await stranger.initialize()
         other = await stranger.request(
             "tools/call", {"name": "task_cancel", "arguments": {"taskId": "mcp-task-" + "0" * 32}}

@@ -1,7 +1,7 @@
 """One structured JSON line per task change (create, update, cancel, steer, pause, resume), on the
 `mcp_server.protocol.audit` logger: time, `requestId` (the HTTP request's `X-Request-Id`, the
 same as on its request line; absent on stdio), `jsonrpcId` (the JSON-RPC id), taskId, principal
-digest (logged keyed: observability/logging.py), the caller's name (`by`, when it has one),
+digest (logged keyed: mcp_tasks/logging.py), the caller's name (`by`, when it has one),
 method, outcome; and a `task.decision` line for each delivered answer to requests that name
 approvers (who decided, which keys).
 

@@ -28,7 +28,7 @@ from mcp_server.protocol.core.context import Services
 from mcp_server.protocol.frame.errors import McpError, from_task_error
 from mcp_server.protocol.frame.routing_headers import HeaderSource
 from mcp_server.protocol.v2025 import mrtr
-from mcp_server.protocol.v2025.request_context import handshake_context
+from mcp_server.protocol.v2025.request_context import context_2025
 from mcp_server.tasks.errors import TaskNotFound
 from mcp_tasks.identity import Identity
 
@@ -63,7 +63,7 @@ async def route(
             log.info("client declined input request %s: %s", request_id, message["error"])
         return None
     task_id, key = routed
-    ctx = handshake_context(
+    ctx = context_2025(
         str(request_id),
         "tasks/update",
         principal,

@@ -19,7 +19,7 @@ from mcp_server.protocol.frame.routing_headers import HeaderSource
 from mcp_tasks.identity import NOBODY, Identity
 
 
-def handshake_context(
+def context_2025(
     request_id: str | int,
     method: str,
     principal: str,

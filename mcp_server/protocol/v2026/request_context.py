@@ -17,7 +17,7 @@ from mcp_server.protocol.frame.routing_headers import HeaderSource
 from mcp_tasks.identity import NOBODY, Identity
 
 
-def modern_context(
+def context_2026(
     request_id: str | int,
     method: str,
     principal: str,

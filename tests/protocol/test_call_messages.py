@@ -15,8 +15,8 @@ from temporalio.client import Client
 
 from mcp_server.protocol.core.relay import parse_input_request_id
 from mcp_server.tools.loading import load_toolsets
+from tests.client_2025 import Client2025
 from tests.conftest import Stack, running_stack
-from tests.legacy_client import LegacyClient
 from tests.mcp_client import VERSION, McpClient
 
 # Long enough for a question to be answered, short enough to wait out one that never is.
@@ -50,8 +50,8 @@ class Host:
         return self.answers[request["method"]]
 
 
-async def session(stack: Stack, capabilities: dict[str, Any], host: Host) -> LegacyClient:
-    client = LegacyClient(stack.http, stack.url, capabilities=capabilities, on_request=host)
+async def session(stack: Stack, capabilities: dict[str, Any], host: Host) -> Client2025:
+    client = Client2025(stack.http, stack.url, capabilities=capabilities, on_request=host)
     await client.initialize()
     return client
 

@@ -28,7 +28,7 @@ class Exchange(Answer):
     messages: list[dict[str, Any]] = field(default_factory=list)
 
 
-class LegacyClient:
+class Client2025:
     def __init__(
         self,
         http: httpx.AsyncClient,
