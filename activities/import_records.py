@@ -39,6 +39,7 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from activities.import_records_rows import Row, UnterminatedQuote, read_header, read_rows
 from activities.import_records_tables import column_problem, is_transient, table_problem, upsert
+from mcp_tasks.contracts.imports import ChunkDone
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 # The subdirectory holding each principal's own databases, and what an area may be named.
@@ -205,7 +206,7 @@ class RecordImports:
     @activity.defn(name="mcp_tasks.import_chunk")
     def import_chunk(
         self, spec: ImportSpec, columns: list[str], offset: int, first_row: int, first_line: int = 0
-    ) -> dict[str, Any]:
+    ) -> ChunkDone:
         """Up to chunk_size rows from byte `offset` (row `first_row`, at line `first_line`; 0:
         not known, from an import started before lines were counted), upserted at once."""
         _checked(spec)
@@ -227,7 +228,7 @@ class RecordImports:
 
     def _import_chunk(
         self, spec: ImportSpec, columns: list[str], offset: int, first_row: int, first_line: int
-    ) -> dict[str, Any]:
+    ) -> ChunkDone:
         good: list[list[Any]] = []
         bad: list[dict[str, Any]] = []
         bad_count = read = 0

@@ -5,10 +5,11 @@ publishes them as its step timeline first (as given: the inbox tests send odd ti
 from __future__ import annotations
 
 import json
+from typing import cast
 
 from mcp_server.tools.registry import Tool, ToolRegistry
 from mcp_tasks.contracts.task_state import TaskInput
-from mcp_tasks.contracts.tool_messages import ToolResult
+from mcp_tasks.contracts.tool_messages import InputRequest, ToolResult
 from workflows.results import text_result
 from workflows.task_workflow import TaskWorkflow, task_workflow
 
@@ -18,7 +19,7 @@ class AskWorkflow(TaskWorkflow):
     async def execute(self, task: TaskInput) -> ToolResult:
         if isinstance(task.arguments.get("steps"), list):
             self.publish_steps(task.arguments["steps"])
-        answer = await self.ask("question", dict(task.arguments["request"]))
+        answer = await self.ask("question", cast(InputRequest, dict(task.arguments["request"])))
         return text_result(json.dumps(answer.raw, sort_keys=True))
 
 

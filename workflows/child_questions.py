@@ -20,12 +20,13 @@ Rules implemented:
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, FailureError
 
 from mcp_tasks.contracts.approvers import invalid_approvers
+from mcp_tasks.contracts.tool_messages import InputRequest
 from workflows.task_workflow import TaskWorkflow
 
 with workflow.unsafe.imports_passed_through():
@@ -122,7 +123,11 @@ class ChildQuestions(TaskWorkflow):
         names: dict[str, str] = {}
         for key in ask.input_requests:
             names[self._client_key(key, names)] = key
-        requests = {client: ask.input_requests[key] for client, key in names.items()}
+        # Each checked by `_question_problem` (a method, its params), and carried as the team's
+        # workflow sent it: the memo shows it unchanged.
+        requests = {
+            client: cast(InputRequest, ask.input_requests[key]) for client, key in names.items()
+        }
         timeout = timedelta(seconds=ask.timeout_seconds) if ask.timeout_seconds else None
         try:
             answers = await self.ask_all(

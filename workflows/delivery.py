@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, NoReturn
+from typing import NoReturn, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -38,7 +38,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 from mcp_tasks.contracts import events, webhooks
-from mcp_tasks.contracts.events import ENDED_ERROR, EventDelivery
+from mcp_tasks.contracts.events import ENDED_ERROR, EventDelivery, EventOutcome
 from mcp_tasks.contracts.webhooks import (
     DELIVERIES_HELP,
     DELIVERIES_METRIC,
@@ -46,10 +46,13 @@ from mcp_tasks.contracts.webhooks import (
     REJECTED_ERROR,
     UNKNOWN_ENDPOINT_ERROR,
     WebhookDelivery,
+    WebhookOutcome,
 )
 
 ATTEMPT_TIMEOUT = timedelta(seconds=30)
 DAY_LONG = timedelta(days=1)
+# What a delivery ends with: its activity's result, or what its workflow makes of the failure.
+Outcome = TypeVar("Outcome", WebhookOutcome, EventOutcome)
 
 
 @dataclass(frozen=True)
@@ -93,14 +96,15 @@ EVENT_DAY_LONG_BUDGET = _day_long(_EVENT_FINAL)
 
 async def deliver(
     activity: str,
-    delivery: Any,
+    delivery: WebhookDelivery | EventDelivery,
     budget: Budget,
-    undelivered: Callable[[ActivityError], dict[str, Any]],
-) -> dict[str, Any]:
+    undelivered: Callable[[ActivityError], Outcome],
+) -> Outcome:
     """Run the delivery's activity within `budget`: its result, or what `undelivered` makes
     of the failure once no attempt is left (it may raise it)."""
     try:
-        result: dict[str, Any] = await workflow.execute_activity(
+        # Decoded as the plain JSON object it is: an outcome is a TypedDict, a dict at runtime.
+        result: Outcome = await workflow.execute_activity(
             activity,
             delivery,
             result_type=dict,
@@ -116,7 +120,7 @@ async def deliver(
 @workflow.defn(name=webhooks.DELIVERY_WORKFLOW)
 class WebhookDeliveryWorkflow:
     @workflow.run
-    async def run(self, delivery: WebhookDelivery) -> dict[str, Any]:
+    async def run(self, delivery: WebhookDelivery) -> WebhookOutcome:
         return await deliver(webhooks.DELIVER_ACTIVITY, delivery, WEBHOOK_BUDGET, _failed)
 
 
@@ -132,12 +136,12 @@ def _failed(err: ActivityError) -> NoReturn:
 @workflow.defn(name=events.DELIVERY_WORKFLOW)
 class EventDeliveryWorkflow:
     @workflow.run
-    async def run(self, delivery: EventDelivery) -> dict[str, Any]:
+    async def run(self, delivery: EventDelivery) -> EventOutcome:
         budget = EVENT_BUDGET if workflow.patched(BOUNDED_PATCH) else EVENT_DAY_LONG_BUDGET
         return await deliver(events.DELIVER_ACTIVITY, delivery, budget, outcome_of)
 
 
-def outcome_of(err: ActivityError) -> dict[str, Any]:
+def outcome_of(err: ActivityError) -> EventOutcome:
     """An event delivery's outcome, for the subscription's delivery status."""
     cause = err.cause
     if isinstance(cause, ApplicationError):

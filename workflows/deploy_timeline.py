@@ -14,27 +14,37 @@ Rules implemented:
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from mcp_tasks.contracts.task_state import Step
 
 TAIL_CHARS = 1000
 MAX_TAILS = 10
 
 
 def timeline(
-    steps: list[dict[str, Any]],
-    times: dict[str, dict[str, str]],
+    steps: Sequence[Mapping[str, Any]],
+    times: Mapping[str, Mapping[str, str]],
     waiting: str | None,
     finished: bool,
-) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
+) -> list[Step]:
+    """The timeline of `steps`, the deploy's records of its pipeline's steps (a name, a
+    status, and once run its command's outcome), with the `times` each started and ended."""
+    items: list[Step] = []
     for step in steps:
+        name = str(step["name"])
         status = str(step["status"])
-        if status == "pending" and step["name"] == waiting:
+        if status == "pending" and name == waiting:
             status = "waiting"
         elif status == "pending" and finished:
             status = "skipped"
-        item: dict[str, Any] = {"name": step["name"], "status": status}
-        item.update(times.get(step["name"], {}))
+        item: Step = {"name": name, "status": status}
+        when = times.get(name, {})
+        if "startedAt" in when:
+            item["startedAt"] = when["startedAt"]
+        if "endedAt" in when:
+            item["endedAt"] = when["endedAt"]
         if "exitCode" in step:
             item["exitCode"] = step["exitCode"]
         tail = step.get("outputTail") or step.get("error")

@@ -36,7 +36,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
@@ -54,12 +53,15 @@ from mcp_tasks.contracts.events import (
     UNSUBSCRIBE_UPDATE,
     VERIFY_ACTIVITY,
     CredentialsRevoked,
+    DeliveryStatus,
     EventDelivery,
+    EventOutcome,
     Liveness,
     SubscribeInput,
     SubscribeResult,
     Subscription,
     SubscriptionsInput,
+    SubscriptionView,
     TaskEvent,
     UnsubscribeInput,
     VerifyInput,
@@ -257,7 +259,9 @@ class EventSubscriptionsWorkflow:
             suspended=False,
         )
         self._changed = True
-        return SubscribeResult(refresh_before=expires_at, refreshed=True, delivery_status=status)
+        return SubscribeResult(
+            refresh_before=expires_at, refreshed=True, delivery_status=dict(status)
+        )
 
     @workflow.update(name=UNSUBSCRIBE_UPDATE)
     async def unsubscribe(self, request: UnsubscribeInput) -> bool:
@@ -276,7 +280,7 @@ class EventSubscriptionsWorkflow:
                 self._changed = True
 
     @workflow.query(name=SUBSCRIPTIONS_QUERY)
-    def listed(self) -> list[dict[str, Any]]:
+    def listed(self) -> list[SubscriptionView]:
         """Every live subscription, as its principal may see it (never a secret)."""
         now = workflow.now()
         return [
@@ -348,12 +352,12 @@ class EventSubscriptionsWorkflow:
         finally:
             self._starting -= 1
         try:
-            outcome: dict[str, Any] = await handle
+            outcome: EventOutcome = await handle
         except ChildWorkflowError:  # terminated by an operator, or failed: no status to keep
             return
         self._record(delivery.subscription_id, outcome)
 
-    def _record(self, subscription_id: str, outcome: dict[str, Any]) -> None:
+    def _record(self, subscription_id: str, outcome: EventOutcome) -> None:
         found = self._subscriptions.get(subscription_id)
         if found is None:
             return
@@ -371,11 +375,11 @@ class EventSubscriptionsWorkflow:
                 found.suspended = True
 
 
-def delivery_status(subscription: Subscription) -> dict[str, Any]:
+def delivery_status(subscription: Subscription) -> DeliveryStatus:
     """SEP-3415's `deliveryStatus` of a subscription: `active` is false once it is suspended
     (after failed deliveries in a row); `droppedEvents` (this server's) counts the events it
     did not hear because its principal had too many deliveries in flight."""
-    status: dict[str, Any] = {
+    status: DeliveryStatus = {
         "active": not subscription.suspended,
         "lastDeliveryAt": subscription.last_delivery_at or None,
         "lastError": subscription.last_error or None,

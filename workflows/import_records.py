@@ -31,6 +31,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
+from mcp_tasks.contracts.imports import ChunkDone
 from mcp_tasks.contracts.task_state import TaskInput
 from mcp_tasks.contracts.tool_messages import ToolResult
 from workflows.results import text_result
@@ -59,7 +60,7 @@ class ImportProgress:
     bad_count: int = 0
     bad: list[dict[str, Any]] = field(default_factory=list)
 
-    def advance(self, done: dict[str, Any]) -> None:
+    def advance(self, done: ChunkDone) -> None:
         self.offset, self.line = done["nextOffset"], done["nextLine"]
         self.row += done["rows"]
         self.imported += done["imported"]

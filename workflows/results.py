@@ -4,9 +4,10 @@ synchronous tools and task workflows alike."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from mcp_tasks.contracts.tool_messages import JsonObject, ToolResult
+from mcp_tasks.contracts.tool_messages import ToolResult
 
 # Temporal rejects any payload above 2 MiB (and gRPC messages above 4 MiB). A task result is a
 # workflow result, so it must fit with room for the payload's own metadata.
@@ -14,10 +15,12 @@ MAX_RESULT_BYTES = 2_000_000
 
 
 def text_result(
-    text: str, *, structured: JsonObject | None = None, is_error: bool = False
+    text: str, *, structured: Mapping[str, object] | None = None, is_error: bool = False
 ) -> ToolResult:
-    """A result of one text block, with `structuredContent` when given."""
-    return ToolResult([{"type": "text", "text": text}], structured, is_error)
+    """A result of one text block, with `structuredContent` (a JSON object of any shape) when
+    given."""
+    content = None if structured is None else dict(structured)
+    return ToolResult([{"type": "text", "text": text}], content, is_error)
 
 
 def encoded_size(value: Any) -> int:

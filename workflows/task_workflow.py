@@ -29,7 +29,7 @@ A tool's workflow subclasses `TaskWorkflow`, implements `execute()`, and is decl
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, replace
 from datetime import timedelta
 from typing import Any, NoReturn, TypeVar
@@ -51,6 +51,7 @@ from mcp_tasks.contracts.task_state import (
     SUBMIT_INPUT_SIGNAL,
     AuditStamp,
     SteerMessage,
+    Step,
     SubmitInput,
     TaskInput,
     TaskMemo,
@@ -58,7 +59,7 @@ from mcp_tasks.contracts.task_state import (
     iso_timestamp,
 )
 from mcp_tasks.contracts.task_status import TaskStatus, published_status
-from mcp_tasks.contracts.tool_messages import InputRequest, InputResponse, JsonObject, ToolResult
+from mcp_tasks.contracts.tool_messages import InputRequest, InputResponse, ToolResult
 from workflows.input_limits import refuse_oversized
 from workflows.quota import releasing_slot
 from workflows.redaction import Redactor
@@ -89,10 +90,12 @@ def protocol_error(code: int, message: str, data: Any = None) -> ApplicationErro
 
 
 _FORM_TYPES = frozenset({"string", "number", "integer", "boolean", "array"})
+# One field of a form (the spec's PrimitiveSchemaDefinition, e.g. {"type": "boolean"}).
+FormProperty = Mapping[str, object]
 
 
 def elicitation(
-    message: str, properties: JsonObject, required: list[str] | None = None
+    message: str, properties: Mapping[str, FormProperty], required: list[str] | None = None
 ) -> InputRequest:
     """A form-mode `elicitation/create` input request.
 
@@ -156,14 +159,15 @@ class TaskWorkflow:
             self._change(poll_interval_ms=poll_interval_ms)
         self._publish()
 
-    def publish_steps(self, steps: list[dict[str, Any]]) -> None:
+    def publish_steps(self, steps: Sequence[Step]) -> None:
         """Set the step timeline (TaskState.steps); the next `report()`/`ask()` publishes it
         (no command of its own). Secret arguments are redacted; output tails are cut to their
         last 1,000 characters."""
-        items = [dict(step) for step in steps]
+        items = [step.copy() for step in steps]
         for item in items:
-            if isinstance(item.get("outputTail"), str):
-                item["outputTail"] = item["outputTail"][-1000:]
+            tail = item.get("outputTail")
+            if isinstance(tail, str):
+                item["outputTail"] = tail[-1000:]
         self._change(steps=self._scrub(items))
 
     def fresh_key(self, base: str) -> str:

@@ -37,7 +37,7 @@ from mcp_tasks.contracts.events import (
 )
 from mcp_tasks.contracts.task_state import TaskState, iso_timestamp
 from mcp_tasks.contracts.task_status import TaskStatus
-from mcp_tasks.contracts.webhooks import WebhookDelivery
+from mcp_tasks.contracts.webhooks import QuestionView, TaskView, WebhookDelivery
 from workflows.delivery import WebhookDeliveryWorkflow
 
 # Guards the commands notifications add (a marker, child starts): only tasks that name
@@ -47,20 +47,20 @@ MAX_MESSAGE_CHARS = 1000
 MAX_REQUESTS = 20
 
 
-def task_view(state: TaskState) -> dict[str, Any]:
+def task_view(state: TaskState) -> TaskView:
     """What a notification tells of the task: its state as published (redacted like the
     memo, with the numbers of its progress when it reported some), each question by its
     message only."""
-    requests: list[dict[str, Any]] = []
+    requests: list[QuestionView] = []
     for key, request in list(state.input_requests.items())[:MAX_REQUESTS]:
         params = request.get("params") if isinstance(request, dict) else None
         message = params.get("message") if isinstance(params, dict) else None
-        entry: dict[str, Any] = {"key": key, "message": str(message or "")[:MAX_MESSAGE_CHARS]}
+        entry: QuestionView = {"key": key, "message": str(message or "")[:MAX_MESSAGE_CHARS]}
         if state.approvers.get(key):  # whose decision it awaits (names as configured)
             entry["approvers"] = list(state.approvers[key])
         requests.append(entry)
     message = state.status_message
-    return {
+    view: TaskView = {
         "taskId": state.task_id,
         "tool": state.tool,
         "status": state.status,
@@ -68,11 +68,14 @@ def task_view(state: TaskState) -> dict[str, Any]:
         "createdAt": state.created_at,
         "lastUpdatedAt": state.last_updated_at,
         "inputRequests": requests,
-        **({"requestedBy": state.requested_by} if state.requested_by else {}),
-        # How far the task reported it is ({"progress": n, "total"?: m}), only when it did:
-        # the notification of every other task is exactly what it always was.
-        **({"progress": dict(state.progress)} if state.progress is not None else {}),
     }
+    if state.requested_by:
+        view["requestedBy"] = state.requested_by
+    # How far the task reported it is ({"progress": n, "total"?: m}), only when it did: the
+    # notification of every other task is exactly what it always was.
+    if state.progress is not None:
+        view["progress"] = dict(state.progress)
+    return view
 
 
 def task_sequence(history_base: int) -> int:
@@ -132,7 +135,9 @@ class Notifications:
         if endpoints and workflow.patched(WEBHOOKS_PATCH):
             self._notify(endpoints, event, occurred_at, view, sequence)
         if announce and workflow.patched(EVENTS_PATCH):
-            announced = TaskEvent(state.task_id, state.tool, event, occurred_at, sequence, view)
+            announced = TaskEvent(
+                state.task_id, state.tool, event, occurred_at, sequence, dict(view)
+            )
             self._starting.append(asyncio.create_task(self._announce(announced)))
 
     def _notify(
@@ -140,7 +145,7 @@ class Notifications:
         endpoints: list[str],
         event: str,
         occurred_at: str,
-        view: dict[str, Any],
+        view: TaskView,
         sequence: int,
     ) -> None:
         # The task's first run id tells apart the notifications of a taskId's new run (a
@@ -153,7 +158,7 @@ class Notifications:
                 endpoint,
                 event,
                 occurred_at,
-                view,
+                dict(view),
                 sequence,
             )
             # A task of its own, not awaited here: the question is published at once, and a

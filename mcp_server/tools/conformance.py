@@ -17,7 +17,7 @@ from typing import Any
 
 from mcp_server.tools import conformance_mrtr
 from mcp_server.tools.registry import SyncHandler, Tool, ToolCall, ToolRegistry
-from mcp_tasks.contracts.tool_messages import ToolResult
+from mcp_tasks.contracts.tool_messages import InputRequest, ToolResult
 from workflows import conformance
 from workflows.results import text_result
 from workflows.task_workflow import elicitation
@@ -164,7 +164,7 @@ async def _json_schema_tool(call: ToolCall) -> ToolResult:
     return text_result(f"Valid contact for {call.arguments.get('name', 'someone')}: {contact}")
 
 
-def _sampling_mrtr(arguments: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _sampling_mrtr(arguments: dict[str, Any]) -> dict[str, InputRequest]:
     message = {"role": "user", "content": {"type": "text", "text": "Say hello"}}
     return {
         "sample": {
@@ -174,11 +174,11 @@ def _sampling_mrtr(arguments: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
-def _favorite_mrtr(arguments: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _favorite_mrtr(arguments: dict[str, Any]) -> dict[str, InputRequest]:
     return {"favorite": elicitation("Pick a colour", {"colour": {"type": "string"}}, ["colour"])}
 
 
-def _name_mrtr(arguments: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _name_mrtr(arguments: dict[str, Any]) -> dict[str, InputRequest]:
     return {"name": elicitation("What is your name?", {"name": {"type": "string"}}, ["name"])}
 
 

@@ -18,7 +18,7 @@ from mcp_server.tools.registry import (
     ToolCall,
     ToolRegistry,
 )
-from mcp_tasks.contracts.tool_messages import InputResponse, ToolResult
+from mcp_tasks.contracts.tool_messages import InputRequest, InputResponse, ToolResult
 from workflows.results import text_result
 from workflows.task_workflow import elicitation
 
@@ -26,10 +26,10 @@ _EMPTY: dict[str, Any] = {"type": "object", "properties": {}}
 
 _NAME = elicitation("What is your name?", {"name": {"type": "string"}}, ["name"])
 _CONFIRM = elicitation("Please confirm", {"ok": {"type": "boolean"}}, ["ok"])
-_ROOTS: dict[str, Any] = {"method": "roots/list", "params": {}}
+_ROOTS: InputRequest = {"method": "roots/list", "params": {}}
 
 
-def _sampling(text: str, max_tokens: int) -> dict[str, Any]:
+def _sampling(text: str, max_tokens: int) -> InputRequest:
     message = {"role": "user", "content": {"type": "text", "text": text}}
     return {
         "method": "sampling/createMessage",

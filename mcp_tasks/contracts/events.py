@@ -18,7 +18,7 @@ What travels where:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Required, TypedDict
 
 # Guards the signal a task sends per event: only tasks created with `events` reach it.
 EVENTS_PATCH = "mcp-events"
@@ -63,6 +63,41 @@ ERROR_CATEGORIES = (
 def subscriptions_workflow_id(task_queue: str, principal: str) -> str:
     """The subscriptions workflow of `principal` (a digest) among the tasks of `task_queue`."""
     return f"mcp-events-{task_queue}-{principal}"
+
+
+class EventOutcome(TypedDict, total=False):
+    """How one event delivery ended: the `McpEventDelivery` workflow's result (its activity's
+    when delivered), kept as the subscription's delivery status."""
+
+    outcome: Required[Literal["delivered", "ended", "gone", "failed"]]
+    status: int  # the receiver's HTTP status, when delivered
+    reason: str  # a SEP-3415 lastError category, when failed
+
+
+class DeliveryStatus(TypedDict, total=False):
+    """SEP-3415's `deliveryStatus` of a subscription (workflows/event_subscriptions.py)."""
+
+    active: bool
+    lastDeliveryAt: str | None
+    lastError: str | None
+    failedSince: str
+    droppedEvents: int
+
+
+class SubscriptionDestination(TypedDict):
+    mode: Literal["webhook"]
+    url: str
+
+
+class SubscriptionView(TypedDict):
+    """A live subscription as its principal may see it (`SUBSCRIPTIONS_QUERY`; no secret)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    delivery: SubscriptionDestination
+    refreshBefore: str
+    deliveryStatus: DeliveryStatus
 
 
 @dataclass

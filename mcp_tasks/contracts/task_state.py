@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, Required, TypedDict
 
 from mcp_tasks.contracts.task_status import TASK_STATUSES, TaskStatus
 
@@ -70,6 +70,18 @@ STEP_STATUSES = (
     "rolled back",
     "skipped",
 )
+
+
+class Step(TypedDict, total=False):
+    """One item of a task's step timeline (TaskState.steps), as the memo carries it."""
+
+    name: Required[str]
+    status: Required[str]  # one of STEP_STATUSES
+    startedAt: str
+    endedAt: str
+    exitCode: int
+    outputTail: str
+    rollback: str  # the outcome of its rollback, when it was rolled back
 
 
 def iso_timestamp(moment: datetime) -> str:

@@ -20,7 +20,7 @@ Pure data: safe to import inside the workflow sandbox.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NotRequired, TypedDict, get_args
 
 # The keys a CallToolResult may have (a ToolResult's fields, as `wire()` names them).
 CALL_TOOL_RESULT_KEYS = frozenset({"content", "structuredContent", "isError", "_meta"})
@@ -31,10 +31,16 @@ ELICIT_ACTIONS: frozenset[str] = frozenset(get_args(ElicitAction))
 # A JSON object whose shape the spec leaves open (`{ [key: string]: unknown }`): a result's
 # `structuredContent` and `_meta`, a form's property schemas, an answer's form values.
 JsonObject = dict[str, Any]
-# The spec's InputRequest as JSON: a server-to-client request a task parks on, e.g.
-# {"method": "elicitation/create", "params": {"mode": "form", ...}}. A JSON object, not a model:
-# the memo, the MRTR rounds of tools/call and the interactive contract carry it as it is.
-InputRequest = dict[str, Any]
+
+
+class InputRequest(TypedDict):
+    """The spec's InputRequest: a server-to-client request a task parks on, e.g.
+    {"method": "elicitation/create", "params": {"mode": "form", ...}}. A JSON object at
+    runtime, not a model: the memo, the MRTR rounds of tools/call and the interactive contract
+    carry it as it is."""
+
+    method: str
+    params: NotRequired[JsonObject]
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ port, MCP_TASKS_WORKER_METRICS_PORT)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 DELIVERY_WORKFLOW = "McpWebhookDelivery"
 DELIVER_ACTIVITY = "mcp_tasks.deliver_webhook"
@@ -32,6 +32,37 @@ DELIVERY_SECONDS_METRIC = "mcp_tasks_webhook_delivery_duration_seconds"
 # by endpoint; the McpTasksWebhookEndpointSuspended alert reads it.
 SUSPENDED_METRIC = "mcp_tasks_webhook_endpoint_suspended"
 DELIVERY_SECONDS_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class QuestionView(TypedDict):
+    """One question of a task as a notification tells it: its key and message only."""
+
+    key: str
+    message: str
+    approvers: NotRequired[list[str]]  # whose decision it awaits (names as configured)
+
+
+class TaskView(TypedDict):
+    """What a notification tells of its task (workflows/webhooks.py `task_view`): webhooks and
+    event subscriptions carry it as this JSON object."""
+
+    taskId: str
+    tool: str
+    status: str
+    statusMessage: str | None
+    createdAt: str
+    lastUpdatedAt: str
+    inputRequests: list[QuestionView]
+    requestedBy: NotRequired[str]
+    progress: NotRequired[dict[str, float]]
+
+
+class WebhookOutcome(TypedDict):
+    """A delivered notification: the receiver's HTTP status and the attempt that delivered it
+    (the `McpWebhookDelivery` workflow's result)."""
+
+    status: int
+    attempt: int
 
 
 @dataclass

@@ -55,7 +55,7 @@ LONG_POLL_S = 20.0
 class _Task:
     task: TaskInput
     state: TaskState
-    outstanding: dict[str, dict[str, Any]] = field(default_factory=dict)
+    outstanding: dict[str, InputRequest] = field(default_factory=dict)
     answers: dict[str, Any] = field(default_factory=dict)
     closed_at: str | None = None
     result: dict[str, Any] | None = None

@@ -17,7 +17,7 @@ from mcp_tasks.contracts.task_state import TaskInput
 from mcp_tasks.contracts.tool_messages import InputRequest, InputResponse, ToolResult
 from workflows.request_approval import DECISIONS
 from workflows.results import text_result
-from workflows.task_workflow import elicitation
+from workflows.task_workflow import FormProperty, elicitation
 
 
 class ScriptFailed(Exception):
@@ -86,7 +86,7 @@ async def _multi_input(task: TaskInput, run: Run) -> ToolResult:
 
 async def _request_approval(task: TaskInput, run: Run) -> ToolResult:
     """RequestApproval's question and outcome, without its deadline and its reason rule."""
-    properties = {
+    properties: dict[str, FormProperty] = {
         "decision": {"type": "string", "title": "Decision", "enum": list(DECISIONS)},
         "reason": {"type": "string", "title": "Reason", "maxLength": 2000},
     }

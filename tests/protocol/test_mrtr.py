@@ -247,7 +247,7 @@ def test_a_prelude_that_sees_answers_gets_them_with_the_capabilities() -> None:
 
 
 def test_a_prelude_of_the_arguments_alone_is_not_asked_twice_for_an_answered_key() -> None:
-    both = {"a": {"method": "roots/list"}, "b": {"method": "roots/list"}}
+    both: InputRequests = {"a": {"method": "roots/list"}, "b": {"method": "roots/list"}}
     tool = Tool("t", "d", {"type": "object"}, handler=_never, mrtr=lambda arguments: both)
     assert list(tool.still_needed({}, MrtrRound({}, {"a": {"roots": []}}))) == ["b"]
 

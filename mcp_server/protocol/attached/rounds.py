@@ -102,7 +102,9 @@ def reply(
         tool, canonical_digest(arguments), ctx.principal, {}, snapshot.task_id, refused
     )
     return InputRequiredResult(
-        input_requests=_with_problem(questions, problem),
+        input_requests={
+            key: dict(request) for key, request in _with_problem(questions, problem).items()
+        },
         request_state=services.request_state.encode(pending),
     )
 

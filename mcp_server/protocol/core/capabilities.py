@@ -8,6 +8,7 @@ requests. What a tool or method needs is written as a `ClientCapabilities` objec
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import mcp_types as core
@@ -62,7 +63,7 @@ def declares_tasks(declared: core.ClientCapabilities) -> bool:
     return bool(declared.extensions) and TASKS_EXTENSION in (declared.extensions or {})
 
 
-def required_for_input(request: dict[str, Any]) -> dict[str, Any]:
+def required_for_input(request: Mapping[str, Any]) -> dict[str, Any]:
     """The client capability an input request needs, e.g. {"elicitation": {}}."""
     method = request.get("method")
     capability = _CAPABILITY_OF_INPUT.get(str(method))

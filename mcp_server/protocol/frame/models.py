@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal, TypeVar
 
 import mcp_types as core
@@ -239,7 +240,7 @@ _RESPONSE_MODEL: dict[str, type[BaseModel]] = {
 }
 
 
-def check_input_response(key: str, request: JsonObject, response: Any) -> McpError | None:
+def check_input_response(key: str, request: Mapping[str, Any], response: Any) -> McpError | None:
     """A -32602 error when `response` is not a valid answer to `request`, else None: its shape
     (the result type of the request's method), then, for an accepted elicitation, its content
     against the form that asked for it (answer_schema.py)."""

@@ -26,7 +26,7 @@ from mcp_server.protocol.core import capabilities, mrtr
 from mcp_server.protocol.core.context import RequestContext, Services
 from mcp_server.protocol.frame.errors import INVALID_REQUEST, McpError
 from mcp_server.protocol.frame.models import ToolCallParams, to_message
-from mcp_server.tools.registry import Tool
+from mcp_server.tools.registry import InputRequests, Tool
 
 log = logging.getLogger("mcp_server.protocol.v2025.mrtr")
 PREFIX = "mcp-mrtr:"
@@ -46,7 +46,7 @@ def resolve(services: Services, request_id: object, message: dict[str, Any]) -> 
 
 
 async def _ask_round(
-    ctx: RequestContext, services: Services, requests: dict[str, dict[str, Any]]
+    ctx: RequestContext, services: Services, requests: InputRequests
 ) -> dict[str, Any]:
     awaited = services.awaited
     ids = {key: f"{PREFIX}{secrets.token_hex(16)}" for key in requests}

@@ -54,7 +54,8 @@ async def call_tool(
     answers = mrtr.gather(_round(ctx, call), services.request_state, services.limits)
     if isinstance(answers, mrtr.InputRequired):
         return InputRequiredResult(
-            input_requests=answers.input_requests, request_state=answers.request_state
+            input_requests={key: dict(request) for key, request in answers.input_requests.items()},
+            request_state=answers.request_state,
         )
     if tool.task_support == "never":
         return await tool_calls.run_sync(ctx, call, answers.answers, _log_threshold(params))
