@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import random
 import shutil
 import signal
 import socket
@@ -41,7 +42,29 @@ def port_is_free(host: str, port: int) -> bool:
     return True
 
 
+# Ports chosen below the kernel's ephemeral range (net.ipv4.ip_local_port_range, 32768 and up
+# by default). A port bound to 0 comes from that range, where every outgoing connection of the
+# machine also takes its local port: between the probe and the server's bind, a connection of
+# another process can take it (seen as "address already in use" with many processes running).
+_LOW_PORTS = (10_000, 32_768)
+_PORT_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def _below_ephemeral() -> tuple[int, int]:
+    try:
+        ephemeral_low = int(_PORT_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return _LOW_PORTS
+    return _LOW_PORTS[0], max(_LOW_PORTS[0], min(_LOW_PORTS[1], ephemeral_low))
+
+
 def free_port(host: str = "127.0.0.1") -> int:
+    """A port free now on `host`, below the ephemeral range when one is free there."""
+    low, high = _below_ephemeral()
+    for _ in range(64 if high > low else 0):
+        port = random.randrange(low, high)
+        if port_is_free(host, port):
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((host, 0))
         return int(probe.getsockname()[1])
