@@ -74,7 +74,7 @@ client-deps: $(VENV)/.clients-installed $(CLIENTS)/js/node_modules/.installed
 # Everything: unit, end-to-end on real Temporal, kill -9 durability, official conformance suite.
 # The 25 slowest tests are printed at the end (CI's .ci/run runs this target).
 test: $(STAMP) conformance-deps client-deps
-	$(VENV)/bin/pytest -n 4 --dist worksteal --durations=25
+	$(VENV)/bin/pytest -n 3 --durations=25
 
 # The README's screenshots of the approval inbox (docs/inbox.png, docs/inbox-task.png), taken by
 # the browser test of an approver's deploy.
