@@ -17,7 +17,6 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-from cloudcoil.models.prometheus_operator import v1 as monitoring
 
 from mcp_server.http.app import origin_policy
 from mcp_tasks.settings import Settings
@@ -317,18 +316,26 @@ def pod_monitors() -> dict[str, dict[str, Any]]:
     return objects(MONITORED, "PodMonitor")
 
 
+def pod_monitor_model() -> Any:
+    """The CRD's PodMonitor model, imported when a test needs it: its module takes some 2 s to
+    import, which every pytest process would pay at collection."""
+    from cloudcoil.models.prometheus_operator import v1 as monitoring
+
+    return monitoring.PodMonitor
+
+
 def test_the_pod_monitors_are_valid_against_the_crd_schema() -> None:
     """Strict: the model drops a field the CRD does not know, so the round trip differs."""
     assert pod_monitors()
     for manifest in pod_monitors().values():
-        parsed = monitoring.PodMonitor.model_validate(manifest)
+        parsed = pod_monitor_model().model_validate(manifest)
         assert parsed.model_dump(by_alias=True, exclude_unset=True, mode="json") == manifest
 
 
 def test_the_crd_check_refuses_a_misspelt_field() -> None:
     manifest = dict(pod_monitors()["mcp-tasks-worker"])
     manifest["spec"] = {**manifest["spec"], "podMetricEndpoints": []}
-    parsed = monitoring.PodMonitor.model_validate(manifest)
+    parsed = pod_monitor_model().model_validate(manifest)
     assert parsed.model_dump(by_alias=True, exclude_unset=True, mode="json") != manifest
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from temporalio.client import Client
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
@@ -53,6 +54,7 @@ async def until_scraped(
         await asyncio.sleep(0.25)
 
 
+@pytest.mark.slow  # Temporal, a server and a worker, each a process of its own
 async def test_scraping_only_the_metrics_port_refreshes_every_gauge_an_alert_reads(
     tmp_path: Path,
 ) -> None:

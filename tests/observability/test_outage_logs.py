@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from mcp_server.observability.sdk_metrics import CORE_LOGGER
 from mcp_server.runtime.devserver import free_port
@@ -27,6 +28,7 @@ def lines_since(part: McpTasksProcess, offset: int) -> list[str]:
     return log_of(part).read_bytes()[offset:].decode(errors="replace").splitlines()
 
 
+@pytest.mark.slow  # Temporal, a server and a worker, each a process of its own
 async def test_while_temporal_is_down_every_log_line_is_one_json_object(tmp_path: Path) -> None:
     metrics_port = free_port()
     topology = Topology(
