@@ -57,11 +57,13 @@ async def on_dev(
     ]
     env = {**os.environ, "MCP_TASKS_TOKENS_FILE": str(tokens_file)}
     peaks: dict[str, float] = {}
+    cpu: dict[str, float] = {}
     async with dev_stack(data_dir, env, "--auth", "tokens") as dev:
-        sampling = asyncio.create_task(sample_peaks(dev.pids(), peaks))
+        sampling = asyncio.create_task(sample_peaks(dev.pids(), peaks, cpu=cpu))
         results = await run_load(dev.url, tokens, tasks, **load)
         sampling.cancel()
     results["peak_rss_mib"] = peaks
+    results["cpu_s"] = cpu
     results["topology"] = "dev"
     results["dev_exit_code"] = dev.process.returncode
     results["data_dir"] = str(data_dir)
@@ -90,6 +92,23 @@ def markdown(results: dict[str, Any]) -> str:
     ]
     for name, mib in results.get("peak_rss_mib", {}).items():
         rows.append((f"peak RSS, {name}", f"{mib} MiB"))
+    for name, seconds in results.get("cpu_s", {}).items():
+        rows.append((f"CPU, {name}", f"{seconds} s"))
+    server = results.get("server_metrics")
+    if server:
+        rows.append(("server's task reads by source", json.dumps(server["task_reads"])))
+        rows.append(("Temporal reads per tasks/get", str(server["temporal_reads_per_tasks_get"])))
+        for operation, side in server["latency_by_operation"].items():
+            rows.append(
+                (
+                    f"{operation} as the server measured it: n, p50 / p99 (bucket bound)",
+                    f"{side['n']:,.0f}, <= {side['p50_le_s']} s / <= {side['p99_le_s']} s",
+                )
+            )
+    if "load_clients_cpu_s" in results:
+        rows.append(
+            ("CPU, the load's clients (this process)", f"{results['load_clients_cpu_s']} s")
+        )
     return "\n".join(["| measure | value |", "|---|---|", *(f"| {a} | {b} |" for a, b in rows)])
 
 

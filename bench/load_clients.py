@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from bench.run import META, percentiles, rss_mib
+from bench.run import META, cpu_seconds, percentiles, rss_mib
 
 TOOL = "multi_step_job"
 TERMINAL = {"completed", "failed", "cancelled"}
@@ -197,6 +197,7 @@ async def run_load(
     clients = [LoadClient(url, token, stats) for token in tokens]
     plan = Plan(answer_after, step_seconds, time.monotonic() + timeout_s, tasks)
     began = time.perf_counter()
+    cpu_before = time.process_time()
     load_before = os.getloadavg()[0]
     running = [
         asyncio.ensure_future(one_task(clients[i % len(clients)], f"load-{i}", plan))
@@ -236,17 +237,29 @@ async def run_load(
         "tools_call": percentiles(stats.latencies.get("tools/call", [0.0])),
         "tasks_update": percentiles(stats.latencies.get("tasks/update", [0.0])),
         "wall_s": round(time.perf_counter() - began, 1),
+        # The clients' own process: its CPU is taken from the same 2 cores as the server's.
+        "load_clients_cpu_s": round(time.process_time() - cpu_before, 1),
         "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
         "cpus": os.cpu_count(),
     }
 
 
-async def sample_peaks(pids: dict[str, int], peaks: dict[str, float], every: float = 0.5) -> None:
-    """The highest RSS (MiB) of each process, sampled from /proc every `every` seconds."""
+async def sample_peaks(
+    pids: dict[str, int],
+    peaks: dict[str, float],
+    every: float = 0.5,
+    cpu: dict[str, float] | None = None,
+) -> None:
+    """The highest RSS (MiB) of each process, sampled from /proc every `every` seconds; with
+    `cpu`, also the CPU seconds each has used since the first sample."""
+    first: dict[str, float] = {}
     while True:
         for name, pid in pids.items():
             try:
                 peaks[name] = max(peaks.get(name, 0.0), round(rss_mib(pid), 1))
+                if cpu is not None:
+                    used = cpu_seconds(pid)
+                    cpu[name] = round(used - first.setdefault(name, used), 1)
             except OSError:
                 pass
         await asyncio.sleep(every)

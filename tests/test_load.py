@@ -49,6 +49,12 @@ async def test_the_short_load_on_separate_server_worker_and_temporal_reports_eac
     assert all(mib > 0 for mib in peaks.values()), peaks
     assert results["exit_codes"] == {"server": 0, "worker": 0}
     assert "| peak RSS, mcp-tasks worker |" in markdown(results)
+    assert set(results["cpu_s"]) == set(peaks), results["cpu_s"]
+    # The server's own count of where its task reads came from (its metrics port).
+    server = results["server_metrics"]
+    assert set(server["task_reads"]) == {"followed", "terminal", "temporal"}, server
+    assert server["task_reads"]["temporal"] > 0 and 0 < server["temporal_reads_per_tasks_get"]
+    assert server["latency_by_operation"]["tasks/get"]["n"] >= results["tasks_get"]["n"]
 
 
 async def test_a_temporal_too_slow_to_answer_is_503_with_retry_after_not_500(
