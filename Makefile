@@ -77,9 +77,12 @@ $(CLIENTS)/js/node_modules/.installed: $(CLIENTS)/js/package-lock.json $(CONFORM
 client-deps: $(VENV)/.clients-installed $(CLIENTS)/js/node_modules/.installed
 
 # Everything: unit, end-to-end on real Temporal, kill -9 durability, official conformance suite.
-# The 25 slowest tests are printed at the end (CI's .ci/run runs this target).
+# The 25 slowest tests are printed at the end (CI's .ci/run runs this target). Four processes on
+# two cores: many tests wait on Temporal's timers and on processes they kill. The long tests are
+# handed out first (tests/conftest.py) and at most 8 at a time (--maxschedchunk), so no process
+# is left at the end with a long queue of its own while the others are done.
 test: $(STAMP) conformance-deps client-deps
-	$(VENV)/bin/pytest -n 3 --durations=25
+	$(VENV)/bin/pytest -n 4 --maxschedchunk 8 --durations=25
 
 # The README's screenshots of the approval inbox (docs/inbox.png, docs/inbox-task.png), taken by
 # the browser test of an approver's deploy.

@@ -127,6 +127,13 @@ def main() -> None:
         default="split",
         help="the stack to start without --url (see above)",
     )
+    parser.add_argument(
+        "--http",
+        choices=("raw", "httpx"),
+        default="raw",
+        help="the clients' HTTP client: bench/raw_http.py (lean: the clients share the 2 cores "
+        "with what they measure), or httpx",
+    )
     parser.add_argument("--url", default=None, help="load this server instead of starting one")
     parser.add_argument(
         "--token", action="append", default=[], help="a bearer token for --url (repeatable)"
@@ -136,6 +143,7 @@ def main() -> None:
         "answer_after": options.answer_after,
         "step_seconds": options.step_seconds,
         "timeout_s": options.timeout,
+        "http": options.http,
     }
     if options.url is None and options.topology == "split":
         results = asyncio.run(on_split(options.tasks, options.clients, **load))

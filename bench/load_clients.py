@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from bench.raw_http import RawHttp
 from bench.run import META, cpu_seconds, percentiles, rss_mib
 
 TOOL = "multi_step_job"
@@ -184,6 +185,13 @@ async def one_task(client: LoadClient, name: str, plan: Plan) -> None:
         stats.lost.append(f"{task_id} ({name}): {task.get('status')}")
 
 
+def http_client(kind: str) -> Poster:
+    """One client's HTTP client: bench/raw_http.py (lean; its docstring says why), or httpx."""
+    if kind == "httpx":
+        return httpx.AsyncClient(timeout=60)
+    return RawHttp(limit=16)
+
+
 async def run_load(
     url: str,
     tokens: list[str | None],
@@ -191,10 +199,12 @@ async def run_load(
     answer_after: int = 2,
     step_seconds: float = 1.0,
     timeout_s: float = 1800,
+    http: str = "raw",
 ) -> dict[str, Any]:
-    """`tasks` tasks spread over one client per entry of `tokens`; the figures."""
+    """`tasks` tasks spread over one client per entry of `tokens`, each client on its own
+    connections (`http`: see http_client); the figures."""
     stats = Stats()
-    clients = [LoadClient(url, token, stats) for token in tokens]
+    clients = [LoadClient(url, token, stats, http_client(http)) for token in tokens]
     plan = Plan(answer_after, step_seconds, time.monotonic() + timeout_s, tasks)
     began = time.perf_counter()
     cpu_before = time.process_time()
@@ -217,6 +227,7 @@ async def run_load(
         "tasks": tasks,
         "clients": len(clients),
         "tool": f"{TOOL} (require_approval, 1 step of {step_seconds} s)",
+        "http_client": http,
         "answer_after_polls": answer_after,
         # Created (acknowledged with a taskId) and not ended as expected: must be 0.
         "lost": len(stats.lost) + len(errors),

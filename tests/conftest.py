@@ -161,11 +161,27 @@ async def fresh_stack(
 TIER_OF_FIXTURE = {"temporal": "e2e", "time_skipping_env": "time_skipping"}
 
 
+# The order tests are handed out in: the long ones first (process trees wait out heartbeat
+# timeouts and retries), so that no process is left with one at the end while the others are
+# done, and the short ones fill the gaps. A module stays in one piece (its fixtures set up once).
+TIER_ORDER = ("slow", "browser", "clients", "conformance", "e2e", "time_skipping")
+
+
+def _order_of(item: pytest.Item) -> int:
+    marks = {mark.name for mark in item.iter_markers()}
+    return next((rank for rank, tier in enumerate(TIER_ORDER) if tier in marks), len(TIER_ORDER))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for fixture in getattr(item, "fixturenames", ()):
             if fixture in TIER_OF_FIXTURE:
                 item.add_marker(TIER_OF_FIXTURE[fixture])
+    module_order: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        module_order[module] = min(module_order.get(module, len(TIER_ORDER)), _order_of(item))
+    items.sort(key=lambda item: module_order[item.nodeid.split("::", 1)[0]])
 
 
 # ----- time skipping (tests/time_skipping.py): the `time_skipping_env` fixture --------------
