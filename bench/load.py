@@ -105,6 +105,11 @@ def markdown(results: dict[str, Any]) -> str:
                     f"{side['n']:,.0f}, <= {side['p50_le_s']} s / <= {side['p99_le_s']} s",
                 )
             )
+    if "temporal_requests" in results:
+        top = list(results["temporal_requests"].items())[:8]
+        rows.append(
+            ("Temporal frontend requests (most first)", ", ".join(f"{k}: {v:,}" for k, v in top))
+        )
     if "load_clients_cpu_s" in results:
         rows.append(
             ("CPU, the load's clients (this process)", f"{results['load_clients_cpu_s']} s")

@@ -16,7 +16,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bench.load_clients import run_load, sample_peaks
 from bench.run import split_stack
-from mcp_server.runtime.devserver import TemporalDevServer, free_port
+from bench.unit_costs import MeteredTemporal, counters
+from mcp_server.runtime.devserver import free_port
 from mcp_server.runtime.tokens import add_token
 from mcp_tasks.settings import Settings
 
@@ -57,6 +58,19 @@ async def server_figures(url: str) -> dict[str, Any]:
     }
 
 
+async def temporal_figures(url: str) -> dict[str, int]:
+    """The requests Temporal's frontend served in the whole run, by operation (its own
+    `service_requests`), most first: who the load kept Temporal busy with."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        totals = await counters(http, url)
+    frontend = {
+        name.split(":", 1)[1]: count
+        for name, count in totals.items()
+        if name.startswith("frontend:")
+    }
+    return dict(sorted(frontend.items(), key=lambda item: -item[1]))
+
+
 def bucket_percentiles(buckets: list[tuple[float, float]]) -> dict[str, float | None]:
     """How many, and the upper bound (seconds) of the histogram bucket each percentile falls
     in."""
@@ -81,7 +95,7 @@ async def on_split(
     ]
     synchronous = Settings.from_env().sqlite_synchronous
     (data_dir / "temporal").mkdir(exist_ok=True)
-    temporal = TemporalDevServer(data_dir / "temporal", port=free_port(), synchronous=synchronous)
+    temporal = MeteredTemporal(data_dir / "temporal", port=free_port(), synchronous=synchronous)
     temporal.start()
     port, metrics_port = free_port(), free_port()
     env = {
@@ -106,6 +120,9 @@ async def on_split(
         results = await run_load(f"http://127.0.0.1:{port}/mcp", tokens, tasks, **load)
         sampling.cancel()
         results["server_metrics"] = await server_figures(f"http://127.0.0.1:{metrics_port}/metrics")
+        results["temporal_requests"] = await temporal_figures(
+            f"http://127.0.0.1:{temporal.metrics_port}/metrics"
+        )
     results["topology"] = "split"
     results["peak_rss_mib"] = peaks
     results["cpu_s"] = cpu

@@ -15,9 +15,17 @@ Rules implemented:
   followed from its second read within `FOLLOW_GAP_S` of the first (one polled less often costs
   one `describe()` per poll, as before, which is less), and let go once nobody has read it for
   `IDLE_S` (checked whenever the long-poll answers: within IDLE_S + 20 s).
-- Only a quiet read is kept: no pending workflow task (a signal, a cancellation request or a
-  timer the workflow has not processed: the store then reads the history's tail, as before)
-  and no pending activity (its attempt and progress change with no event in the history).
+- What a read is kept for depends on what Temporal was doing for the task (`Stillness`):
+  - `quiet` (no pending workflow task, no pending activity): until the history grows.
+  - `awaiting_worker` (a workflow task no worker has completed yet: a signal, a cancellation
+    request or a timer the workflow has not processed, whose answers the store read from the
+    history's tail, as before): until the history grows (the worker completing it adds events;
+    so does any new signal), and at most until the long-poll's next empty answer (within
+    20 s): a workflow task that keeps failing counts its attempts with no new event, and
+    the read shows them. This is what keeps a replica's reads off Temporal when workers lag
+    behind (a backlog of workflow tasks under load), which is when Temporal is busiest.
+  - `busy` (a pending activity): not kept: its attempt, progress and elapsed time change
+    with no event in the history.
 - Never an older state after a newer one: a read that began before a change was seen (`mark`,
   then `changed`) is answered but not kept as fresh, and a read with a smaller sequence
   (sequence.py) than the copy is answered with the copy.
@@ -41,6 +49,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from prometheus_client import Counter
 
@@ -52,6 +61,9 @@ log = logging.getLogger("mcp_server.tasks.followed")
 # The events of one run after `cursor`, waited for: (the id of the last one, 0 for none; the
 # cursor after them, None once the run's history is complete), or None: no such run.
 History = Callable[[str, str, bytes], Awaitable[tuple[int, bytes | None] | None]]
+
+# What Temporal was doing for a task when it was read (the module's rules).
+Stillness = Literal["quiet", "awaiting_worker", "busy"]
 
 # Temporal answers an empty history long-poll after 20 s: following a task costs 3 calls a
 # minute, so it pays for a task read more often than that.
@@ -87,6 +99,7 @@ class _Followed:
     length: int  # the history length of the kept read, in its run
     snapshot: TaskSnapshot  # the newest read answered, marked `cached`
     fresh: bool
+    until_empty_poll: bool  # the kept read awaited a worker: stale at the next empty long-poll
     size: int
     read_at: float
     vouched_at: float  # when the long-poll in flight was sent
@@ -158,11 +171,12 @@ class FollowedTasks:
         run_id: str,
         length: int,
         memo_bytes: int,
-        quiet: bool,
+        stillness: Stillness,
         mark: int,
     ) -> TaskSnapshot:
         """What to answer for `snapshot`, the read of a running task begun at `mark` (run
-        `run_id`, `length` events, quiet or not); kept when the task is followed."""
+        `run_id`, `length` events, what Temporal was doing for it); kept when the task is
+        followed."""
         task_id = snapshot.task_id
         entry = self._followed.get(task_id)
         if entry is not None and entry.snapshot.sequence > snapshot.sequence:
@@ -173,23 +187,28 @@ class FollowedTasks:
         if entry is not None and entry.run_id != run_id:  # it continued as new
             self._let_go(entry)
             entry = None
-        fresh = quiet and not self._changed_since(task_id, mark)
+        keepable = stillness != "busy"
+        fresh = keepable and not self._changed_since(task_id, mark)
+        until_empty_poll = stillness == "awaiting_worker"
         size = memo_bytes + _ENTRY_BYTES
         kept = replace(snapshot, cached=True)
         if entry is None:
             first = self._read_once.pop(task_id, None)
-            if not quiet or first is None or now - first > FOLLOW_GAP_S:
+            if not keepable or first is None or now - first > FOLLOW_GAP_S:
                 self._read_once[task_id] = now
                 if len(self._read_once) > _REMEMBERED:
                     self._read_once.popitem(last=False)
                 return snapshot
-            entry = _Followed(task_id, run_id, length, kept, fresh, size, now, now)
+            entry = _Followed(
+                task_id, run_id, length, kept, fresh, until_empty_poll, size, now, now
+            )
             self._followed[task_id] = entry
             self._bytes += size
             entry.job = asyncio.create_task(self._follow(entry), name=f"follow {task_id}")
         else:
             self._bytes += size - entry.size
             entry.length, entry.snapshot, entry.fresh, entry.size = length, kept, fresh, size
+            entry.until_empty_poll = until_empty_poll
             entry.read_at = now
             self._followed.move_to_end(task_id)
         while self._followed and (
@@ -219,6 +238,8 @@ class FollowedTasks:
                 last, after = answer
                 if last > entry.length or after is None:
                     self.changed(task_id)
+                elif not last and entry.until_empty_poll and entry.fresh:
+                    self.changed(task_id)  # a workflow task's attempts may have grown
                 if after is None:
                     break  # the run closed: the task ended, or goes on in a new run
                 if self._clock() - entry.read_at > IDLE_S:

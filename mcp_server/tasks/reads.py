@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionResponse
 from temporalio.client import WorkflowExecutionStatus
 
 from mcp_server.tasks.approvers import may_read
 from mcp_server.tasks.expiry import Deletions
-from mcp_server.tasks.followed import TASK_READS, FollowedTasks
+from mcp_server.tasks.followed import TASK_READS, FollowedTasks, Stillness
 from mcp_server.tasks.snapshot_reads import SnapshotReads
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.ttl import is_expired
@@ -21,6 +22,13 @@ from mcp_tasks.contracts.task_status import TERMINAL_STATUSES
 from mcp_tasks.identity import Identity
 
 _TERMINAL_CACHE_SIZE = 4096
+
+
+def stillness_of(raw: DescribeWorkflowExecutionResponse) -> Stillness:
+    """What Temporal was doing for a running task, by its `describe()` (followed.py's rules)."""
+    if raw.pending_activities:
+        return "busy"
+    return "awaiting_worker" if raw.HasField("pending_workflow_task") else "quiet"
 
 
 class TaskReads(SnapshotReads):
@@ -78,7 +86,7 @@ class TaskReads(SnapshotReads):
                 description.history_length,
                 # What the kept read weighs: the memo it came from, as Temporal encoded it.
                 raw.workflow_execution_info.memo.ByteSize(),
-                quiet=not raw.HasField("pending_workflow_task") and not raw.pending_activities,
+                stillness=stillness_of(raw),
                 mark=mark,
             )
         snapshot = await self._closed(task_id, description, state)

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from mcp_server.tasks.followed import FOLLOW_GAP_S, IDLE_S, VOUCHED_S, FollowedTasks
+from mcp_server.tasks.followed import FOLLOW_GAP_S, IDLE_S, VOUCHED_S, FollowedTasks, Stillness
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import new_task_id
 
@@ -68,12 +68,12 @@ def read(
     followed: FollowedTasks,
     snapshot: TaskSnapshot,
     run: str = "run-1",
-    quiet: bool = True,
+    stillness: Stillness = "quiet",
     mark: int | None = None,
 ) -> TaskSnapshot:
     """A read of Temporal as the store makes it: marked, then kept."""
     return followed.keep(
-        snapshot, run, snapshot.sequence, 700, quiet, followed.mark() if mark is None else mark
+        snapshot, run, snapshot.sequence, 700, stillness, followed.mark() if mark is None else mark
     )
 
 
@@ -108,14 +108,51 @@ async def test_a_task_read_less_often_than_the_gap_is_not_followed(
     assert len(followed) == 0 and followed.answer(task_id) is None
 
 
-async def test_a_read_that_is_not_quiet_is_not_answered_again(
+async def test_a_read_with_a_pending_activity_is_not_answered_again(
     setup: tuple[FollowedTasks, History, Clock],
 ) -> None:
     followed, _, _ = setup
     task_id = new_task_id()
     read(followed, a_snapshot(task_id))
     read(followed, a_snapshot(task_id))
-    read(followed, a_snapshot(task_id, 9), quiet=False)  # e.g. a signal not yet processed
+    read(followed, a_snapshot(task_id, 9), stillness="busy")  # its progress has no events
+    assert followed.answer(task_id) is None
+
+
+async def test_a_read_awaiting_a_worker_is_answered_until_the_next_empty_long_poll(
+    setup: tuple[FollowedTasks, History, Clock],
+) -> None:
+    """A signal no worker has processed yet (a backlog of workflow tasks): the read, with the
+    answers it found in the history's tail, is answered again; an empty long-poll (Temporal's
+    20 s) makes the next read go to Temporal, where a failing workflow task's attempts show."""
+    followed, history, _ = setup
+    task_id = new_task_id()
+    read(followed, a_snapshot(task_id, 9), stillness="awaiting_worker")
+    read(followed, a_snapshot(task_id, 9), stillness="awaiting_worker")
+    assert followed.answer(task_id) == a_snapshot(task_id, 9)
+    await history.queue(task_id).put((9, b"c1"))  # the first long-poll: the history so far
+    await settled()
+    assert followed.answer(task_id) == a_snapshot(task_id, 9)
+    await history.queue(task_id).put((0, b"c1"))  # 20 s later, nothing new
+    await settled()
+    assert followed.answer(task_id) is None
+    read(followed, a_snapshot(task_id, 9))  # read again: now quiet
+    await history.queue(task_id).put((0, b"c1"))
+    await settled()
+    assert followed.answer(task_id) == a_snapshot(task_id, 9)  # a quiet read outlives it
+
+
+async def test_a_read_awaiting_a_worker_is_stale_once_the_worker_adds_events(
+    setup: tuple[FollowedTasks, History, Clock],
+) -> None:
+    followed, history, _ = setup
+    task_id = new_task_id()
+    read(followed, a_snapshot(task_id, 9), stillness="awaiting_worker")
+    read(followed, a_snapshot(task_id, 9), stillness="awaiting_worker")
+    await history.queue(task_id).put((9, b"c1"))
+    await settled()
+    await history.queue(task_id).put((12, b"c2"))  # the workflow task completed
+    await settled()
     assert followed.answer(task_id) is None
 
 
@@ -219,8 +256,8 @@ async def test_beyond_the_memory_cap_the_task_read_least_recently_is_let_go() ->
     try:
         tasks = [new_task_id() for _ in range(5)]
         for task_id in tasks:
-            followed.keep(a_snapshot(task_id), "r", 6, 900, True, followed.mark())
-            followed.keep(a_snapshot(task_id), "r", 6, 900, True, followed.mark())
+            followed.keep(a_snapshot(task_id), "r", 6, 900, "quiet", followed.mark())
+            followed.keep(a_snapshot(task_id), "r", 6, 900, "quiet", followed.mark())
         assert len(followed) == 3 and followed.bytes <= 3 * 3000
         assert followed.answer(tasks[0]) is None and followed.answer(tasks[4]) is not None
     finally:
@@ -246,5 +283,5 @@ async def test_off_follows_nothing() -> None:
     followed = FollowedTasks(History(), max_tasks=0, max_bytes=1, clock=Clock())
     task_id = new_task_id()
     for _ in range(3):
-        followed.keep(a_snapshot(task_id), "r", 6, 10, True, followed.mark())
+        followed.keep(a_snapshot(task_id), "r", 6, 10, "quiet", followed.mark())
     assert len(followed) == 0 and followed.answer(task_id) is None
