@@ -89,7 +89,7 @@ test: $(STAMP) conformance-deps client-deps
 inbox-screenshots: $(STAMP)
 	MCP_TASKS_INBOX_SCREENSHOTS=docs $(VENV)/bin/pytest tests/inbox/test_inbox.py -k approver -q
 
-# The tiers that start no Temporal dev server (pure, in-process on the fake store): about a
+# The tiers that start no Temporal dev server (pure, in-process on the fake store): under a
 # minute. Tiers and markers: docs/contributing/tests.md. pytest collects tests/clients before the
 # markers deselect them, so their Python libraries are installed too (no Node needed).
 FAST_TIERS := not e2e and not time_skipping and not slow and not conformance and not clients and not browser
