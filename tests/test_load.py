@@ -52,7 +52,7 @@ async def test_the_short_load_on_separate_server_worker_and_temporal_reports_eac
     assert set(results["cpu_s"]) == set(peaks), results["cpu_s"]
     # The server's own count of where its task reads came from (its metrics port).
     server = results["server_metrics"]
-    assert set(server["task_reads"]) == {"followed", "terminal", "temporal"}, server
+    assert set(server["task_reads"]) == {"followed", "stale", "terminal", "temporal"}, server
     assert server["task_reads"]["temporal"] > 0 and 0 < server["temporal_reads_per_tasks_get"]
     assert server["latency_by_operation"]["tasks/get"]["n"] >= results["tasks_get"]["n"]
 

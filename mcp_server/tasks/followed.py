@@ -24,15 +24,24 @@ Rules implemented:
     20 s): a workflow task that keeps failing counts its attempts with no new event, and
     the read shows them. This is what keeps a replica's reads off Temporal when workers lag
     behind (a backlog of workflow tasks under load), which is when Temporal is busiest.
-  - `busy` (a pending activity): not kept: its attempt, progress and elapsed time change
-    with no event in the history.
+  - `busy` (a pending activity): never answered again as it is: its attempt, progress and
+    elapsed time change with no event in the history (it may stand in for a slow read, below).
 - Never an older state after a newer one: a read that began before a change was seen (`mark`,
   then `changed`) is answered but not kept as fresh, and a read with a smaller sequence
   (sequence.py) than the copy is answered with the copy.
 - tasks/update and tasks/cancel on this replica mark the task changed once their signal or
-  cancellation is in Temporal (`changed`), so the caller's next read goes to Temporal; another
-  replica sees the change when its long-poll answers. Listen's watchers, after their own
-  long-poll saw events, mark it too, before they read (store.wait_for_events).
+  cancellation is in Temporal (`changed`), so the caller's next read goes to Temporal (and
+  waits for it: `through`); another replica sees the change when its long-poll answers.
+- A change the long-poll saw (not this replica's own) is read again without keeping the
+  poll waiting on a busy Temporal (stale-while-revalidate): the first read after it starts
+  one read of Temporal, which every read of the task shares while it is in flight; each
+  waits for it up to `REVALIDATE_WAIT_S` (0.1 s), and past that is answered the copy read
+  before the change, for at most `STALE_S` (5 s) after the change was seen (or, for a copy
+  that was never fresh, after it was read). So an idle
+  Temporal shows every change at once, and a saturated one shows it once its read returns
+  (5 s at most, or the read waits for it as before), while the polls keep their pace.
+- Listen's watchers, after their own long-poll saw events, mark the task changed too, before
+  they read (store.wait_for_events), and wait for that read (`through`).
 - Bounded: at most `max_tasks` followed and `max_bytes` of memo kept; beyond either, the task
   read least recently is let go. A task not followed is read as before.
 - A long-poll that fails (Temporal unreachable, the task deleted) lets the task go, and one not
@@ -45,11 +54,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 from prometheus_client import Counter
 
@@ -75,6 +85,10 @@ IDLE_S = 25.0
 # hung, and the copy is not answered any more.
 VOUCHED_S = 25.0
 _MIN_EMPTY_POLL_S = 1.0
+# Stale-while-revalidate (the module's rules): how long a read waits for the read of Temporal
+# in flight, and how old a copy may be to be answered in its place.
+REVALIDATE_WAIT_S = 0.1
+STALE_S = 5.0
 # Tasks read once (when), to follow them at their second read; and tasks changed recently.
 _REMEMBERED = 8192
 _ENTRY_BYTES = 2048  # a snapshot's Python objects beyond its memo, roughly
@@ -83,11 +97,12 @@ _ENTRY_BYTES = 2048  # a snapshot's Python objects beyond its memo, roughly
 TASK_READS = Counter(
     "mcp_tasks_task_reads",
     "Task reads (tasks/get, task lookups, listen's reads) by source: followed (a task this "
-    "replica follows, no Temporal call), terminal (the closed-task cache), temporal (a "
+    "replica follows, no Temporal call), stale (a followed task's copy, answered while the read "
+    "of its change was slow to return), terminal (the closed-task cache), temporal (a "
     "describe() of the workflow)",
     ["source"],
 )
-READ_SOURCES = ("followed", "terminal", "temporal")
+READ_SOURCES = ("followed", "stale", "terminal", "temporal")
 for _source in READ_SOURCES:
     TASK_READS.labels(_source)
 
@@ -103,6 +118,8 @@ class _Followed:
     size: int
     read_at: float
     vouched_at: float  # when the long-poll in flight was sent
+    stale_since: float  # since when the copy may be out of date (inf while it is fresh)
+    through: bool = False  # a change of this replica's own is not in the copy: read through
     job: asyncio.Task[None] | None = None
 
 
@@ -126,6 +143,7 @@ class FollowedTasks:
         self._changed: OrderedDict[str, int] = OrderedDict()
         self._forgotten_tick = 0  # the newest change no longer in `_changed`
         self._read_once: OrderedDict[str, float] = OrderedDict()
+        self._refreshes: dict[str, asyncio.Task[TaskSnapshot | None]] = {}
 
     def __len__(self) -> int:
         return len(self._followed)
@@ -146,12 +164,44 @@ class FollowedTasks:
         self._followed.move_to_end(task_id)
         return entry.snapshot
 
+    def stale_copy(self, task_id: str) -> TaskSnapshot | None:
+        """The copy of a followed task that changed since it was read, which a read may answer
+        while the read of the change is slow (the module's rules); None: read through."""
+        entry = self._followed.get(task_id)
+        if entry is None or entry.fresh or entry.through:
+            return None
+        now = self._clock()
+        if now - entry.stale_since > STALE_S or now - entry.vouched_at > VOUCHED_S:
+            return None
+        entry.read_at = now
+        self._followed.move_to_end(task_id)
+        return entry.snapshot
+
+    def refreshing(
+        self, task_id: str, read: Callable[[], Coroutine[Any, Any, TaskSnapshot | None]]
+    ) -> asyncio.Task[TaskSnapshot | None]:
+        """The read of `task_id` in flight, else `read()` started: the reads of a stale copy
+        share one call to Temporal."""
+        job = self._refreshes.get(task_id)
+        if job is None:
+            job = asyncio.create_task(read(), name=f"refresh {task_id}")
+            self._refreshes[task_id] = job
+            job.add_done_callback(lambda done: self._refreshed(task_id, done))
+        return job
+
+    def _refreshed(self, task_id: str, job: asyncio.Task[TaskSnapshot | None]) -> None:
+        if self._refreshes.get(task_id) is job:
+            del self._refreshes[task_id]
+        if not job.cancelled() and job.exception() is not None:
+            log.info("reading %s again failed: %s", task_id, job.exception())
+
     def mark(self) -> int:
         """Taken before reading Temporal, and given back to `keep`."""
         return self._tick
 
-    def changed(self, task_id: str) -> None:
-        """The task changed (or may have): its next read goes to Temporal."""
+    def changed(self, task_id: str, through: bool = True) -> None:
+        """The task changed (or may have): its next read goes to Temporal; `through`: a change
+        this replica made (an answer, a cancel, steering), which that read waits for."""
         self._tick += 1
         self._changed[task_id] = self._tick
         self._changed.move_to_end(task_id)
@@ -160,7 +210,10 @@ class FollowedTasks:
             self._forgotten_tick = max(self._forgotten_tick, tick)
         entry = self._followed.get(task_id)
         if entry is not None:
+            if entry.fresh:
+                entry.stale_since = self._clock()
             entry.fresh = False
+            entry.through = entry.through or through
 
     def _changed_since(self, task_id: str, mark: int) -> bool:
         return self._forgotten_tick > mark or self._changed.get(task_id, 0) > mark
@@ -188,8 +241,10 @@ class FollowedTasks:
             self._let_go(entry)
             entry = None
         keepable = stillness != "busy"
-        fresh = keepable and not self._changed_since(task_id, mark)
+        after_changes = not self._changed_since(task_id, mark)  # began after every change seen
+        fresh = keepable and after_changes
         until_empty_poll = stillness == "awaiting_worker"
+        since = math.inf if fresh else now  # a copy not kept as fresh is current when read
         size = memo_bytes + _ENTRY_BYTES
         kept = replace(snapshot, cached=True)
         if entry is None:
@@ -200,7 +255,7 @@ class FollowedTasks:
                     self._read_once.popitem(last=False)
                 return snapshot
             entry = _Followed(
-                task_id, run_id, length, kept, fresh, until_empty_poll, size, now, now
+                task_id, run_id, length, kept, fresh, until_empty_poll, size, now, now, since
             )
             self._followed[task_id] = entry
             self._bytes += size
@@ -208,7 +263,9 @@ class FollowedTasks:
         else:
             self._bytes += size - entry.size
             entry.length, entry.snapshot, entry.fresh, entry.size = length, kept, fresh, size
-            entry.until_empty_poll = until_empty_poll
+            entry.until_empty_poll, entry.stale_since = until_empty_poll, since
+            if after_changes:
+                entry.through = False
             entry.read_at = now
             self._followed.move_to_end(task_id)
         while self._followed and (
@@ -237,9 +294,10 @@ class FollowedTasks:
                     break  # deleted
                 last, after = answer
                 if last > entry.length or after is None:
-                    self.changed(task_id)
+                    self.changed(task_id, through=False)
                 elif not last and entry.until_empty_poll and entry.fresh:
-                    self.changed(task_id)  # a workflow task's attempts may have grown
+                    # A workflow task's attempts may have grown.
+                    self.changed(task_id, through=False)
                 if after is None:
                     break  # the run closed: the task ended, or goes on in a new run
                 if self._clock() - entry.read_at > IDLE_S:
@@ -257,7 +315,10 @@ class FollowedTasks:
         self._let_go(entry)
 
     async def close(self) -> None:
-        jobs = [entry.job for entry in self._followed.values() if entry.job is not None]
+        jobs: list[asyncio.Task[Any]] = [
+            entry.job for entry in self._followed.values() if entry.job is not None
+        ]
+        jobs += self._refreshes.values()
         self._followed.clear()
         self._bytes = 0
         for job in jobs:

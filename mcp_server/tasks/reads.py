@@ -6,6 +6,7 @@ deleted as it is read.
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 
 from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionResponse
@@ -13,7 +14,12 @@ from temporalio.client import WorkflowExecutionStatus
 
 from mcp_server.tasks.approvers import may_read
 from mcp_server.tasks.expiry import Deletions
-from mcp_server.tasks.followed import TASK_READS, FollowedTasks, Stillness
+from mcp_server.tasks.followed import (
+    REVALIDATE_WAIT_S,
+    TASK_READS,
+    FollowedTasks,
+    Stillness,
+)
 from mcp_server.tasks.snapshot_reads import SnapshotReads
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.ttl import is_expired
@@ -65,6 +71,36 @@ class TaskReads(SnapshotReads):
         ):
             TASK_READS.labels("followed").inc()
             return followed  # as for the terminal cache: anyone else reads Temporal
+        stale = self.followed.stale_copy(task_id)
+        if stale is not None and (
+            owner is None or may_read(stale.owner, stale.approvers, owner, identity)
+        ):
+            return await self._revalidate(task_id, stale, owner, identity)
+        return await self._read_through(task_id, owner, identity)
+
+    async def _revalidate(
+        self, task_id: str, stale: TaskSnapshot, owner: str | None, identity: Identity | None
+    ) -> TaskSnapshot | None:
+        """A followed task that changed since its copy was read (followed.py, stale while
+        revalidating): the read of Temporal in flight (or a new one, shared), waited for up to
+        REVALIDATE_WAIT_S, else the copy."""
+        refresh = self.followed.refreshing(task_id, lambda: self._read_through(task_id, None, None))
+        try:
+            async with asyncio.timeout(REVALIDATE_WAIT_S):
+                snapshot = await asyncio.shield(refresh)
+        except TimeoutError:
+            TASK_READS.labels("stale").inc()
+            return stale
+        if snapshot is None or (
+            owner is not None and not may_read(snapshot.owner, snapshot.approvers, owner, identity)
+        ):
+            return None
+        return snapshot
+
+    async def _read_through(
+        self, task_id: str, owner: str | None, identity: Identity | None
+    ) -> TaskSnapshot | None:
+        """The task read from Temporal, waited for (and kept, when it is followed)."""
         mark = self.followed.mark()
         TASK_READS.labels("temporal").inc()
         description = await self._describe(task_id)

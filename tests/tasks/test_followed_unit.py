@@ -9,7 +9,14 @@ from dataclasses import replace
 
 import pytest
 
-from mcp_server.tasks.followed import FOLLOW_GAP_S, IDLE_S, VOUCHED_S, FollowedTasks, Stillness
+from mcp_server.tasks.followed import (
+    FOLLOW_GAP_S,
+    IDLE_S,
+    STALE_S,
+    VOUCHED_S,
+    FollowedTasks,
+    Stillness,
+)
 from mcp_server.tasks.snapshots import TaskSnapshot
 from mcp_server.tasks.store import new_task_id
 
@@ -285,3 +292,60 @@ async def test_off_follows_nothing() -> None:
     for _ in range(3):
         followed.keep(a_snapshot(task_id), "r", 6, 10, "quiet", followed.mark())
     assert len(followed) == 0 and followed.answer(task_id) is None
+
+
+async def test_a_change_the_long_poll_saw_leaves_the_copy_answerable_while_it_is_read_again(
+    setup: tuple[FollowedTasks, History, Clock],
+) -> None:
+    """Stale while revalidating: a change made elsewhere (the long-poll saw events) leaves the
+    copy for reads to fall back on, for STALE_S after it was read; a change of this replica's
+    own (an answer, a cancel) does not: its next read waits for Temporal."""
+    followed, history, clock = setup
+    task_id = new_task_id()
+    read(followed, a_snapshot(task_id))
+    read(followed, a_snapshot(task_id))
+    clock.now += STALE_S * 2  # the copy is old, and was current until the change below
+    await history.queue(task_id).put((6, b"c1"))
+    await settled()
+    await history.queue(task_id).put((8, b"c2"))  # two events came: someone answered
+    await settled()
+    assert followed.answer(task_id) is None
+    assert followed.stale_copy(task_id) == a_snapshot(task_id)
+    clock.now += STALE_S + 1
+    assert followed.stale_copy(task_id) is None  # too old to stand in for the read
+    read(followed, a_snapshot(task_id, 8))
+    assert followed.answer(task_id) == a_snapshot(task_id, 8)
+    followed.changed(task_id)  # this replica's own tasks/update
+    assert followed.answer(task_id) is None and followed.stale_copy(task_id) is None
+    await history.queue(task_id).put((9, b"c3"))
+    await settled()
+    assert followed.stale_copy(task_id) is None  # still its own change, not yet read
+    read(followed, a_snapshot(task_id, 9))  # the read after it: kept, and answered again
+    assert followed.answer(task_id) == a_snapshot(task_id, 9)
+    await history.queue(task_id).put((10, b"c4"))  # a change made elsewhere again
+    await settled()
+    assert followed.stale_copy(task_id) == a_snapshot(task_id, 9)
+
+
+async def test_the_reads_of_a_stale_copy_share_one_read_of_temporal(
+    setup: tuple[FollowedTasks, History, Clock],
+) -> None:
+    followed, _, _ = setup
+    task_id = new_task_id()
+    calls: list[str] = []
+    gate = asyncio.Event()
+
+    async def read_temporal() -> TaskSnapshot | None:
+        calls.append(task_id)
+        await gate.wait()
+        return a_snapshot(task_id, 9)
+
+    first = followed.refreshing(task_id, read_temporal)
+    second = followed.refreshing(task_id, read_temporal)
+    assert first is second
+    gate.set()
+    assert await first == a_snapshot(task_id, 9)
+    await settled()
+    third = followed.refreshing(task_id, read_temporal)  # done: the next change reads again
+    assert third is not first and await third == a_snapshot(task_id, 9)
+    assert calls == [task_id, task_id]
