@@ -69,7 +69,10 @@ async def test_a_temporal_too_slow_to_answer_is_503_with_retry_after_not_500(
         await temporal.wait_ready()
         assert temporal.process is not None
         client = await Client.connect(temporal.address)
-        async with running_stack(client, registry, max_open_tasks_per_principal=0) as stack:
+        # Not followed (max_followed_tasks=0): its read goes to Temporal, as an unfollowed one's
+        # does (a followed task is answered from its copy while its long-poll vouches for it).
+        unfollowed = {"max_open_tasks_per_principal": 0, "max_followed_tasks": 0}
+        async with running_stack(client, registry, **unfollowed) as stack:
             task_id = await stack.mcp.create_task("slow_compute", {"seconds": 60})
             os.kill(temporal.process.pid, signal.SIGSTOP)
             try:

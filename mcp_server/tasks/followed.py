@@ -40,10 +40,16 @@ Rules implemented:
   that was never fresh, after it was read). So an idle
   Temporal shows every change at once, and a saturated one shows it once its read returns
   (5 s at most, or the read waits for it as before), while the polls keep their pace.
+- A task this replica starts is followed from its start (`seed`), its copy the state it was
+  started with: a client polls a task it just created, and the first polls then need no
+  read. One not polled is let go as any other (an initial long-poll, which returns the history
+  so far at once, and at most two more: about 3 calls).
 - Listen's watchers, after their own long-poll saw events, mark the task changed too, before
   they read (store.wait_for_events), and wait for that read (`through`).
 - Bounded: at most `max_tasks` followed and `max_bytes` of memo kept; beyond either, the task
   read least recently is let go. A task not followed is read as before.
+- A run that closes ends the task's following `STALE_S` later: the copy stands in for the
+  read of the closed task (which the terminal cache then answers) while that read is slow.
 - A long-poll that fails (Temporal unreachable, the task deleted) lets the task go, and one not
   answered within `VOUCHED_S` (a Temporal that hangs) no longer vouches for the copy: the next
   read goes to Temporal, and answers or fails as it did without this module.
@@ -85,6 +91,8 @@ IDLE_S = 25.0
 # hung, and the copy is not answered any more.
 VOUCHED_S = 25.0
 _MIN_EMPTY_POLL_S = 1.0
+# A started workflow's history: WorkflowExecutionStarted, WorkflowTaskScheduled.
+STARTED_LENGTH = 2
 # Stale-while-revalidate (the module's rules): how long a read waits for the read of Temporal
 # in flight, and how old a copy may be to be answered in its place.
 REVALIDATE_WAIT_S = 0.1
@@ -132,8 +140,10 @@ class FollowedTasks:
         max_tasks: int,
         max_bytes: int,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._history = history
+        self._sleep = sleep
         self.max_tasks = max_tasks
         self.max_bytes = max_bytes
         self._clock = clock
@@ -214,6 +224,18 @@ class FollowedTasks:
                 entry.stale_since = self._clock()
             entry.fresh = False
             entry.through = entry.through or through
+
+    def seed(self, snapshot: TaskSnapshot, run_id: str, memo_bytes: int, mark: int) -> None:
+        """A task this replica just started (`mark` taken before the start), followed from its
+        first moment with the state it was started with: the memo the server wrote, its first
+        workflow task pending (`STARTED_LENGTH` events), so that its first polls need no read
+        either. A worker that already ran that workflow task (an eager start) has added events,
+        which the first long-poll reports at once."""
+        if self.max_tasks <= 0:
+            return
+        self._read_once[snapshot.task_id] = self._clock()  # followed at this "read"
+        seeded = replace(snapshot, sequence=STARTED_LENGTH)
+        self.keep(seeded, run_id, STARTED_LENGTH, memo_bytes, "awaiting_worker", mark)
 
     def _changed_since(self, task_id: str, mark: int) -> bool:
         return self._forgotten_tick > mark or self._changed.get(task_id, 0) > mark
@@ -299,7 +321,11 @@ class FollowedTasks:
                     # A workflow task's attempts may have grown.
                     self.changed(task_id, through=False)
                 if after is None:
-                    break  # the run closed: the task ended, or goes on in a new run
+                    # The run closed: the task ended, or goes on in a new run. The copy stays
+                    # to stand in while the read of how it ended is slow (stale while
+                    # revalidating), then the task is let go: no call in the meantime.
+                    await self._sleep(STALE_S)
+                    break
                 if self._clock() - entry.read_at > IDLE_S:
                     break
                 if not last:

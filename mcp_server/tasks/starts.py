@@ -5,6 +5,7 @@ process's worker, and the 2025-11-25 session's task list (session_tasks.py).
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 from collections import OrderedDict
@@ -32,6 +33,7 @@ from mcp_server.tasks.errors import (
     from_rpc_error,
 )
 from mcp_server.tasks.expiry import Deletions
+from mcp_server.tasks.followed import FollowedTasks
 from mcp_server.tasks.idempotency import IdempotencyConflict
 from mcp_server.tasks.quota import QuotaExceeded, QuotaReservations
 from mcp_server.tasks.quota_prefetch import PrefetchedSlots
@@ -88,6 +90,7 @@ class TaskStarts(SnapshotReads):
     _sessions: SessionTaskLists
     _terminal: OrderedDict[str, TaskSnapshot]
     _deletions: Deletions
+    followed: FollowedTasks
 
     async def _start(
         self, task: TaskInput, workflow: str, replaces_expired: bool = False
@@ -176,14 +179,19 @@ class TaskStarts(SnapshotReads):
                 quota_workflow_id=self._quota.workflow_id(task.owner),
                 quota_release=RELEASE_LAZILY if lazy else RELEASE_BY_LOCAL_ACTIVITY,
             )
+        mark = self.followed.mark()
         try:
-            await self._start(task, workflow, replaces_expired=expired)
+            handle = await self._start(task, workflow, replaces_expired=expired)
         except (ArgumentsTooLarge, BackendRefused, WorkflowAlreadyStartedError) as err:
             if quota:  # a closed keyed task released its slot when it closed
                 await self._quota.release(task.owner, task.task_id)
             if not isinstance(err, WorkflowAlreadyStartedError):
                 raise
         else:
+            if not task.call_digest and handle.result_run_id:
+                state = TaskState.initial(task, INITIAL_STATUS_MESSAGE)
+                memo_bytes = len(json.dumps(state.to_memo(), default=str))
+                self.followed.seed(snapshot_of(state), handle.result_run_id, memo_bytes, mark)
             if task.session:
                 await self._note_in_session(task)
         if task.call_digest:  # started, or joined a twin call's task: compare with it

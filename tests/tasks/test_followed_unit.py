@@ -13,6 +13,7 @@ from mcp_server.tasks.followed import (
     FOLLOW_GAP_S,
     IDLE_S,
     STALE_S,
+    STARTED_LENGTH,
     VOUCHED_S,
     FollowedTasks,
     Stillness,
@@ -47,10 +48,26 @@ class Clock:
         return self.now
 
 
+class Grace:
+    """The wait after a run closed (STALE_S): over when the test says so."""
+
+    def __init__(self) -> None:
+        self.over = asyncio.Event()
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        await self.over.wait()
+
+
+GRACE = Grace()
+
+
 @pytest.fixture
 async def setup() -> AsyncIterator[tuple[FollowedTasks, History, Clock]]:
     history, clock = History(), Clock()
-    followed = FollowedTasks(history, max_tasks=3, max_bytes=1_000_000, clock=clock)
+    GRACE.over.clear()
+    followed = FollowedTasks(history, max_tasks=3, max_bytes=1_000_000, clock=clock, sleep=GRACE)
     yield followed, history, clock
     await followed.close()
 
@@ -216,6 +233,11 @@ async def test_a_closed_run_a_deleted_task_and_a_failed_long_poll_let_the_task_g
     await history.queue(closed).put((9, None))
     await history.queue(deleted).put(None)
     await settled()
+    assert len(followed) == 1  # the closed one's copy stands in for its read for STALE_S
+    assert followed.answer(closed) is None and followed.stale_copy(closed) == a_snapshot(closed)
+    assert GRACE.waits[-1] == STALE_S
+    GRACE.over.set()
+    await settled()
     assert len(followed) == 0
     assert followed.answer(closed) is None and followed.answer(deleted) is None
 
@@ -349,3 +371,28 @@ async def test_the_reads_of_a_stale_copy_share_one_read_of_temporal(
     third = followed.refreshing(task_id, read_temporal)  # done: the next change reads again
     assert third is not first and await third == a_snapshot(task_id, 9)
     assert calls == [task_id, task_id]
+
+
+async def test_a_task_this_replica_started_is_followed_from_its_start(
+    setup: tuple[FollowedTasks, History, Clock],
+) -> None:
+    """Its first polls are answered from the state it was started with, until the worker's
+    first workflow task adds events; a task nobody polls is let go as any other."""
+    followed, history, clock = setup
+    task_id = new_task_id()
+    started = replace(a_snapshot(task_id), status="working", input_requests={})
+    followed.seed(started, "run-1", 300, followed.mark())
+    assert followed.answer(task_id) == replace(started, sequence=STARTED_LENGTH)
+    await settled()
+    assert history.asked == [(task_id, "run-1", b"")]
+    await history.queue(task_id).put((STARTED_LENGTH, b"c1"))  # the history so far
+    await settled()
+    assert followed.answer(task_id) is not None
+    await history.queue(task_id).put((STARTED_LENGTH + 3, b"c2"))  # the first workflow task ran
+    await settled()
+    assert followed.answer(task_id) is None
+    assert followed.stale_copy(task_id) == replace(started, sequence=STARTED_LENGTH)
+    clock.now += IDLE_S + 1  # nobody polls it: let go at the next answer of its long-poll
+    await history.queue(task_id).put((0, b"c2"))
+    await settled()
+    assert len(followed) == 0
