@@ -29,9 +29,11 @@ Rules implemented:
 - Never an older state after a newer one: a read that began before a change was seen (`mark`,
   then `changed`) is answered but not kept as fresh, and a read with a smaller sequence
   (sequence.py) than the copy is answered with the copy.
-- tasks/update and tasks/cancel on this replica mark the task changed once their signal or
+- tasks/cancel and steering on this replica mark the task changed once their signal or
   cancellation is in Temporal (`changed`), so the caller's next read goes to Temporal (and
   waits for it: `through`); another replica sees the change when its long-poll answers.
+  tasks/update does too, unless the copy was current until the answer: then the copy takes the
+  answer as a read would show it (`answered`), and stands in for that read as below.
 - A change the long-poll saw (not this replica's own) is read again without keeping the
   poll waiting on a busy Temporal (stale-while-revalidate): the first read after it starts
   one read of Temporal, which every read of the task shares while it is in flight; each
@@ -63,7 +65,7 @@ import logging
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Collection, Coroutine
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -71,6 +73,7 @@ from prometheus_client import Counter
 
 from mcp_server.tasks.errors import TaskError
 from mcp_server.tasks.snapshots import TaskSnapshot
+from mcp_tasks.contracts.task_status import running_status
 
 log = logging.getLogger("mcp_server.tasks.followed")
 
@@ -236,6 +239,27 @@ class FollowedTasks:
         self._read_once[snapshot.task_id] = self._clock()  # followed at this "read"
         seeded = replace(snapshot, sequence=STARTED_LENGTH)
         self.keep(seeded, run_id, STARTED_LENGTH, memo_bytes, "awaiting_worker", mark)
+
+    def answered(self, task_id: str, questions: Collection[str]) -> None:
+        """This replica's answers to `questions` are in Temporal. A copy that was current until
+        now takes them as a read would show them (from the history's tail: the questions gone,
+        `running_status`), one event further, and stands in while the read of the task is on
+        its way (stale while revalidating); any other copy is read through (`changed`)."""
+        entry = self._followed.get(task_id)
+        if entry is None or not entry.fresh:
+            self.changed(task_id)
+            return
+        copy = entry.snapshot
+        pending = {k: v for k, v in copy.input_requests.items() if k not in questions}
+        status, said = running_status(copy.status, unanswered=bool(pending))
+        self.changed(task_id, through=False)
+        entry.snapshot = replace(
+            copy,
+            status=status,
+            status_message=said or copy.status_message,
+            input_requests=pending,
+            sequence=copy.sequence + 1,  # the signal's event
+        )
 
     def _changed_since(self, task_id: str, mark: int) -> bool:
         return self._forgotten_tick > mark or self._changed.get(task_id, 0) > mark

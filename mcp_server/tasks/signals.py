@@ -5,6 +5,8 @@ a signal saying who asked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -27,26 +29,46 @@ class TaskSignals:
     followed: FollowedTasks
 
     async def submit_input(self, task_id: str, update: SubmitInput) -> None:
-        await self._signal(task_id, SUBMIT_INPUT_SIGNAL, update, "deliver the answers")
+        await self._signal(
+            task_id,
+            SUBMIT_INPUT_SIGNAL,
+            update,
+            "deliver the answers",
+            delivered=lambda: self.followed.answered(task_id, update.responses),
+        )
 
     async def steer(self, task_id: str, signal: str, payload: SteerInput | AuditStamp) -> None:
         """Send a steering signal (workflows/steering.py: a steer message, a pause, a resume)
         to the task: durable with no worker alive, as an answer is."""
         await self._signal(task_id, signal, payload, "steer the task")
 
-    async def _signal(self, task_id: str, signal: str, payload: object, doing: str) -> None:
+    async def _signal(
+        self,
+        task_id: str,
+        signal: str,
+        payload: object,
+        doing: str,
+        delivered: Callable[[], None] | None = None,
+    ) -> None:
         """Signal the task; a task closed meanwhile has nothing to take in (not an error).
-        Either way the caller's next tasks/get reads Temporal, also when the signal failed: it
-        may have reached Temporal all the same."""
+        Then `delivered()`, else the caller's next tasks/get reads Temporal, also when the
+        signal failed: it may have reached Temporal all the same."""
         try:
             await self._client.get_workflow_handle(task_id).signal(
                 signal, payload, rpc_timeout=RPC_TIMEOUT
             )
         except RPCError as err:
+            self.followed.changed(task_id)
             if err.status != RPCStatusCode.NOT_FOUND:
                 raise from_rpc_error(err, doing) from err
-        finally:
+            return
+        except BaseException:
             self.followed.changed(task_id)
+            raise
+        if delivered is None:
+            self.followed.changed(task_id)
+        else:
+            delivered()
 
     async def cancel(self, task_id: str, stamp: AuditStamp) -> None:
         handle = self._client.get_workflow_handle(task_id)

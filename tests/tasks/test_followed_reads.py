@@ -126,7 +126,9 @@ async def test_an_answer_shows_in_the_next_read_of_the_replica_that_took_it(
     await followed_read(replica, task_id)
     await replica.submit_input(task_id, SubmitInput({"confirm": ACCEPT}))
     after = await replica.get(task_id, "owner-a")
-    assert after is not None and "confirm" not in after.input_requests and not after.cached
+    # Read from Temporal, or (Temporal slower than REVALIDATE_WAIT_S) the copy with the answer
+    # taken: either way the answer shows (followed.py, `answered`).
+    assert after is not None and "confirm" not in after.input_requests
     assert after.status != "input_required"
 
 

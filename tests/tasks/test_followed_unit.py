@@ -396,3 +396,27 @@ async def test_a_task_this_replica_started_is_followed_from_its_start(
     await history.queue(task_id).put((0, b"c2"))
     await settled()
     assert len(followed) == 0
+
+
+async def test_an_answer_of_this_replica_is_taken_by_a_copy_that_was_current(
+    setup: tuple[FollowedTasks, History, Clock],
+) -> None:
+    """tasks/update here: the copy shows the answer as a read of Temporal would (the question
+    gone, the task working), one event later, while that read is on its way; a copy that was
+    not current (a change is being read) is read through instead."""
+    followed, history, _ = setup
+    task_id = new_task_id()
+    read(followed, a_snapshot(task_id))
+    read(followed, a_snapshot(task_id))
+    followed.answered(task_id, ["q"])
+    assert followed.answer(task_id) is None
+    taken = followed.stale_copy(task_id)
+    assert taken is not None and taken.input_requests == {} and taken.status == "working"
+    assert taken.sequence == a_snapshot(task_id).sequence + 1
+    read(followed, a_snapshot(task_id))  # an older read (a smaller sequence): the copy stands
+    assert followed.stale_copy(task_id) == taken
+    await history.queue(task_id).put((6, b"c1"))
+    await history.queue(task_id).put((8, b"c2"))  # the answer's events: read again
+    await settled()
+    followed.answered(task_id, ["q"])  # not current now: read through
+    assert followed.stale_copy(task_id) is None
