@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from temporalio.client import WorkflowHandle
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 from activities.exposed import probe_child
@@ -157,6 +157,13 @@ async def test_steer_messages_arrive_in_order_and_a_pause_holds_at_the_safe_poin
     handle = await start(time_skipping_env, queue, "TestsSteered")
     await memo_until(handle, lambda state: "TestsSteered" in (state["statusMessage"] or ""))
     child = time_skipping_env.client.get_workflow_handle(f"{handle.id}-TestsSteered")
+    # The memo names the child in the workflow task that starts it: the child itself exists a
+    # moment later.
+    async with asyncio.timeout(20):
+        while True:
+            if await exists(child):
+                break
+            await asyncio.sleep(0.1)
     await child.signal(PAUSE_SIGNAL, {"v": 1})
     await child.signal(STEER_SIGNAL, {"v": 1, "seq": 2, "message": "b"})
     await child.signal(STEER_SIGNAL, {"v": 1, "seq": 1, "message": "a"})
@@ -168,6 +175,16 @@ async def test_steer_messages_arrive_in_order_and_a_pause_holds_at_the_safe_poin
     await child.signal(RESUME_SIGNAL, {"v": 1})
     await child.signal(STEER_SIGNAL, {"v": 1, "seq": 3, "message": "c"})
     assert (await handle.result())["structuredContent"] == {"received": ["a", "b", "c"]}
+
+
+async def exists(handle: WorkflowHandle[Any, Any]) -> bool:
+    try:
+        await handle.describe()
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+        return False
+    return True
 
 
 async def paused_told(child: WorkflowHandle[Any, Any]) -> bool:
