@@ -173,9 +173,7 @@ class FollowedTasks:
         now = self._clock()
         if now - entry.vouched_at > VOUCHED_S:
             return None
-        entry.read_at = now
-        self._followed.move_to_end(task_id)
-        return entry.snapshot
+        return self._read_from(entry, now)
 
     def stale_copy(self, task_id: str) -> TaskSnapshot | None:
         """The copy of a followed task that changed since it was read, which a read may answer
@@ -186,8 +184,12 @@ class FollowedTasks:
         now = self._clock()
         if now - entry.stale_since > STALE_S or now - entry.vouched_at > VOUCHED_S:
             return None
+        return self._read_from(entry, now)
+
+    def _read_from(self, entry: _Followed, now: float) -> TaskSnapshot:
+        """The copy, answered `now`: the task was read (IDLE_S), and is the last to let go."""
         entry.read_at = now
-        self._followed.move_to_end(task_id)
+        self._followed.move_to_end(entry.task_id)
         return entry.snapshot
 
     def refreshing(

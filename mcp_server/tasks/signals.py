@@ -51,24 +51,23 @@ class TaskSignals:
         delivered: Callable[[], None] | None = None,
     ) -> None:
         """Signal the task; a task closed meanwhile has nothing to take in (not an error).
-        Then `delivered()`, else the caller's next tasks/get reads Temporal, also when the
-        signal failed: it may have reached Temporal all the same."""
+        Then `delivered()` once Temporal took the signal; otherwise (no `delivered`, or the
+        signal failed: it may have reached Temporal all the same) the caller's next tasks/get
+        reads Temporal."""
+        took = False
         try:
             await self._client.get_workflow_handle(task_id).signal(
                 signal, payload, rpc_timeout=RPC_TIMEOUT
             )
+            took = True
         except RPCError as err:
-            self.followed.changed(task_id)
             if err.status != RPCStatusCode.NOT_FOUND:
                 raise from_rpc_error(err, doing) from err
-            return
-        except BaseException:
-            self.followed.changed(task_id)
-            raise
-        if delivered is None:
-            self.followed.changed(task_id)
-        else:
-            delivered()
+        finally:
+            if took and delivered is not None:
+                delivered()
+            else:
+                self.followed.changed(task_id)
 
     async def cancel(self, task_id: str, stamp: AuditStamp) -> None:
         handle = self._client.get_workflow_handle(task_id)

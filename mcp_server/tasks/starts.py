@@ -48,6 +48,7 @@ from mcp_tasks.contracts.task_state import (
     SEARCH_ATTRIBUTE_STATUS,
     SEARCH_ATTRIBUTE_TOOL,
     TaskInput,
+    TaskMemo,
     TaskState,
 )
 from mcp_tasks.contracts.task_status import published_status
@@ -93,9 +94,13 @@ class TaskStarts(SnapshotReads):
     followed: FollowedTasks
 
     async def _start(
-        self, task: TaskInput, workflow: str, replaces_expired: bool = False
+        self,
+        task: TaskInput,
+        workflow: str,
+        memo: TaskMemo,
+        replaces_expired: bool = False,
     ) -> WorkflowHandle[Any, Any]:
-        memo = TaskState.initial(task, INITIAL_STATUS_MESSAGE).to_memo()
+        """Start the task's workflow carrying `memo` (its initial state's)."""
         attributes = initial_search_attributes(task)
         # Eager workflow start: on the client of a worker of this process (same task queue),
         # Temporal may answer the start with the task's first workflow task, which that worker
@@ -179,9 +184,11 @@ class TaskStarts(SnapshotReads):
                 quota_workflow_id=self._quota.workflow_id(task.owner),
                 quota_release=RELEASE_LAZILY if lazy else RELEASE_BY_LOCAL_ACTIVITY,
             )
+        state = TaskState.initial(task, INITIAL_STATUS_MESSAGE)
+        memo = state.to_memo()
         mark = self.followed.mark()
         try:
-            handle = await self._start(task, workflow, replaces_expired=expired)
+            handle = await self._start(task, workflow, memo, replaces_expired=expired)
         except (ArgumentsTooLarge, BackendRefused, WorkflowAlreadyStartedError) as err:
             if quota:  # a closed keyed task released its slot when it closed
                 await self._quota.release(task.owner, task.task_id)
@@ -189,8 +196,7 @@ class TaskStarts(SnapshotReads):
                 raise
         else:
             if not task.call_digest and handle.result_run_id:
-                state = TaskState.initial(task, INITIAL_STATUS_MESSAGE)
-                memo_bytes = len(json.dumps(state.to_memo(), default=str))
+                memo_bytes = len(json.dumps(memo, default=str))
                 self.followed.seed(snapshot_of(state), handle.result_run_id, memo_bytes, mark)
             if task.session:
                 await self._note_in_session(task)
@@ -201,7 +207,7 @@ class TaskStarts(SnapshotReads):
                     "Temporal", "the task of this idempotency key expired meanwhile", 1.0
                 )
             return existing
-        return snapshot_of(TaskState.initial(task, INITIAL_STATUS_MESSAGE))
+        return snapshot_of(state)  # a copy of its own: the caller may change it
 
     async def _note_in_session(self, task: TaskInput) -> None:
         """Add a 2025-11-25 session's new task to the session's list, which its GET stream
